@@ -1,0 +1,50 @@
+# Thin wrapper over CMake. `make demo` and `make test` are the two commands a newcomer needs.
+JOBS ?= $(shell nproc)
+BUILD ?= build
+CMAKE_FLAGS ?=
+
+.PHONY: all bootstrap build release demo test unit-test asan tsan bench clean
+
+all: build
+
+bootstrap:
+	@bash scripts/bootstrap.sh
+
+build: bootstrap
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+release: bootstrap
+	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCHASH_BUILD_TESTS=OFF $(CMAKE_FLAGS) >/dev/null
+	cmake --build build-release -j $(JOBS)
+
+demo: release
+	./build-release/chash-demo
+
+# Every test: the normal build, the unit tests under ASan+UBSan, the concurrency tests under TSan.
+test: unit-test asan tsan
+
+unit-test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+asan: bootstrap
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCHASH_SANITIZE=address,undefined \
+	  -DCHASH_BUILD_BENCH=OFF -DCHASH_BUILD_EXAMPLES=OFF >/dev/null
+	cmake --build build-asan -j $(JOBS) --target chash_unit_tests
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ./build-asan/tests/chash_unit_tests --gtest_brief=1
+
+tsan: bootstrap
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHASH_SANITIZE=thread \
+	  -DCHASH_BUILD_BENCH=OFF -DCHASH_BUILD_EXAMPLES=OFF >/dev/null
+	cmake --build build-tsan -j $(JOBS) --target chash_concurrency_tests
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ./build-tsan/tests/chash_concurrency_tests --gtest_brief=1
+
+bench: release
+	cmake -S . -B build-release -DCHASH_BUILD_BENCH=ON >/dev/null
+	cmake --build build-release -j $(JOBS) --target chash_bench
+	./build-release/bench/chash_bench
+
+clean:
+	rm -rf build build-release build-asan build-tsan

@@ -1,0 +1,61 @@
+// chash — Maglev hashing (Eisenbud et al. 2016, "Maglev: A Fast and Reliable Software Network
+// Load Balancer", NSDI, section 3.4), weighted as Envoy's maglev load balancer does it: a node of
+// weight w takes a turn in w of every max_weight rounds of the table fill.
+//
+// A lookup is one read of a prime-sized table (default 65537, Envoy's default): O(1), 4 bytes per
+// entry. Balance is near perfect (each node owns M/N +-1 entries unweighted); the price is
+// minimal but non-zero disruption: removing a node moves its keys and a small fraction of others.
+// Offset and skip per node come from the node hash of its name with seeds 0 and 1.
+// Next choices: the owners of the following table entries.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "chash/hash.h"
+#include "chash/node.h"
+#include "chash/placement.h"
+
+namespace chash {
+
+struct MaglevOptions {
+  std::uint64_t table_size = 65537;     // must be prime, >= drawable nodes, <= kMaxMaglevTableSize
+  KeyHash node_hash = KeyHash::kXxh64;  // hashed with seed 0 (offset) and seed 1 (skip)
+};
+
+inline constexpr std::uint64_t kMaxMaglevTableSize = std::uint64_t{1} << 26;
+
+class MaglevTable {
+ public:
+  using Options = MaglevOptions;
+
+  static MaglevTable build(std::span<const Node> nodes, const Options& options = {});
+
+  // Reduction: `%` by the prime table size.
+  NodeId pick(std::uint64_t hash) const noexcept { return table_[hash % table_.size()]; }
+
+  template <class F>
+  void visit(std::uint64_t hash, F&& f) const {
+    internal::SeenSet seen(node_count_);
+    const std::size_t m = table_.size();
+    std::size_t i = static_cast<std::size_t>(hash % m);
+    for (std::size_t step = 0; step < m && seen.size() < drawable_; ++step) {
+      const NodeId id = table_[i];
+      if (seen.insert(id) && !f(id)) return;
+      if (++i == m) i = 0;
+    }
+  }
+
+  std::size_t node_count() const noexcept { return node_count_; }
+  std::span<const NodeId> entries() const noexcept { return table_; }
+
+ private:
+  std::vector<NodeId> table_;
+  std::size_t drawable_ = 0;
+  std::size_t node_count_ = 0;
+};
+
+bool is_prime(std::uint64_t n) noexcept;
+
+}  // namespace chash

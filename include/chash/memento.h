@@ -1,0 +1,77 @@
+// chash — MementoHash (Coluzzi, Brocco, Antonucci, Leidi 2023, "MementoHash: A Stateful, Minimal
+// Memory, Best Performing Consistent Hash Algorithm", arXiv:2306.09783).
+//
+// Jump consistent hash plus a memory of removed buckets: any node can be removed (drained), only
+// its keys move, spread evenly over the others; re-adding restores the last removed bucket. With
+// no removals a lookup is exactly jump. Removal order matters (it fixes each replacement), so
+// build() replays MementoOptions::removal_order (chash::Cluster records it); drained nodes not
+// listed there are removed after, in list order. Unweighted: weights must be 0 or 1.
+// Memory: one uint32 per bucket (a flat array rather than the paper's hash map: a lookup then
+// costs one array read per step). Next choices: memento over a rehash of the key, then a scan.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "chash/jump.h"
+#include "chash/node.h"
+#include "chash/placement.h"
+
+namespace chash {
+
+struct MementoOptions {
+  std::vector<NodeId> removal_order;  // removed (weight-0) nodes, oldest removal first
+};
+
+class MementoTable {
+ public:
+  using Options = MementoOptions;
+
+  static MementoTable build(std::span<const Node> nodes, const Options& options = {});
+
+  NodeId pick(std::uint64_t hash) const noexcept {
+    NodeId b = jump_consistent_hash(hash, size_);
+    if (replacer_.empty()) return b;
+    // Was b removed? Rehash within the working set as it was right after b's removal (its
+    // size is the replacer), then follow the replacements of buckets removed before b.
+    for (std::uint32_t w = replacer_[b]; w != kNotRemoved; w = replacer_[b]) {
+      b = static_cast<NodeId>(hash::mix64(hash ^ (std::uint64_t{b} + 1) * 0xA0761D6478BD642FULL) % w);
+      while (replacer_[b] != kNotRemoved && replacer_[b] >= w) b = replacer_[b];
+    }
+    return b;
+  }
+
+  template <class F>
+  void visit(std::uint64_t hash, F&& f) const {
+    internal::SeenSet seen(node_count_);
+    NodeId b = pick(hash);
+    if (!seen.insert(b) || !f(b)) return;
+    for (std::uint64_t attempt = 1; attempt <= 64; ++attempt) {
+      if (seen.size() == drawable_) return;
+      b = pick(internal::rehash(hash, attempt));
+      if (!seen.insert(b)) continue;
+      if (!f(b)) return;
+    }
+    for (NodeId i = 0; i < size_ && seen.size() < drawable_; ++i) {
+      if (is_removed(i) || !seen.insert(i)) continue;
+      if (!f(i)) return;
+    }
+  }
+
+  std::size_t node_count() const noexcept { return node_count_; }
+  std::uint32_t bucket_array_size() const noexcept { return size_; }
+
+ private:
+  static constexpr std::uint32_t kNotRemoved = 0xFFFFFFFFu;
+  bool is_removed(NodeId b) const noexcept {
+    return !replacer_.empty() && replacer_[b] != kNotRemoved;
+  }
+
+  std::uint32_t size_ = 0;               // the b-array size (shrinks on tail removals)
+  std::vector<std::uint32_t> replacer_;  // per bucket: replacer, or kNotRemoved; empty if none
+  std::size_t drawable_ = 0;
+  std::size_t node_count_ = 0;
+};
+
+}  // namespace chash

@@ -1,0 +1,75 @@
+// chash — Redis Cluster key slots: slot = CRC16-XMODEM(key or its {hash tag}) & 0x3FFF, then a
+// 16384-entry slot -> node table.
+//
+// The hash tag rules are Redis's keyHashSlot() exactly: the first '{', then the first '}' after
+// it; if both exist with at least one byte between them, only those bytes are hashed.
+//   "{user1000}.following" and "{user1000}.followers" -> same slot; "foo{}{bar}" hashes whole;
+//   "foo{{bar}}zap" hashes "{bar".
+// A fresh table splits the slots into contiguous ranges in node order as `redis-cli --cluster
+// create` does (weighted: ranges in proportion to weight). Built from a previous table, slots stay
+// where they are except those of drained nodes and the fewest needed to restore weight-fair
+// quotas (what a reshard/rebalance moves). Lookup: one read of a 64 KiB table.
+// Next choices: the owners of rehashed slots, then the remaining nodes in list order.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "chash/hash.h"
+#include "chash/node.h"
+#include "chash/placement.h"
+
+namespace chash {
+
+inline constexpr std::uint32_t kRedisSlots = 16384;
+
+// The key's hash slot, with Redis's hash tag rules.
+std::uint16_t redis_key_slot(std::string_view key) noexcept;
+// The bytes Redis hashes for `key`: the hash tag's contents, or the whole key.
+std::string_view redis_hash_tag(std::string_view key) noexcept;
+
+class SlotTable {
+ public:
+  struct Options {
+    // When set, keep this table's assignment as far as possible (ids must refer to the same
+    // nodes; ids beyond the new node list count as drained).
+    std::shared_ptr<const SlotTable> previous;
+  };
+
+  static SlotTable build(std::span<const Node> nodes, const Options& options = {});
+
+  // `hash` is a slot number (redis_key_slot) or any hash: only its low 14 bits are used.
+  NodeId pick(std::uint64_t hash) const noexcept { return (*slots_)[hash & (kRedisSlots - 1)]; }
+
+  template <class F>
+  void visit(std::uint64_t hash, F&& f) const {
+    internal::SeenSet seen(node_count_);
+    NodeId id = pick(hash);
+    if (!seen.insert(id) || !f(id)) return;
+    for (std::uint64_t attempt = 1; attempt <= 64; ++attempt) {
+      if (seen.size() == drawable_.size()) return;
+      id = pick(internal::rehash(hash & (kRedisSlots - 1), attempt));
+      if (!seen.insert(id)) continue;
+      if (!f(id)) return;
+    }
+    for (NodeId d : drawable_) {
+      if (seen.size() == drawable_.size()) return;
+      if (!seen.insert(d)) continue;
+      if (!f(d)) return;
+    }
+  }
+
+  std::size_t node_count() const noexcept { return node_count_; }
+  const std::array<NodeId, kRedisSlots>& slots() const noexcept { return *slots_; }
+
+ private:
+  std::shared_ptr<std::array<NodeId, kRedisSlots>> slots_;
+  std::vector<NodeId> drawable_;
+  std::size_t node_count_ = 0;
+};
+
+}  // namespace chash

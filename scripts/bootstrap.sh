@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every Debian package chash needs to build, test and run its demo. Idempotent and fast
+# when everything is present (one dpkg-query, no apt-get). Uses sudo when not root.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config git
+  clang libclang-rt-dev           # libFuzzer and sanitizer runtimes for clang
+  libxxhash-dev xxhash            # xxh3/xxh64, and xxhsum for check values
+  libssl-dev                      # MD5 (OpenSSL EVP)
+  zlib1g-dev                      # CRC32
+  libgtest-dev libgmock-dev googletest
+  libbenchmark-dev
+  libfmt-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
+  librsvg2-bin                    # rsvg-convert: render SVG plots to PNG to look at them
+  python3
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "bootstrap: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
