@@ -1,0 +1,73 @@
+#include "registry.h"
+
+#include <string>
+
+#include "chash/error.h"
+
+namespace chash {
+
+namespace {
+
+struct Entry {
+  PresetInfo info;
+  presets::Factory factory;
+};
+
+// One line per preset: which peer, which version was verified (docs/COMPATIBILITY.md has more).
+constexpr Entry kPresets[] = {
+    {{"ketama", "libmemcached 1.1.4 weighted ketama (MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED)"},
+     presets::make_libmemcached},
+    {{"ketama-spy", "libmemcached 1.1.4 ketama with MEMCACHED_BEHAVIOR_KETAMA_COMPAT (spymemcached)"},
+     presets::make_libmemcached},
+    {{"libketama", "libketama (the original, last.fm)"}, presets::make_libketama},
+    {{"libmemcached-consistent", "libmemcached 1.1.4 MEMCACHED_DISTRIBUTION_CONSISTENT (unweighted)"},
+     presets::make_libmemcached},
+    {{"libmemcached-modula", "libmemcached 1.1.4 default distribution (modula)"},
+     presets::make_libmemcached},
+    {{"twemproxy", "twemproxy (nutcracker) 0.5.0 distribution: ketama"}, presets::make_twemproxy},
+    {{"twemproxy-modula", "twemproxy (nutcracker) 0.5.0 distribution: modula"},
+     presets::make_twemproxy},
+    {{"nginx-hash-consistent", "nginx 1.22.1 upstream `hash $key consistent` (http and stream)"},
+     presets::make_nginx},
+    {{"nginx-hash", "nginx 1.22.1 upstream `hash $key`"}, presets::make_nginx},
+    {{"nginx-ip-hash", "nginx 1.22.1 upstream `ip_hash` (keys are client addresses)", true},
+     presets::make_nginx},
+    {{"jedis", "Jedis sharding (MurmurHash64A, 160 x weight points)"}, presets::make_jvm},
+    {{"guava", "Guava 31.1 Hashing.consistentHash(murmur3_128(key, UTF-8), n)"}, presets::make_jvm},
+    {{"uhashring", "uhashring 2.1 (Python) default mode"}, presets::make_scripting},
+    {{"uhashring-ketama", "uhashring 2.1 (Python) compat=True (ketama)"}, presets::make_scripting},
+    {{"hash_ring", "hash_ring (Python)"}, presets::make_scripting},
+    {{"node-hashring", "hashring 3.2.0 (npm)"}, presets::make_scripting},
+    {{"groupcache", "groupcache consistenthash (Go)"}, presets::make_scripting},
+    {{"envoy-ring-hash", "Envoy ring_hash load balancer, default settings"}, presets::make_envoy},
+    {{"envoy-maglev", "Envoy maglev load balancer, default settings"}, presets::make_envoy},
+    {{"redis-cluster", "Redis Cluster 7.0 key slots; slots split as redis-cli --cluster create"},
+     presets::make_redis_cluster},
+};
+
+}  // namespace
+
+std::span<const PresetInfo> preset_list() noexcept {
+  static const auto infos = [] {
+    std::vector<PresetInfo> v;
+    for (const Entry& e : kPresets) v.push_back(e.info);
+    return v;
+  }();
+  return infos;
+}
+
+std::unique_ptr<Preset> make_preset(std::string_view name, std::span<const Node> nodes,
+                                    const PresetOptions& options) {
+  for (const Entry& e : kPresets) {
+    if (e.info.name == name) return e.factory(name, nodes, options);
+  }
+  std::string valid;
+  for (const Entry& e : kPresets) {
+    if (!valid.empty()) valid += ", ";
+    valid += e.info.name;
+  }
+  throw Error(ErrorCode::kParse,
+              "unknown preset \"" + std::string(name.substr(0, 64)) + "\" (valid: " + valid + ")");
+}
+
+}  // namespace chash
