@@ -140,20 +140,46 @@ void Cluster::mark_up(std::string_view name) {
 
 // ---- Router ------------------------------------------------------------------------------------
 
+// One hazard pointer per Reader.
+struct internal::ReaderSlot {
+  std::atomic<const Snapshot*> hazard{nullptr};
+  bool in_use = false;
+};
+
 Router::Router(Cluster cluster)
-    : cluster_(std::move(cluster)), current_(cluster_.snapshot()), version_(cluster_.snapshot()->version()) {}
+    : cluster_(std::move(cluster)), current_(cluster_.snapshot()), current_ptr_(current_.get()) {}
+
+Router::~Router() = default;
+
+std::shared_ptr<const Snapshot> Router::snapshot() const {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  return current_;
+}
+
+void Router::publish() {
+  retired_.push_back(std::move(current_));
+  current_ = cluster_.snapshot();
+  current_ptr_.store(current_.get(), std::memory_order_seq_cst);
+  // Free every retired snapshot no reader has announced. A reader announces before it
+  // re-checks current_ptr_, so one that missed this store finds the new pointer and retries.
+  std::vector<const Snapshot*> hazards;
+  for (const auto& slot : slots_) {
+    if (const Snapshot* h = slot->hazard.load(std::memory_order_seq_cst)) hazards.push_back(h);
+  }
+  std::erase_if(retired_, [&](const std::shared_ptr<const Snapshot>& s) {
+    return std::find(hazards.begin(), hazards.end(), s.get()) == hazards.end();
+  });
+}
 
 template <class F>
 auto Router::mutate(F&& f) {
   std::lock_guard<std::mutex> lock(write_mu_);
   if constexpr (std::is_void_v<decltype(f())>) {
     f();
-    current_.store(cluster_.snapshot(), std::memory_order_release);
-    version_.store(cluster_.snapshot()->version(), std::memory_order_release);
+    publish();
   } else {
     auto r = f();
-    current_.store(cluster_.snapshot(), std::memory_order_release);
-    version_.store(cluster_.snapshot()->version(), std::memory_order_release);
+    publish();
     return r;
   }
 }
@@ -165,5 +191,37 @@ void Router::set_weight(std::string_view name, std::uint32_t weight) {
 }
 void Router::mark_down(std::string_view name) { mutate([&] { cluster_.mark_down(name); }); }
 void Router::mark_up(std::string_view name) { mutate([&] { cluster_.mark_up(name); }); }
+
+Router::Reader::Reader(const Router& router) : router_(&router), slot_(nullptr) {
+  std::lock_guard<std::mutex> lock(router.write_mu_);
+  for (auto& s : router.slots_) {
+    if (!s->in_use) {
+      slot_ = s.get();
+      break;
+    }
+  }
+  if (slot_ == nullptr) {
+    router.slots_.push_back(std::make_unique<internal::ReaderSlot>());
+    slot_ = router.slots_.back().get();
+  }
+  slot_->in_use = true;
+}
+
+Router::Reader::~Reader() {
+  std::lock_guard<std::mutex> lock(router_->write_mu_);
+  slot_->hazard.store(nullptr, std::memory_order_release);
+  slot_->in_use = false;
+}
+
+const Snapshot& Router::Reader::protect(const Snapshot* p) noexcept {
+  for (;;) {
+    slot_->hazard.store(p, std::memory_order_seq_cst);
+    const Snapshot* again = router_->current_ptr_.load(std::memory_order_seq_cst);
+    if (again == p) break;
+    p = again;
+  }
+  protected_ = p;
+  return *p;
+}
 
 }  // namespace chash

@@ -14,9 +14,9 @@
 //     up; mark_up brings exactly those keys back.
 //
 // Router wraps a Cluster for concurrent use: writers are serialized by a mutex and publish a new
-// snapshot; readers never lock. A Router::Reader (one per thread) keeps a reference to the current
-// snapshot and re-reads it only when the version changed — the steady state is one relaxed-cost
-// atomic load per lookup and no shared writes.
+// snapshot; readers never lock. A Router::Reader (one per thread) reads the current snapshot with
+// one atomic load and protects it with a hazard pointer only when it changed — the steady state
+// has no shared writes at all.
 #pragma once
 
 #include <atomic>
@@ -97,9 +97,16 @@ class Cluster {
   std::uint64_t version_ = 0;
 };
 
+namespace internal {
+struct ReaderSlot;
+}  // namespace internal
+
 class Router {
  public:
   explicit Router(Cluster cluster);
+  ~Router();
+  Router(const Router&) = delete;
+  Router& operator=(const Router&) = delete;
 
   // Writers: serialized; each publishes a new snapshot atomically. Throws as Cluster does.
   NodeId add(Node node);
@@ -108,33 +115,49 @@ class Router {
   void mark_down(std::string_view name);
   void mark_up(std::string_view name);
 
-  // The current snapshot (an atomic shared_ptr load: fine per request, use Reader per key).
-  std::shared_ptr<const Snapshot> snapshot() const { return current_.load(std::memory_order_acquire); }
-  std::uint64_t version() const noexcept { return version_.load(std::memory_order_acquire); }
+  // The current snapshot as a shared_ptr (takes the writer mutex for a pointer copy: fine per
+  // request or per batch; use a Reader per thread for per-key lookups).
+  std::shared_ptr<const Snapshot> snapshot() const;
+  std::uint64_t version() const noexcept { return current_ptr_.load(std::memory_order_acquire)->version(); }
 
-  // A per-thread view: current() costs one atomic load of the version while nothing changes.
+  // A per-thread, lock-free view. current() is one atomic load while nothing changes; after a
+  // change it protects the new snapshot with a hazard pointer (Michael 2004) so writers free old
+  // snapshots only when no reader still uses them. A Reader must not outlive its Router and is
+  // used by one thread at a time; a reference from current() is valid until the next call.
   class Reader {
    public:
-    explicit Reader(const Router& router) : router_(&router), cached_(router.snapshot()) {}
-    const Snapshot& current() {
-      if (router_->version() != cached_->version()) cached_ = router_->snapshot();
-      return *cached_;
+    explicit Reader(const Router& router);
+    ~Reader();
+    Reader(const Reader&) = delete;
+    Reader& operator=(const Reader&) = delete;
+
+    const Snapshot& current() noexcept {
+      const Snapshot* p = router_->current_ptr_.load(std::memory_order_acquire);
+      if (p == protected_) return *p;  // already protected by our hazard pointer
+      return protect(p);
     }
-    NodeId pick(std::uint64_t hash) { return current().pick(hash); }
+    NodeId pick(std::uint64_t hash) noexcept { return current().pick(hash); }
 
    private:
+    const Snapshot& protect(const Snapshot* p) noexcept;
+
     const Router* router_;
-    std::shared_ptr<const Snapshot> cached_;
+    internal::ReaderSlot* slot_;
+    const Snapshot* protected_ = nullptr;
   };
 
  private:
+  friend class Reader;
   template <class F>
   auto mutate(F&& f);
+  void publish();  // under write_mu_
 
   mutable std::mutex write_mu_;
   Cluster cluster_;
-  std::atomic<std::shared_ptr<const Snapshot>> current_;
-  std::atomic<std::uint64_t> version_;
+  std::shared_ptr<const Snapshot> current_;                 // under write_mu_
+  std::atomic<const Snapshot*> current_ptr_;                // what readers load
+  std::vector<std::shared_ptr<const Snapshot>> retired_;    // under write_mu_
+  mutable std::vector<std::unique_ptr<internal::ReaderSlot>> slots_;  // under write_mu_
 };
 
 }  // namespace chash

@@ -38,7 +38,7 @@ constexpr Entry kPresets[] = {
     {{"uhashring-ketama", "uhashring 2.1 (Python) compat=True (ketama)"}, presets::make_scripting},
     {{"hash_ring", "hash_ring (Python)"}, presets::make_scripting},
     {{"node-hashring", "hashring 3.2.0 (npm)"}, presets::make_scripting},
-    {{"groupcache", "groupcache consistenthash (Go)"}, presets::make_scripting},
+    {{"groupcache", "groupcache consistenthash (Go)"}, presets::make_groupcache},
     {{"envoy-ring-hash", "Envoy ring_hash load balancer, default settings"}, presets::make_envoy},
     {{"envoy-maglev", "Envoy maglev load balancer, default settings"}, presets::make_envoy},
     {{"redis-cluster", "Redis Cluster 7.0 key slots; slots split as redis-cli --cluster create"},

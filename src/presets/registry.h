@@ -21,8 +21,10 @@ std::unique_ptr<Preset> make_twemproxy(std::string_view, std::span<const Node>, 
 std::unique_ptr<Preset> make_nginx(std::string_view, std::span<const Node>, const PresetOptions&);
 // jvm.cc: jedis, guava.
 std::unique_ptr<Preset> make_jvm(std::string_view, std::span<const Node>, const PresetOptions&);
-// scripting.cc: uhashring, uhashring-ketama, hash_ring, node-hashring, groupcache.
+// scripting.cc: uhashring, uhashring-ketama, hash_ring, node-hashring.
 std::unique_ptr<Preset> make_scripting(std::string_view, std::span<const Node>, const PresetOptions&);
+// groupcache.cc: groupcache.
+std::unique_ptr<Preset> make_groupcache(std::string_view, std::span<const Node>, const PresetOptions&);
 // envoy.cc: envoy-ring-hash, envoy-maglev.
 std::unique_ptr<Preset> make_envoy(std::string_view, std::span<const Node>, const PresetOptions&);
 // redis_cluster.cc: redis-cluster.

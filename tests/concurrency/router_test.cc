@@ -23,11 +23,13 @@ TEST_P(RouterConcurrency, ReadersSeeConsistentSnapshotsWhileAWriterChangesMember
   std::atomic<bool> stop{false};
   std::atomic<std::uint64_t> lookups{0};
   std::atomic<int> bad{0};
+  std::atomic<int> started{0};
 
   auto reader = [&] {
     Router::Reader r(router);
     std::uint64_t n = 0;
-    while (!stop.load(std::memory_order_relaxed)) {
+    started.fetch_add(1);
+    do {
       const Snapshot& s = r.current();
       for (int k = 0; k < 64; ++k) {
         const std::uint64_t h = hash::mix64(n++);
@@ -38,10 +40,11 @@ TEST_P(RouterConcurrency, ReadersSeeConsistentSnapshotsWhileAWriterChangesMember
           bad.fetch_add(1);
         }
       }
-    }
+    } while (!stop.load(std::memory_order_relaxed));
     lookups.fetch_add(n);
   };
   std::thread t1(reader), t2(reader);
+  while (started.load() < 2) std::this_thread::yield();
 
   for (int round = 0; round < 60; ++round) {
     router.mark_down("n3");
