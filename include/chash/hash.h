@@ -97,6 +97,17 @@ constexpr std::uint64_t mix64(std::uint64_t k) noexcept {
 
 }  // namespace hash
 
+// twemproxy's hash_tag (nutcracker req_forward): the bytes between the first `open` and the next
+// `close` after it, if there are any; otherwise the whole key. With '{' and '}' this is exactly
+// Redis Cluster's rule too (redis_hash_tag): "foo{}{bar}" hashes whole, "{a}{b}" hashes "a".
+constexpr std::string_view hash_tag(std::string_view key, char open, char close) noexcept {
+  const std::size_t a = key.find(open);
+  if (a == std::string_view::npos) return key;
+  const std::size_t b = key.find(close, a + 1);
+  if (b == std::string_view::npos || b == a + 1) return key;
+  return key.substr(a + 1, b - a - 1);
+}
+
 // ---- Runtime choice of key hash ------------------------------------------------------------------
 // Each function widened to 64 bits as documented per entry; 32-bit functions are zero-extended.
 enum class KeyHash : std::uint8_t {

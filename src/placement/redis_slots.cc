@@ -8,13 +8,9 @@
 namespace chash {
 
 std::string_view redis_hash_tag(std::string_view key) noexcept {
-  const std::size_t open = key.find('{');
-  // No '{'? Hash the whole key.
-  if (open == std::string_view::npos) return key;
-  const std::size_t close = key.find('}', open + 1);
-  // No '}' or nothing between {} ? Hash the whole key.
-  if (close == std::string_view::npos || close == open + 1) return key;
-  return key.substr(open + 1, close - open - 1);
+  // keyHashSlot(): the first '{', the first '}' after it; no '}' or nothing between {} ? Hash
+  // the whole key.
+  return hash_tag(key, '{', '}');
 }
 
 std::uint16_t redis_key_slot(std::string_view key) noexcept {

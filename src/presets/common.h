@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "chash/error.h"
+#include "chash/hash.h"
 #include "chash/placement.h"
 #include "chash/preset.h"
 #include "chash/ring.h"
@@ -55,15 +56,9 @@ inline void reject_options(std::string_view preset, const PresetOptions& o, bool
   if (!vnodes && o.vnodes) fail("--vnodes");
 }
 
-// twemproxy-style hash_tag: two characters; the key's bytes between the first `open` and the
-// next `close` after it are hashed, if that span is non-empty (nutcracker's req_forward: no
-// closing char or an empty tag means the whole key).
+// twemproxy-style hash_tag: see chash::hash_tag in chash/hash.h.
 inline std::string_view apply_hash_tag(std::string_view key, char open, char close) noexcept {
-  const std::size_t a = key.find(open);
-  if (a == std::string_view::npos) return key;
-  const std::size_t b = key.find(close, a + 1);
-  if (b == std::string_view::npos || b == a + 1) return key;
-  return key.substr(a + 1, b - a - 1);
+  return hash_tag(key, open, close);
 }
 
 }  // namespace chash::presets

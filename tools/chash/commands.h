@@ -1,0 +1,36 @@
+// Subcommands of the chash CLI. Each add_* registers one subcommand on the app; the callbacks
+// throw chash::Error for bad input, which main() turns into a message and exit code 1.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "io.h"
+#include "key_router.h"
+
+namespace chash::cli {
+
+// Exit codes (documented in --help): 0 success, 1 bad input or runtime failure, 2 usage error.
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+enum class Format { kTable, kCsv, kJson };
+
+// Flags shared by the subcommands that route keys.
+struct NodesArg {
+  std::string nodes_file;
+  std::string nodes;
+  std::vector<Node> load() const;  // throws Error
+};
+
+void add_routing_flags(CLI::App* sub, RoutingSpec& spec, NodesArg& nodes);
+void add_key_flags(CLI::App* sub, KeyInput& keys);
+void add_format_flag(CLI::App* sub, Format& format);
+
+void add_route(CLI::App& app);
+void add_slot(CLI::App& app);
+void add_presets(CLI::App& app);
+
+}  // namespace chash::cli

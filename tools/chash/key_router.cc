@@ -1,0 +1,174 @@
+#include "key_router.h"
+
+#include <charconv>
+#include <fstream>
+
+#include "chash/error.h"
+
+namespace chash::cli {
+
+namespace {
+
+std::uint32_t parse_weight(std::string_view text, const std::string& where) {
+  std::uint32_t w = 0;
+  const auto* end = text.data() + text.size();
+  const auto [p, ec] = std::from_chars(text.data(), end, w);
+  if (ec != std::errc() || p != end || w > kMaxWeight) {
+    throw Error(ErrorCode::kParse, where + ": weight \"" + std::string(text.substr(0, 32)) +
+                                       "\" is not a whole number from 0 to " +
+                                       std::to_string(kMaxWeight));
+  }
+  return w;
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+}  // namespace
+
+std::vector<Node> read_nodes_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kInvalidArgument, "cannot read nodes file " + path);
+  std::vector<Node> nodes;
+  std::string line;
+  std::size_t lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const std::string where = path + ":" + std::to_string(lineno);
+    if (nodes.size() >= kMaxNodes) {
+      throw Error(ErrorCode::kLimitExceeded, where + ": more than " + std::to_string(kMaxNodes) + " nodes");
+    }
+    std::string_view s = line;
+    if (const auto hash = s.find('#'); hash != std::string_view::npos) s = s.substr(0, hash);
+    while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+    while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+    if (s.empty()) continue;
+    std::size_t sep = 0;
+    while (sep < s.size() && !is_space(s[sep])) ++sep;
+    Node n;
+    n.name = std::string(s.substr(0, sep));
+    std::string_view rest = s.substr(sep);
+    while (!rest.empty() && is_space(rest.front())) rest.remove_prefix(1);
+    if (!rest.empty()) {
+      std::size_t end = 0;
+      while (end < rest.size() && !is_space(rest[end])) ++end;
+      if (end != rest.size()) {
+        throw Error(ErrorCode::kParse, where + ": expected \"NAME [WEIGHT]\", got \"" +
+                                           std::string(s.substr(0, 80)) + "\"");
+      }
+      n.weight = parse_weight(rest, where);
+    }
+    if (n.name.size() > kMaxNodeNameBytes) {
+      throw Error(ErrorCode::kLimitExceeded, where + ": node name longer than " +
+                                                 std::to_string(kMaxNodeNameBytes) + " bytes");
+    }
+    nodes.push_back(std::move(n));
+  }
+  if (in.bad()) throw Error(ErrorCode::kInvalidArgument, "error reading " + path);
+  if (nodes.empty()) throw Error(ErrorCode::kEmptyNodeSet, path + ": no nodes");
+  return nodes;
+}
+
+std::vector<Node> parse_nodes_list(std::string_view list) {
+  std::vector<Node> nodes;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    std::size_t comma = list.find(',', start);
+    if (comma == std::string_view::npos) comma = list.size();
+    std::string_view item = list.substr(start, comma - start);
+    if (item.empty()) {
+      throw Error(ErrorCode::kParse, "--nodes: empty node name in \"" + std::string(list.substr(0, 80)) + "\"");
+    }
+    Node n;
+    // NAME or NAME:WEIGHT would be ambiguous with host:port, so weights need a nodes file.
+    n.name = std::string(item);
+    nodes.push_back(std::move(n));
+    start = comma + 1;
+  }
+  return nodes;
+}
+
+void check_hash_tag(std::string_view tag) {
+  if (tag.size() != 2) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--hash-tag takes exactly two characters, as twemproxy's hash_tag (e.g. \"{}\"), got \"" +
+                    std::string(tag.substr(0, 16)) + "\"");
+  }
+}
+
+KeyRouter KeyRouter::build(const RoutingSpec& spec, std::span<const Node> nodes) {
+  KeyRouter r;
+  r.nodes_.assign(nodes.begin(), nodes.end());
+  if (spec.hash_tag) check_hash_tag(*spec.hash_tag);
+  if (!spec.preset.empty()) {
+    if (spec.table_size || spec.probes || spec.point_format) {
+      throw Error(ErrorCode::kUnsupported,
+                  "--table-size, --probes and --point-format apply to --algo, not --preset");
+    }
+    PresetOptions o;
+    o.hash = spec.hash;
+    o.hash_tag = spec.hash_tag;
+    o.vnodes = spec.vnodes;
+    r.preset_ = make_preset(spec.preset, r.nodes_, o);
+    r.description_ = "preset " + spec.preset;
+    return r;
+  }
+  const Algorithm algo = parse_algorithm(spec.algo);
+  TableOptions opt;
+  auto refuse = [&](const char* flag) {
+    throw Error(ErrorCode::kUnsupported,
+                std::string(flag) + " does not apply to --algo " + std::string(algorithm_name(algo)));
+  };
+  if (spec.vnodes) {
+    if (algo != Algorithm::kRing && algo != Algorithm::kRing64) refuse("--vnodes");
+    opt.ring.vnodes = *spec.vnodes;
+  }
+  if (spec.point_format) {
+    if (algo != Algorithm::kRing && algo != Algorithm::kRing64) refuse("--point-format");
+    opt.ring.point_format = *spec.point_format;
+  }
+  if (spec.table_size) {
+    if (algo != Algorithm::kMaglev) refuse("--table-size");
+    opt.maglev.table_size = *spec.table_size;
+  }
+  if (spec.probes) {
+    if (algo != Algorithm::kMultiProbe) refuse("--probes");
+    opt.multiprobe.probes = *spec.probes;
+  }
+  if (spec.hash) {
+    r.key_hash_ = parse_key_hash(*spec.hash);
+  } else if (algo == Algorithm::kSlots) {
+    r.slot_hash_ = true;  // Redis: CRC16 of the key or its {tag}
+  }
+  if (spec.hash_tag) {
+    r.tag_open_ = (*spec.hash_tag)[0];
+    r.tag_close_ = (*spec.hash_tag)[1];
+  }
+  r.table_ = std::make_shared<const AnyTable>(build_table(algo, r.nodes_, opt));
+  r.description_ = std::string(algorithm_name(algo)) + " (" +
+                   (r.slot_hash_ ? std::string("redis slot") : std::string(key_hash_name(r.key_hash_)));
+  if (algo == Algorithm::kRing || algo == Algorithm::kRing64) {
+    r.description_ += ", " + std::to_string(opt.ring.vnodes) + " vnodes";
+  }
+  r.description_ += ")";
+  return r;
+}
+
+std::uint64_t KeyRouter::key_hash(std::string_view key) const noexcept {
+  if (tag_open_ != 0) key = hash_tag(key, tag_open_, tag_close_);
+  if (slot_hash_) return redis_key_slot(key);
+  return hash_key(key_hash_, key);
+}
+
+NodeId KeyRouter::route(std::string_view key) const noexcept {
+  if (preset_) return preset_->route(key);
+  return pick(*table_, key_hash(key));
+}
+
+std::size_t KeyRouter::route_n(std::string_view key, std::span<NodeId> out) const {
+  if (preset_) return preset_->route_n(key, out);
+  return pick_n(*table_, key_hash(key), out);
+}
+
+std::string KeyRouter::describe() const { return description_; }
+
+}  // namespace chash::cli

@@ -1,0 +1,41 @@
+// chash — the command-line tool: route keys, analyse balance, plan migrations, sweep parameters,
+// benchmark, draw pictures. `chash --help` lists the subcommands, `chash CMD --help` each one.
+#include <cstdio>
+#include <exception>
+
+#include "chash/error.h"
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"chash — consistent hashing: route keys exactly as your clients do, and see what "
+               "adding, removing or failing a node will do."};
+  app.require_subcommand(1);
+  app.footer(
+      "Exit codes: 0 success; 1 bad input (unreadable file, invalid node list, a key that cannot "
+      "be routed); 2 usage error (unknown flag or subcommand, missing argument).");
+  app.set_version_flag("--version", "chash 0.1.0");
+  chash::cli::add_route(app);
+  chash::cli::add_slot(app);
+  chash::cli::add_presets(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the message
+    return chash::cli::kExitUsage;
+  } catch (const chash::Error& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "chash: %s\n", e.what());
+    return chash::cli::kExitFailure;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "chash: %s\n", e.what());
+    return chash::cli::kExitFailure;
+  }
+  return 0;
+}

@@ -1,0 +1,208 @@
+// chash route / slot / presets — the stable contract users' scripts call.
+#include <string>
+
+#include "chash/error.h"
+#include "chash/preset.h"
+#include "commands.h"
+
+namespace chash::cli {
+
+std::vector<Node> NodesArg::load() const {
+  if (!nodes_file.empty()) return read_nodes_file(nodes_file);
+  return parse_nodes_list(nodes);
+}
+
+void add_routing_flags(CLI::App* sub, RoutingSpec& spec, NodesArg& nodes) {
+  auto* preset = sub->add_option("--preset", spec.preset,
+                                 "Route as a peer does (see `chash presets`)");
+  auto* algo = sub->add_option(
+      "--algo", spec.algo,
+      "Native algorithm: modulo, ring, ring64, jump, memento, rendezvous, maglev, multiprobe, slots");
+  preset->excludes(algo);
+  sub->add_option("--nodes-file", nodes.nodes_file,
+                  "Node list: one 'NAME [WEIGHT]' per line; blank lines and # comments ignored")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--nodes", nodes.nodes, "Comma-separated node names (weight 1 each)");
+  sub->add_option("--hash", spec.hash,
+                  "Key hash: the peer's own setting for --preset (e.g. twemproxy's fnv1a_64), or "
+                  "one of chash's for --algo (xxh3 default, xxh64, murmur3_32, md5, crc32, ...)");
+  sub->add_option("--hash-tag", spec.hash_tag,
+                  "Two characters, as twemproxy's hash_tag: hash only the bytes between them");
+  sub->add_option("--vnodes", spec.vnodes, "Points / replicas per node (ring: default 160)");
+  sub->add_option("--table-size", spec.table_size, "Maglev table size, a prime (default 65537)");
+  sub->add_option("--probes", spec.probes, "Multi-probe probes per key (default 21)");
+  sub->add_option("--point-format", spec.point_format,
+                  "Ring point names, with {name} and {i} (default '{name}#VN{i}')");
+}
+
+void add_key_flags(CLI::App* sub, KeyInput& keys) {
+  sub->add_option("--keys-file", keys.keys_file, "Read keys from FILE, one per line (default: stdin)");
+  sub->add_option("--synthetic", keys.synthetic, "Use N synthetic keys instead of reading any");
+  sub->add_option("--seed", keys.seed, "Seed of the synthetic keys (default 1)");
+}
+
+void add_format_flag(CLI::App* sub, Format& format) {
+  sub->add_option("--format", format, "Output format: table, csv or json")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, Format>{{"table", Format::kTable}, {"csv", Format::kCsv}, {"json", Format::kJson}},
+          CLI::ignore_case));
+}
+
+namespace {
+
+void require_routing(const RoutingSpec& spec, const NodesArg& nodes) {
+  if (spec.preset.empty() && spec.algo.empty()) {
+    throw CLI::RequiredError("--preset or --algo");
+  }
+  if (nodes.nodes_file.empty() == nodes.nodes.empty()) {
+    throw CLI::RequiredError("exactly one of --nodes-file and --nodes");
+  }
+}
+
+struct RouteArgs {
+  RoutingSpec spec;
+  NodesArg nodes;
+  KeyInput keys;
+  std::uint32_t replicas = 1;
+  Format format = Format::kTable;
+};
+
+void run_route(const RouteArgs& a) {
+  require_routing(a.spec, a.nodes);
+  if (a.replicas == 0) throw Error(ErrorCode::kInvalidArgument, "--replicas must be at least 1");
+  const auto nodes = a.nodes.load();
+  const KeyRouter router = KeyRouter::build(a.spec, nodes);
+  KeySource src(a.keys);
+  Out out;
+  Progress progress("routing", src.expected());
+  std::vector<NodeId> ids(std::min<std::size_t>(a.replicas, nodes.size()));
+  if (a.format == Format::kCsv) out.put(a.replicas == 1 ? "key,node\n" : "key,nodes\n");
+  std::string_view key;
+  std::string line;
+  while (src.next(key)) {
+    std::size_t n;
+    if (a.replicas == 1) {
+      ids[0] = router.route(key);
+      n = 1;
+    } else {
+      n = router.route_n(key, ids);
+    }
+    if (n == 0 || ids[0] == kNoNode) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "line " + std::to_string(src.line()) + ": cannot route key \"" +
+                      std::string(key.substr(0, 64)) + "\"" +
+                      (a.spec.preset == "nginx-ip-hash" ? " (not an IP address)" : ""));
+    }
+    line.clear();
+    switch (a.format) {
+      case Format::kTable:
+        for (std::size_t i = 0; i < n; ++i) {
+          if (i) line += '\t';
+          line += nodes[ids[i]].name;
+        }
+        break;
+      case Format::kCsv:
+        line = csv_field(key) + ",";
+        {
+          std::string names;
+          for (std::size_t i = 0; i < n; ++i) {
+            if (i) names += ' ';
+            names += nodes[ids[i]].name;
+          }
+          line += csv_field(names);
+        }
+        break;
+      case Format::kJson:
+        line = "{\"key\":" + json_string(key) + ",\"node\":" + json_string(nodes[ids[0]].name);
+        if (a.replicas > 1) {
+          line += ",\"replicas\":[";
+          for (std::size_t i = 0; i < n; ++i) {
+            if (i) line += ',';
+            line += json_string(nodes[ids[i]].name);
+          }
+          line += ']';
+        }
+        line += '}';
+        break;
+    }
+    line += '\n';
+    out.put(line);
+    progress.tick();
+  }
+}
+
+}  // namespace
+
+void add_route(CLI::App& app) {
+  auto args = std::make_shared<RouteArgs>();
+  auto* sub = app.add_subcommand(
+      "route",
+      "Read keys (one per line) and print the node each goes to, one line per key: the node's "
+      "name exactly as given (with --replicas R, R names separated by tabs).");
+  add_routing_flags(sub, args->spec, args->nodes);
+  add_key_flags(sub, args->keys);
+  sub->add_option("--replicas", args->replicas, "Print the first R distinct nodes in preference order");
+  sub->add_option("--format", args->format,
+                  "table (default: one line per key, the contract), csv (key,node) or json (one "
+                  "object per line)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, Format>{{"table", Format::kTable}, {"csv", Format::kCsv}, {"json", Format::kJson}},
+          CLI::ignore_case));
+  sub->callback([args] { run_route(*args); });
+}
+
+void add_slot(CLI::App& app) {
+  auto keys = std::make_shared<KeyInput>();
+  auto* sub = app.add_subcommand(
+      "slot", "Read keys and print each one's Redis Cluster hash slot (CRC16 of the key or its "
+              "{hash tag}, & 16383), one per line.");
+  add_key_flags(sub, *keys);
+  sub->callback([keys] {
+    KeySource src(*keys);
+    Out out;
+    std::string_view key;
+    while (src.next(key)) {
+      out.put(std::to_string(redis_key_slot(key)));
+      out.put('\n');
+    }
+  });
+}
+
+void add_presets(CLI::App& app) {
+  auto format = std::make_shared<Format>(Format::kTable);
+  auto* sub = app.add_subcommand("presets", "List the compatibility presets and the peer each matches.");
+  add_format_flag(sub, *format);
+  sub->callback([format] {
+    Out out;
+    const auto list = preset_list();
+    switch (*format) {
+      case Format::kTable: {
+        std::size_t w = 0;
+        for (const auto& p : list) w = std::max(w, p.name.size());
+        for (const auto& p : list) {
+          out.put(p.name);
+          out.put(std::string(w + 2 - p.name.size(), ' '));
+          out.put(p.peer);
+          out.put('\n');
+        }
+        break;
+      }
+      case Format::kCsv:
+        out.put("name,peer\n");
+        for (const auto& p : list) out.put(csv_field(p.name) + "," + csv_field(p.peer) + "\n");
+        break;
+      case Format::kJson: {
+        out.put("[");
+        for (std::size_t i = 0; i < list.size(); ++i) {
+          if (i) out.put(",");
+          out.put("{\"name\":" + json_string(list[i].name) + ",\"peer\":" + json_string(list[i].peer) +
+                  ",\"keys_are_addresses\":" + (list[i].keys_are_addresses ? "true" : "false") + "}");
+        }
+        out.put("]\n");
+        break;
+      }
+    }
+  });
+}
+
+}  // namespace chash::cli
