@@ -32,5 +32,7 @@ void add_format_flag(CLI::App* sub, Format& format);
 void add_route(CLI::App& app);
 void add_slot(CLI::App& app);
 void add_presets(CLI::App& app);
+void add_analyze(CLI::App& app);
+void add_migrate(CLI::App& app);
 
 }  // namespace chash::cli

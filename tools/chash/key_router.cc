@@ -113,6 +113,27 @@ KeyRouter KeyRouter::build(const RoutingSpec& spec, std::span<const Node> nodes)
     return r;
   }
   const Algorithm algo = parse_algorithm(spec.algo);
+  const TableOptions opt = table_options(spec, algo);
+  if (spec.hash) {
+    r.key_hash_ = parse_key_hash(*spec.hash);
+  } else if (algo == Algorithm::kSlots) {
+    r.slot_hash_ = true;  // Redis: CRC16 of the key or its {tag}
+  }
+  if (spec.hash_tag) {
+    r.tag_open_ = (*spec.hash_tag)[0];
+    r.tag_close_ = (*spec.hash_tag)[1];
+  }
+  r.table_ = std::make_shared<const AnyTable>(build_table(algo, r.nodes_, opt));
+  r.description_ = std::string(algorithm_name(algo)) + " (" +
+                   (r.slot_hash_ ? std::string("redis slot") : std::string(key_hash_name(r.key_hash_)));
+  if (algo == Algorithm::kRing || algo == Algorithm::kRing64) {
+    r.description_ += ", " + std::to_string(opt.ring.vnodes) + " vnodes";
+  }
+  r.description_ += ")";
+  return r;
+}
+
+TableOptions KeyRouter::table_options(const RoutingSpec& spec, Algorithm algo) {
   TableOptions opt;
   auto refuse = [&](const char* flag) {
     throw Error(ErrorCode::kUnsupported,
@@ -134,23 +155,7 @@ KeyRouter KeyRouter::build(const RoutingSpec& spec, std::span<const Node> nodes)
     if (algo != Algorithm::kMultiProbe) refuse("--probes");
     opt.multiprobe.probes = *spec.probes;
   }
-  if (spec.hash) {
-    r.key_hash_ = parse_key_hash(*spec.hash);
-  } else if (algo == Algorithm::kSlots) {
-    r.slot_hash_ = true;  // Redis: CRC16 of the key or its {tag}
-  }
-  if (spec.hash_tag) {
-    r.tag_open_ = (*spec.hash_tag)[0];
-    r.tag_close_ = (*spec.hash_tag)[1];
-  }
-  r.table_ = std::make_shared<const AnyTable>(build_table(algo, r.nodes_, opt));
-  r.description_ = std::string(algorithm_name(algo)) + " (" +
-                   (r.slot_hash_ ? std::string("redis slot") : std::string(key_hash_name(r.key_hash_)));
-  if (algo == Algorithm::kRing || algo == Algorithm::kRing64) {
-    r.description_ += ", " + std::to_string(opt.ring.vnodes) + " vnodes";
-  }
-  r.description_ += ")";
-  return r;
+  return opt;
 }
 
 std::uint64_t KeyRouter::key_hash(std::string_view key) const noexcept {

@@ -30,6 +30,9 @@ class KeyRouter {
  public:
   // Throws chash::Error for unknown names or options the algorithm/preset does not take.
   static KeyRouter build(const RoutingSpec& spec, std::span<const Node> nodes);
+  // The native algorithm and table options the flags ask for (throws for flags that do not
+  // apply). Only for --algo.
+  static TableOptions table_options(const RoutingSpec& spec, Algorithm algo);
 
   NodeId route(std::string_view key) const noexcept;
   std::size_t route_n(std::string_view key, std::span<NodeId> out) const;

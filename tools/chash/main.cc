@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   chash::cli::add_route(app);
   chash::cli::add_slot(app);
   chash::cli::add_presets(app);
+  chash::cli::add_analyze(app);
+  chash::cli::add_migrate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,279 @@
+// chash migrate — what a change does before it is made: the fraction of keys that move against
+// the least any placement could move, where they go (from -> to), and for rings the exact hash
+// ranges that change owner, as a plan a person can act on.
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <functional>
+
+#include "chash/analysis.h"
+#include "chash/error.h"
+#include "report.h"
+
+namespace chash::cli {
+
+namespace {
+
+struct MigrateArgs {
+  RoutingSpec spec;
+  NodesArg nodes;
+  KeyInput keys;
+  Format format = Format::kTable;
+  std::vector<std::string> add, remove, reweight, down;
+  std::string after_nodes_file;
+  bool all_ranges = false;
+};
+
+// "NAME=W" -> (NAME, W); the weight is after the last '='.
+std::pair<std::string, std::uint32_t> name_weight(const std::string& s, const char* flag, bool required) {
+  const auto eq = s.rfind('=');
+  if (eq == std::string::npos) {
+    if (required) throw Error(ErrorCode::kParse, std::string(flag) + " takes NAME=WEIGHT, got \"" + s + "\"");
+    return {s, 1};
+  }
+  std::uint32_t w = 0;
+  const char* b = s.data() + eq + 1;
+  const char* e = s.data() + s.size();
+  const auto [p, ec] = std::from_chars(b, e, w);
+  if (ec != std::errc() || p != e || b == e || w > kMaxWeight) {
+    if (!required) return {s, 1};  // an '=' that is part of the name
+    throw Error(ErrorCode::kParse, std::string(flag) + ": weight in \"" + s + "\" is not 0.." +
+                                       std::to_string(kMaxWeight));
+  }
+  return {s.substr(0, eq), w};
+}
+
+std::string hex_pos(std::uint64_t v, bool wide) {
+  char buf[24];
+  if (wide) {
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  } else {
+    std::snprintf(buf, sizeof buf, "%08llx", static_cast<unsigned long long>(v));
+  }
+  return buf;
+}
+
+// Owner name of a key hash / ring position in a snapshot ("-" if none is up).
+std::string_view owner(const Snapshot& s, std::uint64_t h) {
+  const NodeId id = s.pick(h);
+  return id == kNoNode ? std::string_view("-") : s.name(id);
+}
+
+void run_migrate(const MigrateArgs& a) {
+  if (a.spec.preset.empty() == a.spec.algo.empty()) throw CLI::RequiredError("--preset or --algo");
+  if (a.nodes.nodes_file.empty() == a.nodes.nodes.empty()) {
+    throw CLI::RequiredError("exactly one of --nodes-file and --nodes");
+  }
+  const bool changes = !a.add.empty() || !a.remove.empty() || !a.reweight.empty() || !a.down.empty();
+  if (changes == !a.after_nodes_file.empty()) {
+    throw CLI::ValidationError("migrate",
+                               "give the change: --add/--remove/--reweight/--down, or --after-nodes-file");
+  }
+  require_key_input(a.keys);
+  const auto before_nodes = a.nodes.load();
+
+  // The two placements. Natives go through chash::Cluster, so remove/down/reweight have the
+  // library's membership semantics (stable positions, failover to the next choice).
+  std::vector<Node> after_nodes;        // names by the ids route_after returns
+  std::vector<Node> after_effective;    // for the optimum: down nodes with weight 0
+  std::shared_ptr<const Snapshot> snap_before, snap_after;
+  std::optional<KeyRouter> kr_before, kr_after;
+  std::vector<std::string> down_names;
+  kr_before = KeyRouter::build(a.spec, before_nodes);
+
+  if (!a.after_nodes_file.empty()) {
+    after_nodes = read_nodes_file(a.after_nodes_file);
+    kr_after = KeyRouter::build(a.spec, after_nodes);
+    after_effective = after_nodes;
+  } else if (!a.spec.algo.empty()) {
+    const Algorithm algo = parse_algorithm(a.spec.algo);
+    Cluster cluster(algo, before_nodes, KeyRouter::table_options(a.spec, algo));
+    snap_before = cluster.snapshot();
+    for (const auto& r : a.remove) cluster.remove(r);
+    for (const auto& s : a.add) {
+      auto [name, w] = name_weight(s, "--add", false);
+      cluster.add({name, w});
+    }
+    for (const auto& s : a.reweight) {
+      auto [name, w] = name_weight(s, "--reweight", true);
+      cluster.set_weight(name, w);
+    }
+    for (const auto& d : a.down) cluster.mark_down(d);
+    snap_after = cluster.snapshot();
+    after_nodes = snap_after->nodes();
+    for (std::size_t i = 0; i < after_nodes.size(); ++i) {
+      Node n = after_nodes[i];
+      if (snap_after->is_removed(static_cast<NodeId>(i)) || snap_after->is_down(static_cast<NodeId>(i))) n.weight = 0;
+      if (!snap_after->is_removed(static_cast<NodeId>(i))) after_effective.push_back(n);
+    }
+  } else {
+    // Presets: the peer rebuilt with the changed server list; a down server's keys go to the
+    // peer's next choice (route_n).
+    after_nodes = before_nodes;
+    for (const auto& r : a.remove) {
+      auto it = std::find_if(after_nodes.begin(), after_nodes.end(), [&](const Node& n) { return n.name == r; });
+      if (it == after_nodes.end()) throw Error(ErrorCode::kUnknownNode, "--remove: no node named " + r);
+      after_nodes.erase(it);
+    }
+    for (const auto& s : a.add) {
+      auto [name, w] = name_weight(s, "--add", false);
+      after_nodes.push_back({name, w});
+    }
+    for (const auto& s : a.reweight) {
+      auto [name, w] = name_weight(s, "--reweight", true);
+      auto it = std::find_if(after_nodes.begin(), after_nodes.end(), [&](const Node& n) { return n.name == name; });
+      if (it == after_nodes.end()) throw Error(ErrorCode::kUnknownNode, "--reweight: no node named " + name);
+      it->weight = w;
+    }
+    kr_after = KeyRouter::build(a.spec, after_nodes);
+    after_effective = after_nodes;
+    for (const auto& d : a.down) {
+      auto it = std::find_if(after_effective.begin(), after_effective.end(), [&](const Node& n) { return n.name == d; });
+      if (it == after_effective.end()) throw Error(ErrorCode::kUnknownNode, "--down: no node named " + d);
+      it->weight = 0;
+    }
+    down_names = a.down;
+  }
+
+  const KeyRouter& kb = *kr_before;
+  std::vector<NodeId> prefs(after_nodes.size());
+  auto after_of = [&](std::string_view key) -> NodeId {
+    if (snap_after) return snap_after->pick(kb.key_hash(key));
+    if (down_names.empty()) return kr_after->route(key);
+    const std::size_t n = kr_after->route_n(key, prefs);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (std::find(down_names.begin(), down_names.end(), after_nodes[prefs[i]].name) == down_names.end()) {
+        return prefs[i];
+      }
+    }
+    return kNoNode;
+  };
+  auto before_of = [&](std::string_view key) -> NodeId {
+    return snap_before ? snap_before->pick(kb.key_hash(key)) : kb.route(key);
+  };
+
+  const std::vector<Node>& names_before = snap_before ? snap_before->nodes() : before_nodes;
+  MoveCounter moves(names_before, after_nodes);
+  LoadCounter load_before(names_before.size()), load_after(after_nodes.size());
+  {
+    KeySource src(a.keys);
+    Progress progress("migrating", src.expected());
+    std::string_view key;
+    while (src.next(key)) {
+      const NodeId b = before_of(key), c = after_of(key);
+      moves.add(b, c);
+      load_before.add(b);
+      load_after.add(c);
+      progress.tick();
+    }
+  }
+  const double optimum = optimal_moved_fraction(before_nodes, after_effective);
+
+  // Exact ranges for rings.
+  std::vector<MovedRange> ranges;
+  bool wide = false;
+  const AnyTable* tb = snap_before ? &snap_before->table() : kb.table();
+  const AnyTable* ta = snap_after ? &snap_after->table() : (kr_after ? kr_after->table() : nullptr);
+  if (tb && ta && tb->index() == ta->index()) {
+    auto ring_ranges = [&](const auto& rb, const auto& ra) {
+      using Pos = std::decay_t<decltype(rb.positions()[0])>;
+      std::vector<Pos> bounds(rb.positions().begin(), rb.positions().end());
+      bounds.insert(bounds.end(), ra.positions().begin(), ra.positions().end());
+      auto ob = [&](Pos p) -> std::string_view {
+        if (snap_before) return owner(*snap_before, p);
+        return before_nodes[rb.pick(p)].name;
+      };
+      auto oa = [&](Pos p) -> std::string_view {
+        if (snap_after) return owner(*snap_after, p);
+        return after_nodes[ra.pick(p)].name;
+      };
+      return moved_ranges(std::move(bounds), ob, oa);
+    };
+    if (const auto* rb = std::get_if<RingTable>(tb)) {
+      ranges = ring_ranges(*rb, std::get<RingTable>(*ta));
+    } else if (const auto* rb64 = std::get_if<Ring64Table>(tb)) {
+      ranges = ring_ranges(*rb64, std::get<Ring64Table>(*ta));
+      wide = true;
+    }
+  }
+  const bool have_ranges =
+      tb != nullptr && (std::holds_alternative<RingTable>(*tb) || std::holds_alternative<Ring64Table>(*tb));
+
+  const auto matrix = moves.matrix();
+  Out out;
+  if (a.format == Format::kJson) {
+    Json j;
+    j["routing"] = kb.describe();
+    j["keys"] = moves.keys();
+    j["moved"] = moves.moved();
+    j["moved_fraction"] = moves.moved_fraction();
+    j["optimal_fraction"] = optimum;
+    Json m = Json::array();
+    for (const auto& [k, v] : matrix) {
+      m.push_back({{"from", json_name(k.first)}, {"to", json_name(k.second)}, {"keys", v}});
+    }
+    j["moves"] = m;
+    if (have_ranges) {
+      Json r = Json::array();
+      for (const auto& x : ranges) {
+        r.push_back({{"first", x.first}, {"last", x.last}, {"from", json_name(x.from)},
+                     {"to", json_name(x.to)}, {"fraction", x.fraction}});
+      }
+      j["ranges"] = r;
+    }
+    out.put(j.dump(2) + "\n");
+    return;
+  }
+  TextTable mt;
+  mt.header = {"from", "to", "keys", "of all keys"};
+  mt.numeric = {false, false, true, true};
+  for (const auto& [k, v] : matrix) {
+    mt.add({k.first, k.second, std::to_string(v),
+            percent(static_cast<double>(v) / static_cast<double>(std::max<std::uint64_t>(moves.keys(), 1)))});
+  }
+  if (a.format == Format::kCsv) {
+    out.put(mt.csv());
+    return;
+  }
+  const double ratio = optimum > 0 ? moves.moved_fraction() / optimum : 0;
+  out.put("migrate: " + kb.describe() + ", " + std::to_string(moves.keys()) + " keys\n\n");
+  out.put("moved    " + std::to_string(moves.moved()) + " keys (" + percent(moves.moved_fraction()) + ")\n");
+  out.put("optimum  " + percent(optimum) + " (the least any placement must move)" +
+          (optimum > 0 ? ", moved/optimum " + fixed(ratio, 2) : std::string()) + "\n\n");
+  if (!matrix.empty()) out.put(mt.render());
+  if (have_ranges) {
+    out.put("\nhash ranges that change owner (ring positions, inclusive): " + std::to_string(ranges.size()) + "\n");
+    TextTable rt;
+    rt.header = {"first", "last", "from", "to", "of hash space"};
+    rt.numeric = {false, false, false, false, true};
+    const std::size_t shown = a.all_ranges ? ranges.size() : std::min<std::size_t>(ranges.size(), 20);
+    for (std::size_t i = 0; i < shown; ++i) {
+      rt.add({hex_pos(ranges[i].first, wide), hex_pos(ranges[i].last, wide), ranges[i].from, ranges[i].to,
+              percent(ranges[i].fraction, 4)});
+    }
+    out.put(rt.render());
+    if (shown < ranges.size()) out.put("... " + std::to_string(ranges.size() - shown) + " more (--all-ranges)\n");
+  }
+}
+
+}  // namespace
+
+void add_migrate(CLI::App& app) {
+  auto args = std::make_shared<MigrateArgs>();
+  auto* sub = app.add_subcommand(
+      "migrate", "What a change does: keys moved vs the optimum, the from -> to matrix, and for "
+                 "rings the exact hash ranges that change owner.");
+  add_routing_flags(sub, args->spec, args->nodes);
+  add_key_flags(sub, args->keys);
+  add_format_flag(sub, args->format);
+  sub->add_option("--add", args->add, "Add node NAME or NAME=WEIGHT (repeatable)");
+  sub->add_option("--remove", args->remove, "Remove node NAME (repeatable)");
+  sub->add_option("--reweight", args->reweight, "Set NAME=WEIGHT (repeatable; 0 drains)");
+  sub->add_option("--down", args->down, "Mark NAME down: it keeps its place (repeatable)");
+  sub->add_option("--after-nodes-file", args->after_nodes_file, "Compare with this node list instead")
+      ->check(CLI::ExistingFile);
+  sub->add_flag("--all-ranges", args->all_ranges, "List every moved range (table output)");
+  sub->callback([args] { run_migrate(*args); });
+}
+
+}  // namespace chash::cli
