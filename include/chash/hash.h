@@ -9,7 +9,9 @@
 //   uint64_t h = chash::hash::xxh3_64("user:42");            // the default key hash
 //   uint64_t h2 = chash::hash_key(chash::KeyHash::kMd5, "k"); // by runtime choice
 //
-// All functions are noexcept, allocation-free and take arbitrary bytes.
+// All functions are noexcept and take arbitrary bytes (embedded NULs, invalid UTF-8). All but
+// md5() are allocation-free; md5() goes through OpenSSL's EVP_Digest, which allocates a context
+// per call.
 #pragma once
 
 #include <array>
@@ -26,6 +28,8 @@ std::uint64_t xxh3_64(std::string_view data, std::uint64_t seed = 0) noexcept;
 std::uint64_t xxh64(std::string_view data, std::uint64_t seed = 0) noexcept;
 
 // ---- MurmurHash3 (Appleby; x86_32 and x64_128 as in SMHasher and Guava) ----------------------
+// Seeds are used as SMHasher does (x64_128 zero-extends its 32-bit seed). Guava's int seed is
+// sign-extended by murmur3_128, so Guava agrees for seeds below 2^31 only.
 std::uint32_t murmur3_x86_32(std::string_view data, std::uint32_t seed = 0) noexcept;
 
 // 128-bit result as Guava's HashCode sees it: h1 then h2, each little-endian in asBytes().
@@ -50,6 +54,8 @@ std::uint32_t murmur2_32(std::string_view data, std::uint32_t seed) noexcept;
 
 // ---- MD5 (OpenSSL) and the ketama cuts --------------------------------------------------------
 using Md5Digest = std::array<std::uint8_t, 16>;
+// Aborts with a message if OpenSSL cannot compute MD5 at all (out of memory, or a FIPS-only
+// provider configuration): a made-up digest would silently remap every key.
 Md5Digest md5(std::string_view data) noexcept;
 // The i-th (0..3) 32-bit ring point of a digest as libketama/libmemcached cut it: bytes
 // 4i..4i+3 read little-endian: d[4i+3]<<24 | d[4i+2]<<16 | d[4i+1]<<8 | d[4i].
@@ -59,12 +65,16 @@ constexpr std::uint32_t ketama_point(const Md5Digest& d, int i) noexcept {
 }
 
 // ---- CRCs --------------------------------------------------------------------------------------
-// CRC-32/IEEE (zlib's crc32): "123456789" -> 0xCBF43926.
+// CRC-32/IEEE (zlib's crc32): "123456789" -> 0xCBF43926. (libmemcached/twemproxy "crc32" is
+// not this but (crc32 >> 16) & 0x7fff.)
 std::uint32_t crc32(std::string_view data) noexcept;
 // CRC-16/XMODEM as in Redis crc16.c (poly 0x1021, init 0): "123456789" -> 0x31C3.
 std::uint16_t crc16_xmodem(std::string_view data) noexcept;
 
 // ---- FNV (Fowler/Noll/Vo), Jenkins, Hsieh ------------------------------------------------------
+// FNV and one-at-a-time are the published algorithms over unsigned bytes. libmemcached and
+// twemproxy sign-extend bytes >= 0x80 (they read `const char*` on x86), and their "fnv1a_64" is
+// 32-bit arithmetic with truncated constants; they agree with these on 7-bit keys only.
 std::uint32_t fnv1_32(std::string_view data) noexcept;
 std::uint32_t fnv1a_32(std::string_view data) noexcept;
 std::uint64_t fnv1_64(std::string_view data) noexcept;
@@ -74,13 +84,16 @@ std::uint32_t one_at_a_time(std::string_view data) noexcept;
 // Bob Jenkins' lookup3 hashlittle() with the given initval (libmemcached/twemproxy "jenkins"
 // use initval 13).
 std::uint32_t jenkins_lookup3(std::string_view data, std::uint32_t initval) noexcept;
-// Paul Hsieh's SuperFastHash as in libmemcached/twemproxy "hsieh" (0 for empty input).
+// Paul Hsieh's SuperFastHash as in libmemcached/twemproxy "hsieh" on x86-64 (0 for empty input;
+// the third byte of a 3-byte tail is read sign-extended, a 1-byte tail unsigned, as they do).
 std::uint32_t hsieh(std::string_view data) noexcept;
 
 // ---- Java ----------------------------------------------------------------------------------------
 // java.lang.String.hashCode() of the string Java decodes from these UTF-8 bytes
-// (new String(bytes, UTF_8): malformed sequences become U+FFFD; code points above U+FFFF count
-// as two UTF-16 units).
+// (new String(bytes, UTF_8); checked against OpenJDK 17 and 25): each malformed unit becomes
+// one U+FFFD, with units delimited as the JDK's decoder does (mostly Unicode's maximal subparts,
+// but an encoded surrogate ED A0..BF xx is one unit, and a truncated sequence at the end is one
+// unit); code points above U+FFFF count as two UTF-16 units.
 std::int32_t java_string_hashcode(std::string_view utf8) noexcept;
 
 // ---- Mixing ----------------------------------------------------------------------------------
@@ -118,13 +131,13 @@ enum class KeyHash : std::uint8_t {
   kMurmur64A,     // "murmur64a": MurmurHash64A, seed 0x1234ABCD (Jedis)
   kMurmur2,       // "murmur2": MurmurHash2 32-bit, seed 0xdeadbeef * len (libmemcached)
   kMd5,           // "md5": ketama_point(md5, 0) (libmemcached/twemproxy "md5")
-  kCrc32,         // "crc32": CRC-32/IEEE
+  kCrc32,         // "crc32": CRC-32/IEEE (full 32 bits, not libmemcached's 15-bit cut)
   kCrc16,         // "crc16": CRC-16/XMODEM
-  kFnv1_32,       // "fnv1_32"
+  kFnv1_32,       // "fnv1_32"  (the published FNV; see the note on fnv1_32 above)
   kFnv1a_32,      // "fnv1a_32"
-  kFnv1_64,       // "fnv1_64"
-  kFnv1a_64,      // "fnv1a_64"
-  kOneAtATime,    // "one_at_a_time"
+  kFnv1_64,       // "fnv1_64": full 64 bits
+  kFnv1a_64,      // "fnv1a_64": full 64 bits
+  kOneAtATime,    // "one_at_a_time": unsigned bytes
   kJenkins,       // "jenkins": lookup3 hashlittle, initval 13
   kHsieh,         // "hsieh"
   kJava,          // "java": String.hashCode() as an unsigned 32-bit value

@@ -181,8 +181,8 @@ std::uint32_t hsieh(std::string_view data) noexcept {
       hash += load16le(p);
       hash ^= hash << 16;
       // Signed-char read of the peers: 0x80..0xff become 0xffffff80..0xffffffff.
-      const auto third = static_cast<std::uint32_t>(static_cast<std::int32_t>(
-          static_cast<std::int8_t>(p[2])));
+      const auto third =
+          static_cast<std::uint32_t>(static_cast<std::int32_t>(static_cast<std::int8_t>(p[2])));
       hash ^= third << 18;
       hash += hash >> 11;
       break;

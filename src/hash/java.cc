@@ -2,9 +2,9 @@
 // the string: the bytes are decoded on the fly into UTF-16 code units u[0..n) and hashed as
 // s = u[0]*31^(n-1) + ... + u[n-1] (mod 2^32), read as a signed int.
 //
-// Malformed input follows the JDK's UTF-8 decoder (String.decodeUTF8_UTF16 / sun.nio.cs.UTF_8 in
-// OpenJDK 17), which emits one U+FFFD per malformed unit as it delimits them — mostly Unicode's
-// "maximal subpart", but not always:
+// Malformed input follows the JDK's UTF-8 decoder (String.decodeUTF8_UTF16 / sun.nio.cs.UTF_8;
+// OpenJDK 17 and 25 agree), which emits one U+FFFD per malformed unit as it delimits them —
+// mostly Unicode's "maximal subpart", but not always:
 //   - A lead byte that cannot start a sequence (80..BF, C0, C1, F8..FF) is one unit of 1 byte.
 //   - A lead with a bad second byte is a 1-byte unit (for E0 the second byte must be A0..BF,
 //     for F0 90..BF, for F4 80..8F, otherwise 80..BF). F5..F7 are always 1-byte units.

@@ -26,8 +26,9 @@ inline std::uint32_t load32le(const unsigned char* p) noexcept {
 }
 
 inline std::uint64_t load64le(const unsigned char* p) noexcept {
-  return static_cast<std::uint64_t>(load32le(p)) |
-         static_cast<std::uint64_t>(load32le(p + 4)) << 32;
+  const std::uint64_t lo = load32le(p);
+  const std::uint64_t hi = load32le(p + 4);
+  return lo | hi << 32;
 }
 
 inline const unsigned char* bytes_of(std::string_view s) noexcept {

@@ -1,0 +1,45 @@
+// CRC-16/XMODEM and CRC-32/IEEE against published check values (the CRC catalogue's "123456789"
+// checks, Redis Cluster's documented key slots). Peer vectors: golden_vectors_test.cc.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "chash/hash.h"
+
+namespace chash::hash {
+namespace {
+
+// Redis crc16.c: "Output for "123456789" : 31C3".
+TEST(Crc16Test, RedisCheckValue) { EXPECT_EQ(crc16_xmodem("123456789"), 0x31C3); }
+
+TEST(Crc16Test, EmptyIsInitialValueZero) { EXPECT_EQ(crc16_xmodem(""), 0x0000); }
+
+// Redis Cluster slot = crc16(key) & 16383 (0x3FFF); the values CLUSTER KEYSLOT prints in the
+// Redis documentation.
+TEST(Crc16Test, RedisClusterKeySlots) {
+  EXPECT_EQ(crc16_xmodem("somekey") & 0x3FFF, 11058);
+  EXPECT_EQ(crc16_xmodem("foo") & 0x3FFF, 12182);
+  EXPECT_EQ(crc16_xmodem("hash_tag") & 0x3FFF, 2515);  // {hash_tag}: the tag alone is hashed
+}
+
+// Bytes >= 0x80 are table indexes, not sign-extended: crc16("\xff") is table[0xff].
+TEST(Crc16Test, HighByteUsesUnsignedIndex) { EXPECT_EQ(crc16_xmodem("\xff"), 0x1EF0); }
+
+// CRC catalogue, CRC-32/ISO-HDLC (zlib's crc32): check = 0xCBF43926.
+TEST(Crc32Test, CatalogueCheckValue) { EXPECT_EQ(crc32("123456789"), 0xCBF43926u); }
+
+TEST(Crc32Test, KnownValues) {
+  EXPECT_EQ(crc32(""), 0x00000000u);
+  EXPECT_EQ(crc32("The quick brown fox jumps over the lazy dog"), 0x414FA339u);
+}
+
+// A key longer than any table or block: the whole input is covered.
+TEST(Crc32Test, LongInputDependsOnEveryByte) {
+  std::string key(100000, 'x');
+  const std::uint32_t before = crc32(key);
+  key.back() = 'y';
+  EXPECT_NE(crc32(key), before);
+}
+
+}  // namespace
+}  // namespace chash::hash
