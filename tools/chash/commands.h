@@ -34,5 +34,6 @@ void add_slot(CLI::App& app);
 void add_presets(CLI::App& app);
 void add_analyze(CLI::App& app);
 void add_migrate(CLI::App& app);
+void add_sweep(CLI::App& app);
 
 }  // namespace chash::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   chash::cli::add_presets(app);
   chash::cli::add_analyze(app);
   chash::cli::add_migrate(app);
+  chash::cli::add_sweep(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

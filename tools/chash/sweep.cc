@@ -1,0 +1,211 @@
+// chash sweep — vary one parameter and measure balance and movement at each value: the measured
+// table behind advice like "150-200 virtual nodes per server".
+#include <algorithm>
+#include <charconv>
+
+#include "chash/analysis.h"
+#include "chash/bounded_load.h"
+#include "chash/error.h"
+#include "report.h"
+#include "sweep.h"
+
+namespace chash::cli {
+
+namespace {
+
+std::vector<std::uint64_t> parse_values(const std::string& list) {
+  std::vector<std::uint64_t> v;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    std::size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    const std::string item = list.substr(start, comma - start);
+    std::uint64_t x = 0;
+    const auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), x);
+    if (ec != std::errc() || p != item.data() + item.size() || item.empty()) {
+      throw Error(ErrorCode::kParse, "--values: \"" + item + "\" is not a whole number");
+    }
+    v.push_back(x);
+    start = comma + 1;
+  }
+  if (v.empty() || v.size() > 1000) throw Error(ErrorCode::kInvalidArgument, "--values takes 1..1000 values");
+  return v;
+}
+
+std::vector<Node> numbered(std::uint64_t n) {
+  if (n == 0 || n > kMaxNodes) {
+    throw Error(ErrorCode::kInvalidArgument, "node count must be 1.." + std::to_string(kMaxNodes));
+  }
+  std::vector<Node> v;
+  for (std::uint64_t i = 0; i < n; ++i) v.push_back({"node-" + std::to_string(i), 1});
+  return v;
+}
+
+}  // namespace
+
+SweepPoint measure_point(Algorithm algo, const std::vector<Node>& nodes, const TableOptions& opt,
+                         std::span<const std::uint64_t> hashes) {
+  SweepPoint p;
+  const auto t0 = std::chrono::steady_clock::now();
+  const AnyTable table = build_table(algo, nodes, opt);
+  p.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  LoadCounter load(nodes.size());
+  std::vector<NodeId> owner(hashes.size());
+  for (std::size_t i = 0; i < hashes.size(); ++i) load.add(owner[i] = pick(table, hashes[i]));
+  const LoadStats s = load_stats(load.counts(), nodes);
+  p.max_over_mean = s.max_over_mean;
+  p.stddev = s.stddev;
+  p.cv = s.cv;
+  // Movement when one node joins: the same table options with one more node.
+  std::vector<Node> grown = nodes;
+  grown.push_back({"node-added", 1});
+  const AnyTable bigger = build_table(algo, grown, opt);
+  MoveCounter moves(nodes, grown);
+  for (std::size_t i = 0; i < hashes.size(); ++i) moves.add(owner[i], pick(bigger, hashes[i]));
+  p.moved_on_add = moves.moved_fraction();
+  p.optimal_on_add = optimal_moved_fraction(nodes, grown);
+  return p;
+}
+
+namespace {
+
+struct SweepArgs {
+  std::string algo = "ring";
+  std::string param = "vnodes";
+  std::string values;
+  std::uint64_t nodes = 10;
+  std::string hash;
+  KeyInput keys;
+  Format format = Format::kTable;
+};
+
+void run_sweep(SweepArgs a) {
+  const Algorithm algo = parse_algorithm(a.algo);
+  const auto values = parse_values(a.values);
+  const KeyHash kh = a.hash.empty() ? KeyHash::kXxh3 : parse_key_hash(a.hash);
+  if (a.keys.synthetic == 0 && a.keys.keys_file.empty()) a.keys.synthetic = 100000;
+  // The keys are read once and kept as hashes (8 bytes each) for every point of the sweep.
+  std::vector<std::uint64_t> hashes;
+  {
+    KeySource src(a.keys);
+    std::string_view key;
+    while (src.next(key)) {
+      if (hashes.size() >= 50'000'000) {
+        throw Error(ErrorCode::kLimitExceeded, "sweep keeps its keys in memory: at most 50,000,000");
+      }
+      hashes.push_back(algo == Algorithm::kSlots && a.hash.empty() ? redis_key_slot(key) : hash_key(kh, key));
+    }
+  }
+  if (hashes.empty()) throw Error(ErrorCode::kInvalidArgument, "no keys");
+
+  TextTable t;
+  t.header = {a.param, "max/mean", "stddev", "cv", "moved on +1", "optimum", "build ms"};
+  t.numeric = {true, true, true, true, true, true, true};
+  Json rows = Json::array();
+  Progress progress("sweeping", values.size());
+  for (std::uint64_t v : values) {
+    TableOptions opt;
+    std::vector<Node> nodes = numbered(a.nodes);
+    if (a.param == "vnodes") {
+      opt.ring.vnodes = static_cast<std::uint32_t>(std::min<std::uint64_t>(v, 1u << 20));
+    } else if (a.param == "nodes") {
+      nodes = numbered(v);
+    } else if (a.param == "table-size") {
+      opt.maglev.table_size = v;
+    } else if (a.param == "probes") {
+      opt.multiprobe.probes = static_cast<std::uint32_t>(std::min<std::uint64_t>(v, 1u << 20));
+    } else if (a.param == "balance-factor") {
+      // handled below
+    } else {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--param must be vnodes, nodes, table-size, probes or balance-factor");
+    }
+    std::vector<std::string> row;
+    if (a.param == "balance-factor") {
+      const BoundedSweepPoint b = measure_bounded(algo, nodes, opt, hashes, static_cast<std::uint32_t>(v));
+      if (rows.empty() && t.rows.empty()) {
+        t.header = {"factor", "max/mean load", "not first choice", "moved on +1"};
+        t.numeric = {true, true, true, true};
+      }
+      t.add({std::to_string(v), fixed(b.max_over_mean, 3), percent(b.spilled), percent(b.moved_on_add)});
+      rows.push_back({{"balance_factor", v}, {"max_over_mean", b.max_over_mean},
+                      {"not_first_choice", b.spilled}, {"moved_on_add", b.moved_on_add}});
+    } else {
+      const SweepPoint p = measure_point(algo, nodes, opt, hashes);
+      t.add({std::to_string(v), fixed(p.max_over_mean, 3), fixed(p.stddev, 4), fixed(p.cv, 4),
+             percent(p.moved_on_add), percent(p.optimal_on_add), fixed(p.build_ms, 1)});
+      rows.push_back({{a.param, v}, {"max_over_mean", p.max_over_mean}, {"stddev", p.stddev},
+                      {"cv", p.cv}, {"moved_on_add", p.moved_on_add},
+                      {"optimal_on_add", p.optimal_on_add}, {"build_ms", p.build_ms}});
+    }
+    progress.tick();
+  }
+  Out out;
+  switch (a.format) {
+    case Format::kJson: {
+      Json j;
+      j["algorithm"] = std::string(algorithm_name(algo));
+      j["param"] = a.param;
+      j["keys"] = hashes.size();
+      j["points"] = rows;
+      out.put(j.dump(2) + "\n");
+      break;
+    }
+    case Format::kCsv:
+      out.put(t.csv());
+      break;
+    case Format::kTable:
+      out.put("sweep: " + std::string(algorithm_name(algo)) + ", " + a.param + ", " +
+              std::to_string(hashes.size()) + " keys" +
+              (a.param == "nodes" ? std::string() : ", " + std::to_string(a.nodes) + " nodes") + "\n\n");
+      out.put(t.render());
+      break;
+  }
+}
+
+}  // namespace
+
+BoundedSweepPoint measure_bounded(Algorithm algo, const std::vector<Node>& nodes, const TableOptions& opt,
+                                  std::span<const std::uint64_t> hashes, std::uint32_t factor) {
+  // Requests arrive one per key hash, with a hot key (every 10th request) on top; each stays in
+  // flight, so loads grow with the request count: the shape of a cache under a hot key.
+  BoundedSweepPoint r;
+  const AnyTable table = build_table(algo, nodes, opt);
+  std::vector<std::uint64_t> load(nodes.size(), 0);
+  std::uint64_t total = 0, spilled = 0;
+  std::visit(
+      [&](const auto& t) {
+        using T = std::decay_t<decltype(t)>;
+        BoundedLoad<T> bounded(t, nodes, factor);
+        for (std::size_t i = 0; i < hashes.size(); ++i) {
+          const std::uint64_t h = i % 10 == 0 ? hashes[0] : hashes[i];
+          const NodeId id = bounded.pick(h, load, total);
+          spilled += id != t.pick(h);
+          ++load[id];
+          ++total;
+        }
+      },
+      table);
+  const LoadStats s = load_stats(load, nodes);
+  r.max_over_mean = s.max_over_mean;
+  r.spilled = static_cast<double>(spilled) / static_cast<double>(hashes.size());
+  r.moved_on_add = measure_point(algo, nodes, opt, hashes).moved_on_add;
+  return r;
+}
+
+void add_sweep(CLI::App& app) {
+  auto args = std::make_shared<SweepArgs>();
+  auto* sub = app.add_subcommand(
+      "sweep", "Vary one parameter (vnodes, nodes, table-size, probes, balance-factor) and measure "
+               "balance and keys moved when a node joins at each value.");
+  sub->add_option("--algo", args->algo, "Native algorithm (default ring)");
+  sub->add_option("--param", args->param, "vnodes (default), nodes, table-size, probes or balance-factor");
+  sub->add_option("--values", args->values, "Comma-separated values, e.g. 1,10,50,100,160,200,500")->required();
+  sub->add_option("--node-count", args->nodes, "Nodes when the parameter is not 'nodes' (default 10)");
+  sub->add_option("--hash", args->hash, "Key hash (default xxh3)");
+  add_key_flags(sub, args->keys);
+  add_format_flag(sub, args->format);
+  sub->callback([args] { run_sweep(*args); });
+}
+
+}  // namespace chash::cli
