@@ -1,18 +1,464 @@
-// Placeholder until this preset family lands: every factory refuses with a clear error.
-#include "registry.h"
-
+// The memcached C clients: libmemcached 1.1.4 (Debian's libmemcached11, the "awesome" fork) as
+// ketama, ketama-spy, libmemcached-consistent and libmemcached-modula; the original last.fm
+// libketama as libketama. Each is pinned by tests/compat/vectors made by the real library
+// (tests/compat/libmemcached/, tests/compat/libketama/); docs/compat/libmemcached.md has the
+// details that decide every mapping. Citations are to libmemcached's src/libmemcached/hosts.cc
+// (update_continuum), hash.cc (dispatch_host), src/libhashkit/*.cc and libketama's ketama.c.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "chash/error.h"
+#include "chash/hash.h"
+#include "chash/node.h"
+#include "chash/ring.h"
+#include "common.h"
+#include "registry.h"
 
 namespace chash::presets {
+namespace {
 
-std::unique_ptr<Preset> make_libmemcached(std::string_view name, std::span<const Node>, const PresetOptions&) {
-  throw Error(ErrorCode::kUnsupported, "preset " + std::string(name) + " is not available in this build");
+// ---- libhashkit's key hashes (MEMCACHED_BEHAVIOR_HASH) ------------------------------------------
+// libhashkit reads key bytes through `const char*`, signed on x86-64, so one_at_a_time and the
+// FNVs sign-extend bytes >= 0x80 (one_at_a_time.cc, fnv_32.cc, fnv_64.cc); its "fnv1a_64" is
+// 32-bit arithmetic with the 64-bit offset and prime cut to 32 bits, and its "crc" keeps bits
+// 16..30 of CRC-32 (crc32.cc). md5, murmur, murmur3 and jenkins match chash::hash as pinned in
+// tests/hash/ against libhashkit itself.
+
+enum class LmHash : std::uint8_t {
+  kDefault,  // one_at_a_time
+  kMd5,
+  kCrc,
+  kFnv1_64,
+  kFnv1a_64,
+  kFnv1_32,
+  kFnv1a_32,
+  kMurmur,
+  kMurmur3,
+  kJenkins,
+};
+
+// A key byte as libhashkit sees it: a signed char widened to 32 bits.
+inline std::uint32_t signed_byte(char c) noexcept {
+  return static_cast<std::uint32_t>(static_cast<std::int32_t>(static_cast<signed char>(c)));
 }
 
-std::unique_ptr<Preset> make_libketama(std::string_view name, std::span<const Node>, const PresetOptions&) {
-  throw Error(ErrorCode::kUnsupported, "preset " + std::string(name) + " is not available in this build");
+std::uint32_t lm_one_at_a_time(std::string_view key) noexcept {
+  std::uint32_t value = 0;
+  for (char c : key) {
+    value += signed_byte(c);
+    value += value << 10;
+    value ^= value >> 6;
+  }
+  value += value << 3;
+  value ^= value >> 11;
+  value += value << 15;
+  return value;
+}
+
+constexpr std::uint32_t kFnv32Init = 2166136261u;
+constexpr std::uint32_t kFnv32Prime = 16777619u;
+constexpr std::uint64_t kFnv64Init = 0xcbf29ce484222325ull;
+constexpr std::uint64_t kFnv64Prime = 0x100000001b3ull;
+
+std::uint32_t lm_fnv1_32(std::string_view key) noexcept {
+  std::uint32_t h = kFnv32Init;
+  for (char c : key) {
+    h *= kFnv32Prime;
+    h ^= signed_byte(c);
+  }
+  return h;
+}
+
+std::uint32_t lm_fnv1a_32(std::string_view key) noexcept {
+  std::uint32_t h = kFnv32Init;
+  for (char c : key) {
+    h ^= signed_byte(c);
+    h *= kFnv32Prime;
+  }
+  return h;
+}
+
+std::uint32_t lm_fnv1_64(std::string_view key) noexcept {
+  std::uint64_t h = kFnv64Init;
+  for (char c : key) {
+    h *= kFnv64Prime;
+    h ^= static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<signed char>(c)));
+  }
+  return static_cast<std::uint32_t>(h);
+}
+
+std::uint32_t lm_fnv1a_64(std::string_view key) noexcept {
+  auto h = static_cast<std::uint32_t>(kFnv64Init);
+  for (char c : key) {
+    h ^= signed_byte(c);
+    h *= static_cast<std::uint32_t>(kFnv64Prime);
+  }
+  return h;
+}
+
+std::uint32_t lm_hash(LmHash h, std::string_view key) noexcept {
+  const auto len = static_cast<std::uint32_t>(key.size());
+  switch (h) {
+    case LmHash::kDefault:
+      return lm_one_at_a_time(key);
+    case LmHash::kMd5:
+      return hash::ketama_point(hash::md5(key), 0);
+    case LmHash::kCrc:
+      return (hash::crc32(key) >> 16) & 0x7fffu;
+    case LmHash::kFnv1_64:
+      return lm_fnv1_64(key);
+    case LmHash::kFnv1a_64:
+      return lm_fnv1a_64(key);
+    case LmHash::kFnv1_32:
+      return lm_fnv1_32(key);
+    case LmHash::kFnv1a_32:
+      return lm_fnv1a_32(key);
+    case LmHash::kMurmur:
+      return hash::murmur2_32(key, 0xdeadbeefu * len);
+    case LmHash::kMurmur3:
+      return hash::murmur3_x86_32(key, 0xdeadbeefu * len);
+    case LmHash::kJenkins:
+      return hash::jenkins_lookup3(key, 13);
+  }
+  return 0;
+}
+
+struct HashName {
+  std::string_view name;
+  LmHash hash;
+};
+
+// The names of libmemcached's memcached_hash_t values, lower-cased (its config strings spell
+// them upper-case: --HASH=MD5). "one_at_a_time" is what MEMCACHED_HASH_DEFAULT computes.
+constexpr HashName kHashNames[] = {
+    {"default", LmHash::kDefault}, {"one_at_a_time", LmHash::kDefault},
+    {"md5", LmHash::kMd5},         {"crc", LmHash::kCrc},
+    {"fnv1_64", LmHash::kFnv1_64}, {"fnv1a_64", LmHash::kFnv1a_64},
+    {"fnv1_32", LmHash::kFnv1_32}, {"fnv1a_32", LmHash::kFnv1a_32},
+    {"murmur", LmHash::kMurmur},   {"murmur3", LmHash::kMurmur3},
+    {"jenkins", LmHash::kJenkins},
+};
+
+bool iequals(std::string_view a, std::string_view b) noexcept {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+           return lower(x) == lower(y);
+         });
+}
+
+LmHash parse_lm_hash(std::string_view preset, std::string_view name) {
+  for (const HashName& h : kHashNames) {
+    if (iequals(h.name, name)) return h.hash;
+  }
+  if (iequals(name, "hsieh")) {
+    // Debian builds libhashkit without HAVE_HSIEH_HASH: MEMCACHED_BEHAVIOR_HASH refuses it
+    // (libhashkit/function.cc _set_function), so there is no peer mapping to match.
+    throw Error(ErrorCode::kUnsupported,
+                "preset " + std::string(preset) +
+                    ": --hash hsieh is refused by libmemcached 1.1.4 as Debian builds it "
+                    "(libhashkit without hsieh)");
+  }
+  std::string valid;
+  for (const HashName& h : kHashNames) {
+    if (!valid.empty()) valid += ", ";
+    valid += h.name;
+  }
+  throw Error(ErrorCode::kParse, "preset " + std::string(preset) + ": unknown --hash \"" +
+                                     std::string(name.substr(0, 64)) + "\" (valid: " + valid + ")");
+}
+
+// ---- Server names as libmemcached reads them ----------------------------------------------------
+
+constexpr std::uint32_t kDefaultPort = 11211;  // MEMCACHED_DEFAULT_PORT
+constexpr std::size_t kMaxHostBytes = 1024;    // hostnames shorter than MEMCACHED_NI_MAXHOST
+// Debian's libmemcached is built with assertions on: update_continuum aborts the process when
+// server count * MEMCACHED_POINTS_PER_SERVER exceeds MEMCACHED_CONTINUUM_SIZE (100 * 100).
+constexpr std::size_t kMaxContinuumServers = 100;
+
+struct Server {
+  std::string_view host;
+  std::uint32_t port = kDefaultPort;
+};
+
+// "host", "host:port", "[v6]:port" as memcached_servers_parse splits them (parse.cc): the port
+// follows the first ':' (after a "[...]" if there is one) and the host keeps its brackets; no port
+// means MEMCACHED_DEFAULT_PORT. A name starting with '/' is a unix socket, whose port is 0
+// (memcached_server_add_unix_socket_with_weight, and memcached_server_list_append for parsed
+// "/path" names). libmemcached quietly turns a missing or non-numeric port into 11211 and reads
+// "host:port:weight"; chash refuses such names rather than guess what was meant.
+Server parse_server(std::string_view preset, const Node& node) {
+  const std::string_view name = node.name;
+  auto fail = [&](std::string_view why) {
+    throw Error(ErrorCode::kParse, "preset " + std::string(preset) + ": server \"" +
+                                       std::string(name.substr(0, 128)) + "\" " + std::string(why));
+  };
+  if (name.find('\0') != std::string_view::npos) fail("contains a NUL byte");
+  if (name.front() == '/') {
+    if (name.size() > kMaxHostBytes) fail("is longer than libmemcached's 1024-byte limit");
+    return Server{name, 0};
+  }
+  const std::size_t open = name.find('[');
+  const std::size_t close = open == std::string_view::npos ? open : name.find(']', open + 1);
+  const std::size_t colon =
+      close != std::string_view::npos ? name.find(':', close + 1) : name.find(':');
+  Server s;
+  s.host = name.substr(0, colon);
+  if (s.host.empty()) fail("has no host");
+  if (s.host.size() > kMaxHostBytes) fail("has a host longer than libmemcached's 1024-byte limit");
+  if (colon != std::string_view::npos) {
+    const std::string_view port = name.substr(colon + 1);
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), s.port);
+    if (port.empty() || ec != std::errc() || end != port.data() + port.size() || s.port == 0 ||
+        s.port > 65535) {
+      fail("needs a port 1..65535 after the ':' (or no ':' for the default port 11211)");
+    }
+  }
+  return s;
+}
+
+// ---- The continuum (hosts.cc update_continuum) --------------------------------------------------
+
+constexpr std::uint32_t kPointsPerServer = 100;        // MEMCACHED_POINTS_PER_SERVER
+constexpr std::uint32_t kPointsPerServerKetama = 160;  // MEMCACHED_POINTS_PER_SERVER_KETAMA
+
+enum class Naming : std::uint8_t { kLibmemcached, kSpy };
+
+// Appends the name of point-hash `index` of server `s`: "host-i" when the port is 11211, else
+// "host:port-i"; spymemcached's format is "/host:port-i" whatever the port.
+void point_name(Naming naming, const Server& s, std::uint32_t index, std::string& out) {
+  out.clear();
+  if (naming == Naming::kSpy) out += '/';
+  out += s.host;
+  if (naming == Naming::kSpy || s.port != kDefaultPort) {
+    out += ':';
+    out += std::to_string(s.port);
+  }
+  out += '-';
+  out += std::to_string(index);
+}
+
+// Weighted ketama's points for one server, computed as libmemcached does, in float:
+//   pct = (float)weight / (float)total_weight;
+//   floor((float)(pct * 160 / 4 * (float)live_servers + 0.0000000001F)) * 4
+// Every step rounds to float (x86-64 SSE); the volatile keeps a compiler from fusing the
+// multiply and add into one FMA, which would round once instead of twice.
+std::uint32_t weighted_points(std::uint32_t weight, std::uint64_t total, std::size_t servers) {
+  const float pct = static_cast<float>(weight) / static_cast<float>(total);
+  volatile float x = pct * static_cast<float>(kPointsPerServerKetama);
+  x = x / 4.0f;
+  x = x * static_cast<float>(servers);
+  const float sum = x + 0.0000000001f;
+  return static_cast<std::uint32_t>(std::floor(sum)) * 4;
+}
+
+struct ContinuumSpec {
+  Naming naming = Naming::kLibmemcached;
+  bool weighted = false;  // ptr->ketama.weighted_
+  LmHash hash = LmHash::kDefault;
+};
+
+// Points are listed server by server; BasicRing::from_points keeps that order among equal
+// positions, which is libmemcached's: continuum_item_cmp sorts by value, then by server index.
+RingTable build_continuum(const ContinuumSpec& spec, std::span<const Server> servers,
+                          std::span<const Node> nodes) {
+  std::uint64_t total = 0;
+  for (const Node& n : nodes) total += n.weight;
+  std::vector<RingTable::Point> points;
+  points.reserve(servers.size() * kPointsPerServerKetama);
+  std::string name;
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const auto id = static_cast<NodeId>(i);
+    if (spec.weighted) {
+      // Weighted: MD5 of each name gives four points, whatever MEMCACHED_BEHAVIOR_HASH is.
+      const std::uint32_t digests = weighted_points(nodes[i].weight, total, servers.size()) / 4;
+      for (std::uint32_t d = 0; d < digests; ++d) {
+        point_name(spec.naming, servers[i], d, name);
+        const hash::Md5Digest md5 = hash::md5(name);
+        for (int h = 0; h < 4; ++h) points.push_back({hash::ketama_point(md5, h), id});
+      }
+    } else {
+      // Unweighted: 100 names, each hashed once with the key hash (hashkit_digest(&ptr->hashkit)).
+      for (std::uint32_t d = 0; d < kPointsPerServer; ++d) {
+        point_name(spec.naming, servers[i], d, name);
+        points.push_back({lm_hash(spec.hash, name), id});
+      }
+    }
+  }
+  // dispatch_host: the first point whose value is >= the key's hash, else the first point.
+  return RingTable::from_points(std::move(points), servers.size(), RingSuccessor::kGreaterOrEqual);
+}
+
+// ---- The preset ---------------------------------------------------------------------------------
+
+class LibmemcachedPreset final : public Preset {
+ public:
+  LibmemcachedPreset(std::optional<RingTable> ring, LmHash hash, std::size_t servers)
+      : ring_(std::move(ring)), hash_(hash), servers_(static_cast<std::uint32_t>(servers)) {}
+
+  NodeId route(std::string_view key) const noexcept override {
+    // _generate_hash_wrapper: with one server the key is not even hashed.
+    if (servers_ == 1) return 0;
+    const std::uint32_t h = lm_hash(hash_, key);
+    return ring_ ? ring_->pick(h) : h % servers_;  // MEMCACHED_DISTRIBUTION_MODULA: hash % count
+  }
+
+  // libmemcached's own replicas (MEMCACHED_BEHAVIOR_NUMBER_OF_REPLICAS): the owner, then the next
+  // servers by index, wrapping (storage.cc memcached_send_binary writes them so, get.cc reads them
+  // in that order) — not the next servers on the continuum.
+  std::size_t route_n(std::string_view key, std::span<NodeId> out) const override {
+    if (out.empty()) return 0;
+    const NodeId owner = route(key);
+    const std::size_t n = std::min<std::size_t>(out.size(), servers_);
+    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<NodeId>((owner + i) % servers_);
+    return n;
+  }
+
+  std::size_t node_count() const noexcept override { return servers_; }
+
+ private:
+  std::optional<RingTable> ring_;  // empty for modula
+  LmHash hash_;
+  std::uint32_t servers_;
+};
+
+// ---- libketama (ketama.c) -----------------------------------------------------------------------
+
+// read_server_line copies the address into char addr[22] (and mcs.ip[22]): 21 bytes and a NUL.
+constexpr std::size_t kLibketamaMaxAddr = 21;
+// The continuum lives in one 512 KiB shared memory segment (MC_SHMSIZE) of 28-byte points after a
+// 36-byte header: 18,723 points. Past 117 servers (160 points each) ketama_create_continuum
+// writes beyond the segment and the process crashes.
+constexpr std::size_t kLibketamaMaxServers = 117;
+
+// ketama_create_continuum: pct = (float)memory / (float)memtotal, then
+//   floorf(pct * 40.0 * (float)numservers)
+// multiplies in double (40.0 is a double), and floorf rounds that double to float first.
+std::uint32_t libketama_digests(std::uint32_t memory, std::uint64_t total, std::size_t servers) {
+  const float pct = static_cast<float>(memory) / static_cast<float>(total);
+  const double x =
+      static_cast<double>(pct) * 40.0 * static_cast<double>(static_cast<float>(servers));
+  return static_cast<std::uint32_t>(std::floor(static_cast<float>(x)));
+}
+
+// ketama_hashi of the key as a C string: MD5 of the bytes before the first NUL, first four
+// digest bytes little-endian.
+struct LibketamaKey {
+  std::uint32_t operator()(std::string_view key) const noexcept {
+    return hash::ketama_point(hash::md5(key.substr(0, key.find('\0'))), 0);
+  }
+};
+
+void check_nodes(std::string_view preset, std::span<const Node> nodes, std::string_view zero_why) {
+  validate_nodes(nodes);
+  for (const Node& n : nodes) {
+    if (n.weight == 0) {
+      throw Error(ErrorCode::kInvalidArgument, "preset " + std::string(preset) + ": server \"" +
+                                                   n.name.substr(0, 128) + "\" has weight 0; " +
+                                                   std::string(zero_why));
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Preset> make_libmemcached(std::string_view name, std::span<const Node> nodes,
+                                          const PresetOptions& options) {
+  reject_options(name, options, /*hash=*/true, /*hash_tag=*/false, /*vnodes=*/false);
+  check_nodes(name, nodes,
+              "libmemcached reads weight 0 as 1 (it cannot drain a server): remove the server or "
+              "give it weight 1");
+  std::vector<Server> servers;
+  servers.reserve(nodes.size());
+  for (const Node& n : nodes) servers.push_back(parse_server(name, n));
+
+  // Each preset is the client configured before its servers are added (see
+  // tests/compat/libmemcached/libmemcached_peer.c), then MEMCACHED_BEHAVIOR_HASH if given.
+  ContinuumSpec spec;
+  bool consistent = true;
+  if (name == "ketama") {
+    // MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED: weighted continuum, MD5 key hash.
+    spec.weighted = true;
+    spec.hash = LmHash::kMd5;
+  } else if (name == "ketama-spy") {
+    // KETAMA_WEIGHTED, then MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY (keeps weighted_).
+    spec.weighted = true;
+    spec.hash = LmHash::kMd5;
+    spec.naming = Naming::kSpy;
+  } else if (name == "libmemcached-consistent") {
+    // MEMCACHED_DISTRIBUTION_CONSISTENT is unweighted, but adding a server of weight > 1 to a
+    // consistent client turns weighted_ on (hosts.cc server_add): the whole continuum becomes
+    // weighted MD5 points while keys keep MEMCACHED_BEHAVIOR_HASH.
+    spec.weighted =
+        std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.weight > 1; });
+  } else if (name == "libmemcached-modula") {
+    consistent = false;  // weights are ignored: hash % server count
+  } else {
+    throw Error(ErrorCode::kInvalidArgument, "no libmemcached preset named " + std::string(name));
+  }
+  if (options.hash) spec.hash = parse_lm_hash(name, *options.hash);
+
+  std::optional<RingTable> ring;
+  if (consistent) {
+    if (servers.size() > kMaxContinuumServers) {
+      throw Error(ErrorCode::kLimitExceeded,
+                  "preset " + std::string(name) + ": " + std::to_string(servers.size()) +
+                      " servers; libmemcached 1.1.4 (Debian) aborts on more than 100 in a "
+                      "consistent distribution");
+    }
+    ring = build_continuum(spec, servers, nodes);
+  }
+  return std::make_unique<LibmemcachedPreset>(std::move(ring), spec.hash, servers.size());
+}
+
+std::unique_ptr<Preset> make_libketama(std::string_view name, std::span<const Node> nodes,
+                                       const PresetOptions& options) {
+  reject_options(name, options, /*hash=*/false, /*hash_tag=*/false, /*vnodes=*/false);
+  check_nodes(name, nodes, "libketama refuses a server line with memory 0");
+  if (nodes.size() > kLibketamaMaxServers) {
+    throw Error(ErrorCode::kLimitExceeded,
+                "preset libketama: " + std::to_string(nodes.size()) +
+                    " servers; libketama's 512 KiB continuum segment holds at most 117");
+  }
+  std::uint64_t total = 0;
+  for (const Node& n : nodes) {
+    // The server file is "addr<TAB>memory" lines split by strtok on tab and space; '#' starts a
+    // comment line.
+    if (n.name.size() > kLibketamaMaxAddr || n.name.front() == '#' ||
+        n.name.find_first_of(std::string_view(" \t\r\n\0", 5)) != std::string::npos) {
+      throw Error(ErrorCode::kParse,
+                  "preset libketama: server \"" + n.name.substr(0, 128) +
+                      "\" must be at most 21 bytes, not start with '#', and have no whitespace");
+    }
+    total += n.weight;
+  }
+  std::vector<RingTable::Point> points;
+  points.reserve(nodes.size() * 160);
+  std::string point;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const std::uint32_t digests = libketama_digests(nodes[i].weight, total, nodes.size());
+    for (std::uint32_t k = 0; k < digests; ++k) {
+      point = nodes[i].name;  // sprintf(ss, "%s-%d", addr, k)
+      point += '-';
+      point += std::to_string(k);
+      const hash::Md5Digest md5 = hash::md5(point);
+      for (int h = 0; h < 4; ++h) {
+        points.push_back({hash::ketama_point(md5, h), static_cast<NodeId>(i)});
+      }
+    }
+  }
+  // ketama_get_server's bisection returns the first point >= the key's hash, wrapping to the
+  // first. Equal points keep file order: glibc's qsort (2.36) is a stable merge sort here.
+  return make_ring_preset(
+      RingTable::from_points(std::move(points), nodes.size(), RingSuccessor::kGreaterOrEqual),
+      LibketamaKey{});
 }
 
 }  // namespace chash::presets
