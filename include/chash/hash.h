@@ -9,9 +9,8 @@
 //   uint64_t h = chash::hash::xxh3_64("user:42");            // the default key hash
 //   uint64_t h2 = chash::hash_key(chash::KeyHash::kMd5, "k"); // by runtime choice
 //
-// All functions are noexcept and take arbitrary bytes (embedded NULs, invalid UTF-8). All but
-// md5() are allocation-free; md5() goes through OpenSSL's EVP_Digest, which allocates a context
-// per call.
+// All functions are noexcept, allocation-free and take arbitrary bytes (embedded NULs, invalid
+// UTF-8).
 #pragma once
 
 #include <array>
@@ -54,8 +53,7 @@ std::uint32_t murmur2_32(std::string_view data, std::uint32_t seed) noexcept;
 
 // ---- MD5 (OpenSSL) and the ketama cuts --------------------------------------------------------
 using Md5Digest = std::array<std::uint8_t, 16>;
-// Aborts with a message if OpenSSL cannot compute MD5 at all (out of memory, or a FIPS-only
-// provider configuration): a made-up digest would silently remap every key.
+// OpenSSL's MD5() on a stack context (no allocation).
 Md5Digest md5(std::string_view data) noexcept;
 // The i-th (0..3) 32-bit ring point of a digest as libketama/libmemcached cut it: bytes
 // 4i..4i+3 read little-endian: d[4i+3]<<24 | d[4i+2]<<16 | d[4i+1]<<8 | d[4i].

@@ -1,47 +1,24 @@
-// MD5 through OpenSSL's EVP interface (the low-level MD5() is deprecated in OpenSSL 3).
+// MD5 through OpenSSL's one-shot MD5() (libcrypto's assembly-optimised block function).
 //
-// The digest object is fetched once per process: EVP_md5() alone makes every EVP_Digest call
-// re-fetch the implementation from the provider, which costs ~60% more per key. EVP_Digest still
-// allocates a context internally per call (see the note on md5() in chash/hash.h).
+// Why not EVP: EVP_Digest allocates and frees a context on every call, and MD5 sits on the hot
+// path of every ketama-family preset (one digest per key). MD5() works on a stack MD5_CTX — no
+// allocation, no provider lookup — and is the same implementation underneath. OpenSSL 3 marks
+// the low-level API deprecated (it still ships and is supported through 3.x), so this one file
+// opts in to it.
 //
 // Pinned in tests/hash/ to RFC 1321's test suite, Python's hashlib, and libhashkit's "md5"
 // (== ketama_point(md5(key), 0)).
-#include <openssl/evp.h>
-
-#include <cstdio>
-#include <cstdlib>
+#define OPENSSL_API_COMPAT 0x10100000L
+#define OPENSSL_SUPPRESS_DEPRECATED 1
+#include <openssl/md5.h>
 
 #include "chash/hash.h"
 
 namespace chash::hash {
-namespace {
-
-const EVP_MD* md5_algorithm() noexcept {
-  // Fetched once, kept for the process lifetime (never freed, by design).
-  static const EVP_MD* const md = [] {
-    const EVP_MD* fetched = EVP_MD_fetch(nullptr, "MD5", nullptr);
-    return fetched != nullptr ? fetched : EVP_md5();
-  }();
-  return md;
-}
-
-[[noreturn]] void md5_unavailable() noexcept {
-  // Only out-of-memory or a provider configuration without MD5 (FIPS-only) gets here. Returning a
-  // made-up digest would silently send every key to one place, so stop loudly instead.
-  std::fputs("chash: OpenSSL could not compute MD5 (out of memory, or no provider offers MD5)\n",
-             stderr);
-  std::abort();
-}
-
-}  // namespace
 
 Md5Digest md5(std::string_view data) noexcept {
   Md5Digest out{};
-  unsigned int out_len = 0;
-  if (EVP_Digest(data.data(), data.size(), out.data(), &out_len, md5_algorithm(), nullptr) != 1 ||
-      out_len != out.size()) {
-    md5_unavailable();
-  }
+  MD5(reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data());
   return out;
 }
 
