@@ -20,6 +20,9 @@ int main(int argc, char** argv) {
   chash::cli::add_analyze(app);
   chash::cli::add_migrate(app);
   chash::cli::add_sweep(app);
+  chash::cli::add_plot(app);
+  chash::cli::add_bench(app);
+  chash::cli::add_demo(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,210 @@
+// chash plot — pictures a person would rather look at than read: the ring with its nodes and
+// virtual nodes, per-node load bars, keys moved by a change, sweep curves. Self-contained SVG.
+#include <fstream>
+
+#include "chash/analysis.h"
+#include "chash/error.h"
+#include "plot.h"
+#include "report.h"
+#include "svg.h"
+#include "sweep.h"
+
+namespace chash::cli {
+
+namespace {
+
+template <class Ring>
+double frac(const Ring&, std::uint64_t pos) {
+  using Pos = std::decay_t<decltype(std::declval<Ring>().positions()[0])>;
+  return static_cast<double>(pos) / (static_cast<double>(std::numeric_limits<Pos>::max()) + 1.0);
+}
+
+}  // namespace
+
+std::string plot_ring(const AnyTable& table, std::span<const Node> nodes, std::string_view title,
+                      const std::vector<MovedRange>& moved) {
+  std::vector<std::string> names;
+  for (const Node& n : nodes) names.push_back(n.name);
+  std::vector<svg::RingArc> arcs;
+  std::vector<svg::RingPoint> points;
+  auto draw = [&](const auto& r) {
+    const auto pos = r.positions();
+    const auto own = r.owners();
+    for (std::size_t i = 0; i < pos.size(); ++i) {
+      points.push_back({frac(r, pos[i]), own[i]});
+      const double from = frac(r, i == 0 ? pos.back() : pos[i - 1]);
+      arcs.push_back({from, frac(r, pos[i]), own[i]});
+    }
+  };
+  if (const auto* r = std::get_if<RingTable>(&table)) {
+    draw(*r);
+  } else if (const auto* r64 = std::get_if<Ring64Table>(&table)) {
+    draw(*r64);
+  } else {
+    throw Error(ErrorCode::kUnsupported, "plot --kind ring needs --algo ring or ring64");
+  }
+  std::vector<svg::RingArc> hl;
+  const bool wide = std::holds_alternative<Ring64Table>(table);
+  const double space = wide ? 18446744073709551616.0 : 4294967296.0;
+  for (const MovedRange& m : moved) {
+    std::size_t to = 0;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == m.to) to = i;
+    }
+    hl.push_back({static_cast<double>(m.first) / space, static_cast<double>(m.last) / space, to});
+  }
+  return svg::ring(title, names, arcs, points, hl, "ranges that move, coloured by their new owner");
+}
+
+std::string plot_load(const LoadStats& s, std::span<const Node> nodes, std::string_view title) {
+  std::vector<std::string> names;
+  for (const Node& n : nodes) names.push_back(n.name);
+  return svg::bars(title, "share of keys", names, {{"keys", s.share}}, s.fair_share, "weight-fair share", true);
+}
+
+namespace {
+
+struct PlotArgs {
+  std::string kind = "ring";
+  std::string out;
+  RoutingSpec spec;
+  NodesArg nodes;
+  KeyInput keys;
+  std::vector<std::string> add, remove;
+  std::string param = "vnodes";
+  std::string values = "1,10,50,100,160,200,500,1000";
+};
+
+void write_out(const std::string& path, const std::string& svg_text) {
+  if (path.empty() || path == "-") {
+    Out out;
+    out.put(svg_text);
+    return;
+  }
+  std::ofstream f(path, std::ios::binary);
+  f << svg_text;
+  f.close();
+  if (!f) throw Error(ErrorCode::kInvalidArgument, "cannot write " + path);
+}
+
+void run_plot(PlotArgs a) {
+  if (a.kind == "sweep") {
+    if (a.spec.algo.empty()) a.spec.algo = "ring";
+    const Algorithm algo = parse_algorithm(a.spec.algo);
+    std::vector<double> xs, mm, moved;
+    std::vector<std::uint64_t> hashes;
+    const std::uint64_t n = a.keys.synthetic ? a.keys.synthetic : 100000;
+    for (std::uint64_t i = 0; i < n; ++i) hashes.push_back(hash::xxh3_64(synthetic_key(a.keys.seed, i)));
+    std::size_t start = 0;
+    while (start <= a.values.size()) {
+      std::size_t comma = a.values.find(',', start);
+      if (comma == std::string::npos) comma = a.values.size();
+      const std::uint64_t v = std::stoull(a.values.substr(start, comma - start));
+      start = comma + 1;
+      TableOptions opt;
+      std::vector<Node> ns;
+      std::uint64_t count = a.param == "nodes" ? v : 10;
+      for (std::uint64_t i = 0; i < count; ++i) ns.push_back({"node-" + std::to_string(i), 1});
+      if (a.param == "vnodes") opt.ring.vnodes = static_cast<std::uint32_t>(v);
+      else if (a.param == "table-size") opt.maglev.table_size = v;
+      else if (a.param == "probes") opt.multiprobe.probes = static_cast<std::uint32_t>(v);
+      else if (a.param != "nodes") throw Error(ErrorCode::kInvalidArgument, "--param: vnodes, nodes, table-size or probes");
+      const SweepPoint p = measure_point(algo, ns, opt, hashes);
+      xs.push_back(static_cast<double>(v));
+      mm.push_back(p.max_over_mean);
+      moved.push_back(p.moved_on_add / std::max(p.optimal_on_add, 1e-12));
+    }
+    write_out(a.out, svg::lines(std::string(algorithm_name(algo)) + ": balance and movement vs " + a.param, a.param,
+                                "ratio", xs, {{"max/mean load", mm}, {"moved on +1 node / optimum", moved}}, true));
+    return;
+  }
+  if (a.spec.preset.empty() == a.spec.algo.empty()) throw CLI::RequiredError("--preset or --algo");
+  const auto nodes = a.nodes.load();
+  const KeyRouter router = KeyRouter::build(a.spec, nodes);
+  if (a.kind == "ring") {
+    if (!router.table()) throw Error(ErrorCode::kUnsupported, "plot --kind ring needs --algo ring or ring64");
+    write_out(a.out, plot_ring(*router.table(), nodes, "ring: " + router.describe(), {}));
+    return;
+  }
+  if (a.keys.synthetic == 0 && a.keys.keys_file.empty()) a.keys.synthetic = 100000;
+  if (a.kind == "load") {
+    LoadCounter load(nodes.size());
+    KeySource src(a.keys);
+    std::string_view key;
+    while (src.next(key)) load.add(router.route(key));
+    const LoadStats s = load_stats(load.counts(), nodes);
+    write_out(a.out, plot_load(s, nodes, "load per node: " + router.describe() + " (max/mean " +
+                                             fixed(s.max_over_mean, 3) + ")"));
+    return;
+  }
+  if (a.kind == "moves") {
+    if (a.add.empty() && a.remove.empty()) throw Error(ErrorCode::kInvalidArgument, "plot --kind moves needs --add or --remove");
+    std::vector<Node> after = nodes;
+    for (const auto& r : a.remove) {
+      std::erase_if(after, [&](const Node& n) { return n.name == r; });
+    }
+    for (const auto& s : a.add) after.push_back({s, 1});
+    if (router.table() && (std::holds_alternative<RingTable>(*router.table()) ||
+                           std::holds_alternative<Ring64Table>(*router.table()))) {
+      const KeyRouter r2 = KeyRouter::build(a.spec, after);
+      std::vector<MovedRange> ranges;
+      std::vector<Node> all = after;  // names for colours: after-list, plus removed ones
+      for (const Node& n : nodes) {
+        if (std::none_of(all.begin(), all.end(), [&](const Node& x) { return x.name == n.name; })) all.push_back(n);
+      }
+      if (const auto* rb = std::get_if<RingTable>(router.table())) {
+        ranges = moved_ranges(*rb, nodes, std::get<RingTable>(*r2.table()), after);
+      } else {
+        ranges = moved_ranges(std::get<Ring64Table>(*router.table()), nodes, std::get<Ring64Table>(*r2.table()), after);
+      }
+      double f = 0;
+      for (const auto& m : ranges) f += m.fraction;
+      write_out(a.out, plot_ring(*r2.table(), after, router.describe() + ": " + percent(f, 1) +
+                                                         " of the hash space changes owner", ranges));
+      return;
+    }
+    // Other algorithms: keys per node before and after.
+    const KeyRouter r2 = KeyRouter::build(a.spec, after);
+    std::vector<std::string> names;
+    for (const Node& n : nodes) names.push_back(n.name);
+    for (const Node& n : after) {
+      if (std::find(names.begin(), names.end(), n.name) == names.end()) names.push_back(n.name);
+    }
+    std::vector<double> before_keys(names.size(), 0), after_keys(names.size(), 0);
+    KeySource src(a.keys);
+    std::string_view key;
+    std::uint64_t moved = 0, total = 0;
+    while (src.next(key)) {
+      const std::string& b = nodes[router.route(key)].name;
+      const std::string& c = after[r2.route(key)].name;
+      ++before_keys[static_cast<std::size_t>(std::find(names.begin(), names.end(), b) - names.begin())];
+      ++after_keys[static_cast<std::size_t>(std::find(names.begin(), names.end(), c) - names.begin())];
+      moved += b != c;
+      ++total;
+    }
+    write_out(a.out, svg::bars(router.describe() + ": " + percent(static_cast<double>(moved) / static_cast<double>(total), 1) +
+                                   " of keys move",
+                               "keys", names, {{"before", before_keys}, {"after", after_keys}}));
+    return;
+  }
+  throw Error(ErrorCode::kInvalidArgument, "--kind must be ring, load, moves or sweep");
+}
+
+}  // namespace
+
+void add_plot(CLI::App& app) {
+  auto args = std::make_shared<PlotArgs>();
+  auto* sub = app.add_subcommand("plot", "Draw an SVG: the ring (ring), load per node (load), what "
+                                         "moves on a change (moves), or a parameter sweep (sweep).");
+  sub->add_option("--kind", args->kind, "ring (default), load, moves or sweep");
+  sub->add_option("--out", args->out, "Write the SVG to FILE (default: stdout)");
+  add_routing_flags(sub, args->spec, args->nodes);
+  add_key_flags(sub, args->keys);
+  sub->add_option("--add", args->add, "moves: node added (repeatable)");
+  sub->add_option("--remove", args->remove, "moves: node removed (repeatable)");
+  sub->add_option("--param", args->param, "sweep: vnodes (default), nodes, table-size or probes");
+  sub->add_option("--values", args->values, "sweep: comma-separated values");
+  sub->callback([args] { run_plot(*args); });
+}
+
+}  // namespace chash::cli
