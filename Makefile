@@ -16,10 +16,11 @@ build: bootstrap
 
 release: bootstrap
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCHASH_BUILD_TESTS=OFF $(CMAKE_FLAGS) >/dev/null
-	cmake --build build-release -j $(JOBS)
+	cmake --build build-release -j $(JOBS) --target chash-cli chash-demo
 
+# The main job: the consistent-hashing scenarios with measured numbers; plots in ./chash-demo/.
 demo: release
-	./build-release/chash-demo
+	./build-release/chash demo --out-dir chash-demo
 
 # Every test: the normal build, the unit tests under ASan+UBSan, the concurrency tests under TSan.
 test: unit-test asan tsan
