@@ -1,0 +1,344 @@
+// The chash command-line tool, run as a user runs it: exit codes, every output format parses,
+// numbers agree with the library.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "chash/chash.h"
+#include "chash/analysis.h"
+#include "chash/preset.h"
+
+namespace chash {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("chash-cli-test-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  RunResult run(const std::string& args, const std::string& input = "") {
+    const fs::path in = dir_ / "stdin", out = dir_ / "stdout", err = dir_ / "stderr";
+    std::ofstream(in, std::ios::binary) << input;
+    const std::string cmd = std::string(CHASH_CLI_PATH) + " " + args + " <" + in.string() + " >" +
+                            out.string() + " 2>" + err.string();
+    const int status = std::system(cmd.c_str());
+    RunResult r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+  fs::path write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+  }
+  static std::vector<std::string> lines(const std::string& s) {
+    std::vector<std::string> v;
+    std::stringstream ss(s);
+    std::string l;
+    while (std::getline(ss, l)) v.push_back(l);
+    return v;
+  }
+  fs::path dir_;
+};
+
+std::string keys_text(int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += "user:" + std::to_string(i) + "\n";
+  return s;
+}
+
+// ---- route / slot / presets ------------------------------------------------------------------------
+
+TEST_F(Cli, RoutePrintsOneNodeNamePerKeyAsTheLibraryPicks) {
+  const auto r = run("route --algo ring --nodes cache-a,cache-b,cache-c", keys_text(500));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const auto got = lines(r.out);
+  ASSERT_EQ(got.size(), 500u);
+  const auto nodes = make_nodes({"cache-a", "cache-b", "cache-c"});
+  const auto t = RingTable::build(nodes);
+  for (int i = 0; i < 500; ++i) {
+    EXPECT_EQ(got[i], nodes[t.pick(hash::xxh3_64("user:" + std::to_string(i)))].name);
+  }
+}
+
+TEST_F(Cli, RouteWithAPresetMatchesTheLibraryPreset) {
+  const auto nf = write("nodes.txt", "# memcached pool\n10.0.0.1:11211 1\n\n10.0.0.2:11211 2  # bigger\n10.0.0.3:11211\n");
+  const auto r = run("route --preset ketama --nodes-file " + nf.string(), keys_text(300));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<Node> nodes = {{"10.0.0.1:11211", 1}, {"10.0.0.2:11211", 2}, {"10.0.0.3:11211", 1}};
+  const auto p = make_preset("ketama", nodes);
+  const auto got = lines(r.out);
+  ASSERT_EQ(got.size(), 300u);
+  for (int i = 0; i < 300; ++i) EXPECT_EQ(got[i], nodes[p->route("user:" + std::to_string(i))].name);
+}
+
+TEST_F(Cli, RouteReplicasAreDistinctAndTabSeparated) {
+  const auto r = run("route --algo jump --nodes a,b,c,d,e --replicas 3", keys_text(100));
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const auto& l : lines(r.out)) {
+    std::set<std::string> names;
+    std::stringstream ss(l);
+    std::string n;
+    while (std::getline(ss, n, '\t')) names.insert(n);
+    EXPECT_EQ(names.size(), 3u) << l;
+  }
+  // More replicas than nodes: every node, once.
+  const auto all = run("route --algo ring --nodes a,b --replicas 5", "k\n");
+  EXPECT_EQ(all.out == "a\tb\n" || all.out == "b\ta\n", true) << all.out;
+}
+
+TEST_F(Cli, RouteCsvAndJsonParse) {
+  const auto csv = run("route --algo maglev --nodes a,b,c --format csv", "k1\nk,2\n\"q\"\n");
+  ASSERT_EQ(csv.code, 0) << csv.err;
+  const auto l = lines(csv.out);
+  ASSERT_EQ(l.size(), 4u);
+  EXPECT_EQ(l[0], "key,node");
+  EXPECT_EQ(l[2].substr(0, 6), "\"k,2\",");
+  EXPECT_EQ(l[3].substr(0, 7), "\"\"\"q\"\"\"");
+  const auto json = run("route --algo maglev --nodes a,b,c --format json --replicas 2", "k1\n\xff\xfe\n");
+  ASSERT_EQ(json.code, 0) << json.err;
+  for (const auto& line : lines(json.out)) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_TRUE(j.contains("node"));
+    EXPECT_EQ(j["replicas"].size(), 2u);
+  }
+}
+
+TEST_F(Cli, RouteReadsKeysFromAFileAndSyntheticKeys) {
+  const auto kf = write("keys.txt", "a\r\nb\nc");  // CRLF and a last line without newline
+  const auto r = run("route --algo ring --nodes x,y --keys-file " + kf.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(lines(r.out).size(), 3u);
+  const auto r2 = run("route --algo ring --nodes x,y");  // empty stdin
+  EXPECT_EQ(r2.code, 0);
+  EXPECT_EQ(r2.out, "");
+  const auto s = run("route --algo ring --nodes x,y --synthetic 1000 --seed 7");
+  EXPECT_EQ(lines(s.out).size(), 1000u);
+  EXPECT_EQ(s.out, run("route --algo ring --nodes x,y --synthetic 1000 --seed 7").out);
+  EXPECT_NE(s.out, run("route --algo ring --nodes x,y --synthetic 1000 --seed 8").out);
+}
+
+TEST_F(Cli, ErrorsAreClearWithConventionalExitCodes) {
+  auto r = run("route --algo nope --nodes a", "k\n");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("unknown algorithm \"nope\""), std::string::npos) << r.err;
+  r = run("route --nodes a", "k\n");
+  EXPECT_EQ(r.code, 2) << r.err;
+  r = run("route --algo ring --preset ketama --nodes a", "k\n");
+  EXPECT_EQ(r.code, 2) << r.err;
+  r = run("frobnicate");
+  EXPECT_EQ(r.code, 2);
+  r = run("route --algo ring --nodes a,,b", "k\n");
+  EXPECT_EQ(r.code, 1);
+  const auto bad = write("bad.txt", "a 1\nb twelve\n");
+  r = run("route --algo ring --nodes-file " + bad.string(), "k\n");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("bad.txt:2"), std::string::npos) << r.err;
+  const auto dup = write("dup.txt", "a\nb\na\n");
+  r = run("route --algo ring --nodes-file " + dup.string(), "k\n");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("duplicate node name \"a\""), std::string::npos) << r.err;
+  r = run("route --algo jump --nodes a,b --vnodes 10", "k\n");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--vnodes"), std::string::npos);
+  r = run("route --preset nginx-ip-hash --nodes a,b", "10.0.0.1\nnot-an-ip\n");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("line 2"), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.out).size(), 1u);  // the good line before the bad one was written
+  r = run("route --algo ring --nodes a --hash-tag x", "k\n");
+  EXPECT_EQ(r.code, 1);
+  r = run("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("Exit codes"), std::string::npos);
+}
+
+TEST_F(Cli, HashTagHashesOnlyTheTag) {
+  const auto r = run("route --algo ring --nodes a,b,c,d,e,f,g --hash-tag {}", "{user1}:x\n{user1}:y\n{user1}:zzz\n");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto l = lines(r.out);
+  EXPECT_EQ(l[0], l[1]);
+  EXPECT_EQ(l[1], l[2]);
+}
+
+TEST_F(Cli, SlotMatchesRedis) {
+  const auto r = run("slot", "123456789\n{user1000}.following\n{user1000}.followers\nfoo{}{bar}\n");
+  ASSERT_EQ(r.code, 0);
+  const auto l = lines(r.out);
+  EXPECT_EQ(l[0], "12739");
+  EXPECT_EQ(l[1], l[2]);
+  EXPECT_EQ(l[3], std::to_string(redis_key_slot("foo{}{bar}")));
+}
+
+TEST_F(Cli, PresetsListsEveryPresetInEveryFormat) {
+  auto r = run("presets");
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(lines(r.out).size(), preset_list().size());
+  EXPECT_NE(r.out.find("twemproxy-modula"), std::string::npos);
+  r = run("presets --format json");
+  EXPECT_EQ(nlohmann::json::parse(r.out).size(), preset_list().size());
+  r = run("presets --format csv");
+  EXPECT_EQ(lines(r.out).size(), preset_list().size() + 1);
+}
+
+// ---- analyze / migrate / sweep / bench -------------------------------------------------------------
+
+TEST_F(Cli, AnalyzeAgreesWithTheLibrary) {
+  const auto r = run("analyze --algo ring --nodes a,b,c,d --synthetic 20000 --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["keys"], 20000);
+  const auto nodes = make_nodes({"a", "b", "c", "d"});
+  const auto t = RingTable::build(nodes);
+  LoadCounter load(4);
+  // The CLI's synthetic keys are "key:" + 16 hex digits; recompute them through `route`.
+  const auto routed = lines(run("route --algo ring --nodes a,b,c,d --synthetic 20000").out);
+  std::uint64_t sum = 0;
+  for (const auto& n : j["nodes"]) sum += n["keys"].get<std::uint64_t>();
+  EXPECT_EQ(sum, 20000u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    const auto count = std::count(routed.begin(), routed.end(), nodes[i].name);
+    EXPECT_EQ(j["nodes"][i]["keys"], count);
+  }
+  std::vector<std::uint64_t> counts;
+  for (const auto& n : j["nodes"]) counts.push_back(n["keys"]);
+  EXPECT_NEAR(j["max_over_mean"].get<double>(), load_stats(counts, nodes).max_over_mean, 1e-12);
+  const auto owned = owned_fractions(AnyTable(t));
+  EXPECT_NEAR(j["nodes"][0]["owned_fraction"].get<double>(), (*owned)[0], 1e-12);
+  EXPECT_EQ(run("analyze --algo ring --nodes a,b --synthetic 100 --format csv").code, 0);
+  const auto table = run("analyze --preset ketama --nodes a,b --synthetic 1000");
+  EXPECT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("max/mean"), std::string::npos);
+}
+
+TEST_F(Cli, MigrateShowsModuloMovingMostAndTheRingOnlyTheNewShare) {
+  auto r = run("migrate --algo modulo --nodes a,b,c,d --add e --synthetic 20000 --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j["moved_fraction"].get<double>(), 0.8, 0.02);
+  EXPECT_NEAR(j["optimal_fraction"].get<double>(), 0.2, 1e-9);
+  r = run("migrate --algo ring --nodes a,b,c,d --add e --synthetic 20000 --format json");
+  j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j["moved_fraction"].get<double>(), 0.2, 0.03);
+  double ranges = 0;
+  for (const auto& x : j["ranges"]) {
+    EXPECT_EQ(x["to"], "e");
+    ranges += x["fraction"].get<double>();
+  }
+  EXPECT_NEAR(ranges, j["moved_fraction"].get<double>(), 0.02);
+  for (const auto& m : j["moves"]) EXPECT_EQ(m["to"], "e");
+}
+
+TEST_F(Cli, MigrateDownMovesOnlyTheDownNodesKeys) {
+  const auto r = run("migrate --algo maglev --nodes a,b,c,d --down b --synthetic 20000 --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const auto& m : j["moves"]) EXPECT_EQ(m["from"], "b");
+  EXPECT_NEAR(j["moved_fraction"].get<double>(), 0.25, 0.03);
+  const auto two = write("after.txt", "a\nb\nc\n");
+  const auto f = run("migrate --algo ring --nodes a,b,c,d --after-nodes-file " + two.string() +
+                     " --synthetic 5000 --format csv");
+  EXPECT_EQ(f.code, 0) << f.err;
+  EXPECT_EQ(lines(f.out)[0], "from,to,keys,of all keys");
+  EXPECT_EQ(run("migrate --algo ring --nodes a,b --synthetic 10").code, 2);  // no change given
+  EXPECT_EQ(run("migrate --algo ring --nodes a,b --remove zz --synthetic 10").code, 1);
+  EXPECT_EQ(run("migrate --preset ketama --nodes a,b,c --add d --synthetic 2000").code, 0);
+}
+
+TEST_F(Cli, SweepTableCsvJson) {
+  const auto r = run("sweep --values 1,10,160 --synthetic 20000 --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["points"].size(), 3u);
+  EXPECT_GT(j["points"][0]["max_over_mean"].get<double>(), j["points"][2]["max_over_mean"].get<double>());
+  const auto csv = run("sweep --algo maglev --param table-size --values 251,65537 --synthetic 5000 --format csv");
+  EXPECT_EQ(lines(csv.out).size(), 3u) << csv.err;
+  EXPECT_EQ(run("sweep --param balance-factor --values 100,150 --synthetic 5000").code, 0);
+  EXPECT_EQ(run("sweep --param nodes --values 0 --synthetic 10").code, 1);
+  EXPECT_EQ(run("sweep --param wrong --values 1 --synthetic 10").code, 1);
+}
+
+TEST_F(Cli, BenchReportsEveryAlgorithmAndNodeCount) {
+  const auto r = run("bench --algos ring,jump --node-counts 10,100 --threads 1,2 --lookups 20000 --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 4u);
+  for (const auto& x : j["results"]) {
+    EXPECT_GT(x["ns_per_lookup"].get<double>(), 0);
+    EXPECT_EQ(x["lookups_per_s_by_threads"].size(), 2u);
+  }
+  EXPECT_EQ(run("bench --preset ketama --node-counts 10 --lookups 2000").code, 0);
+  EXPECT_EQ(run("bench --threads 0").code, 1);
+}
+
+// ---- plot / demo ---------------------------------------------------------------------------------
+
+bool renders(const fs::path& svg) {
+  // rsvg-convert (librsvg, from scripts/bootstrap.sh) parses the XML and draws it.
+  const std::string cmd = "rsvg-convert " + svg.string() + " -o " + svg.string() + ".png 2>/dev/null";
+  return std::system(cmd.c_str()) == 0 && fs::file_size(svg.string() + ".png") > 1000;
+}
+
+TEST_F(Cli, EveryPlotIsWellFormedSvg) {
+  const auto out = dir_ / "p.svg";
+  for (const std::string args :
+       {"plot --kind ring --algo ring --nodes a,b,c --vnodes 10", "plot --kind load --algo ring --nodes a,b,c",
+        "plot --kind moves --algo ring --nodes a,b,c --add d", "plot --kind moves --algo jump --nodes a,b,c --add d",
+        "plot --kind sweep --values 1,10,100 --synthetic 5000"}) {
+    const auto r = run(args + " --out " + out.string());
+    ASSERT_EQ(r.code, 0) << args << ": " << r.err;
+    EXPECT_TRUE(renders(out)) << args;
+  }
+  EXPECT_EQ(run("plot --kind ring --algo jump --nodes a,b").code, 1);
+  // Hostile node names are escaped.
+  const auto nf = write("n.txt", "<script>&\"x\n\xff\xfe\n");
+  EXPECT_EQ(run("plot --kind ring --algo ring --nodes-file " + nf.string() + " --out " + out.string()).code, 0);
+  EXPECT_TRUE(renders(out));
+  EXPECT_EQ(slurp(out).find("<script>"), std::string::npos);
+}
+
+TEST_F(Cli, DemoPrintsTheReportAndWritesThePlots) {
+  const auto plots = dir_ / "plots";
+  const auto r = run("demo --keys 20000 --out-dir " + plots.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  for (const char* s : {"4 to 5 nodes", "Virtual nodes", "Weighted", "fails", "Replicas", "Bounded loads"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  }
+  EXPECT_NE(r.out.find("keys moved that were not on cache-2: 0"), std::string::npos);
+  int svgs = 0;
+  for (const auto& e : fs::directory_iterator(plots)) {
+    if (e.path().extension() == ".svg") {
+      ++svgs;
+      EXPECT_TRUE(renders(e.path())) << e.path();
+    }
+  }
+  EXPECT_EQ(svgs, 7);
+}
+
+}  // namespace
+}  // namespace chash
