@@ -1,9 +1,12 @@
+SHELL := /bin/bash
 # Thin wrapper over CMake. `make demo` and `make test` are the two commands a newcomer needs.
 JOBS ?= $(shell nproc)
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap build release demo test unit-test asan tsan bench clean
+FUZZ_SECONDS ?= 10
+
+.PHONY: all bootstrap build release demo test unit-test asan tsan fuzz bench compat-vectors clean
 
 all: build
 
@@ -22,8 +25,9 @@ release: bootstrap
 demo: release
 	./build-release/chash demo --out-dir chash-demo
 
-# Every test: the normal build, the unit tests under ASan+UBSan, the concurrency tests under TSan.
-test: unit-test asan tsan
+# Every test: the normal build, the unit tests under ASan+UBSan, the concurrency tests under TSan,
+# and each libFuzzer target for FUZZ_SECONDS.
+test: unit-test asan tsan fuzz
 
 unit-test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
@@ -42,10 +46,29 @@ tsan: bootstrap
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ./build-tsan/tests/chash_concurrency_tests --gtest_brief=1
 
+# libFuzzer (clang) with ASan+UBSan over every parser of untrusted input; FUZZ_SECONDS each.
+fuzz: bootstrap
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCHASH_SANITIZE=address,undefined -DCHASH_FUZZ=ON -DCHASH_BUILD_TESTS=OFF \
+	  -DCHASH_BUILD_BENCH=OFF -DCHASH_BUILD_EXAMPLES=OFF >/dev/null
+	cmake --build build-fuzz -j $(JOBS)
+	@set -e; for f in build-fuzz/*_fuzz; do \
+	  n=$$(basename $$f); mkdir -p build-fuzz/corpus/$$n; \
+	  echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=0 \
+	    build-fuzz/corpus/$$n fuzz/corpus/$$n 2>&1 | grep -E "^Done|ERROR|SUMMARY" ; \
+	  test $${PIPESTATUS[0]} -eq 0; \
+	done
+
 bench: release
 	cmake -S . -B build-release -DCHASH_BUILD_BENCH=ON >/dev/null
 	cmake --build build-release -j $(JOBS) --target chash_bench
 	./build-release/bench/chash_bench
 
+# Regenerate the compatibility vectors from the real peers (installs them; see tests/compat/).
+# Peers outside Debian/npm need a checkout: KETAMA_SRC, HASH_RING_SRC, JEDIS_SRC, ENVOY_SRC.
+compat-vectors:
+	bash tests/compat/generate_all.sh
+
 clean:
-	rm -rf build build-release build-asan build-tsan
+	rm -rf build build-release build-asan build-tsan build-fuzz

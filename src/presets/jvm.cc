@@ -1,14 +1,387 @@
-// Placeholder until this preset family lands: every factory refuses with a clear error.
-#include "registry.h"
-
+// Presets of JVM clients: Jedis' client-side sharding (jedis) and Guava's consistentHash (guava).
+// docs/compat/jvm.md has the details and the commands that regenerate the vectors.
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "chash/error.h"
+#include "chash/hash.h"
+#include "chash/placement.h"
+#include "chash/ring.h"
+#include "common.h"
+#include "registry.h"
 
 namespace chash::presets {
+namespace {
 
-std::unique_ptr<Preset> make_jvm(std::string_view name, std::span<const Node>, const PresetOptions&) {
-  throw Error(ErrorCode::kUnsupported, "preset " + std::string(name) + " is not available in this build");
+// ==== Jedis (redis.clients.jedis.util.Sharded, Jedis 3.x) ========================================
+//
+// Sharded.initialize(): shard i of weight w gets 160 * w points, n = 0 .. 160w-1, each the 64-bit
+// hash of "SHARD-" + i + "-NODE-" + n when the shard has no name, or of name + "*" + n when it has
+// one, put into a TreeMap<Long, ShardInfo>: an equal point put later REPLACES the earlier one.
+// getShardInfo(byte[]): the first point >= hash(key) in signed Long order (tailMap), else the
+// first point. Hashing.MURMUR_HASH is MurmurHash64A seed 0x1234ABCD over the bytes (Strings are
+// SafeEncoder'd to UTF-8); Hashing.MD5 is bytes 0..3 of the MD5 digest, little-endian, as a
+// non-negative long.
+
+constexpr std::uint32_t kJedisPointsPerWeight = 160;
+constexpr std::uint64_t kJedisMurmurSeed = 0x1234ABCD;
+
+// Signed Long order as unsigned order: flip the sign bit.
+constexpr std::uint64_t signed_order(std::uint64_t v) noexcept { return v ^ (1ULL << 63); }
+
+struct JedisMurmur {
+  std::uint64_t operator()(std::string_view bytes) const noexcept {
+    return signed_order(hash::murmur64a(bytes, kJedisMurmurSeed));
+  }
+};
+
+struct JedisMd5 {
+  std::uint64_t operator()(std::string_view bytes) const noexcept {
+    return signed_order(hash::ketama_point(hash::md5(bytes), 0));
+  }
+};
+
+// Sharded.DEFAULT_KEY_TAG_PATTERN, \{(.+?)\} with Matcher.find(): the first '{' followed by at
+// least one character and then a '}', with no line terminator in between ('.' does not match
+// \n, \r, U+0085, U+2028, U+2029); the tag is what lies between. No match: the whole key.
+// Java applies it to the String; on valid UTF-8 the byte positions give the same substring.
+std::string_view jedis_key_tag(std::string_view key) noexcept {
+  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(key[i]); };
+  auto terminator_at = [&](std::size_t i) {
+    if (byte(i) == '\n' || byte(i) == '\r') return true;
+    if (byte(i) == 0xC2) return i + 1 < key.size() && byte(i + 1) == 0x85;  // U+0085
+    return byte(i) == 0xE2 && i + 2 < key.size() && byte(i + 1) == 0x80 &&
+           (byte(i + 2) == 0xA8 || byte(i + 2) == 0xA9);  // U+2028, U+2029
+  };
+  for (std::size_t open = key.find('{'); open != std::string_view::npos;
+       open = key.find('{', open + 1)) {
+    // The lazy group takes one character at least, so the '}' is searched from open + 2.
+    for (std::size_t i = open + 1; i < key.size(); ++i) {
+      if (terminator_at(i)) break;  // '.' cannot cross it: no match from this '{'.
+      if (key[i] == '}' && i > open + 1) return key.substr(open + 1, i - open - 1);
+    }
+  }
+  return key;
+}
+
+template <class HashFn, bool kTag>
+struct JedisKey {
+  std::uint64_t operator()(std::string_view key) const noexcept {
+    if constexpr (kTag) key = jedis_key_tag(key);
+    return HashFn{}(key);
+  }
+};
+
+// A node "name=host:port" is a named shard (JedisShardInfo(host, port, name)); any other node
+// ("host:port", "host", "redis://...") is unnamed and placed by its position in the list.
+std::string_view jedis_shard_name(const Node& n, bool& named) {
+  const std::size_t eq = n.name.find('=');
+  named = eq != std::string::npos;
+  return named ? std::string_view(n.name).substr(0, eq) : std::string_view();
+}
+
+template <class HashFn>
+Ring64Table jedis_ring(std::span<const Node> nodes) {
+  struct Put {
+    std::uint64_t position;
+    std::uint64_t order;  // put order: a later put replaces an equal earlier point
+    NodeId node;
+  };
+  std::uint64_t total = 0;
+  for (const Node& n : nodes) total += std::uint64_t{n.weight} * kJedisPointsPerWeight;
+  if (total > kMaxRingPoints) {
+    throw Error(ErrorCode::kLimitExceeded, "jedis ring would have " + std::to_string(total) +
+                                               " points (160 x weight summed); at most " +
+                                               std::to_string(kMaxRingPoints));
+  }
+  std::vector<Put> puts;
+  puts.reserve(static_cast<std::size_t>(total));
+  std::string point;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    bool named = false;
+    const std::string_view name = jedis_shard_name(nodes[i], named);
+    const std::uint64_t points = std::uint64_t{nodes[i].weight} * kJedisPointsPerWeight;
+    for (std::uint64_t n = 0; n < points; ++n) {
+      if (named) {
+        point.assign(name).append("*").append(std::to_string(n));
+      } else {
+        point.assign("SHARD-").append(std::to_string(i)).append("-NODE-").append(std::to_string(n));
+      }
+      puts.push_back(Put{HashFn{}(point), puts.size(), static_cast<NodeId>(i)});
+    }
+  }
+  // TreeMap.put: keep only the last put of each position.
+  std::sort(puts.begin(), puts.end(), [](const Put& a, const Put& b) {
+    return a.position != b.position ? a.position < b.position : a.order > b.order;
+  });
+  std::vector<Ring64Table::Point> points;
+  points.reserve(puts.size());
+  for (std::size_t k = 0; k < puts.size(); ++k) {
+    if (k > 0 && puts[k].position == puts[k - 1].position) continue;
+    points.push_back(Ring64Table::Point{puts[k].position, puts[k].node});
+  }
+  return Ring64Table::from_points(std::move(points), nodes.size());
+}
+
+template <class HashFn>
+std::unique_ptr<Preset> make_jedis_with(std::span<const Node> nodes, bool tag) {
+  Ring64Table ring = jedis_ring<HashFn>(nodes);
+  if (tag) return make_ring_preset(std::move(ring), JedisKey<HashFn, true>{});
+  return make_ring_preset(std::move(ring), JedisKey<HashFn, false>{});
+}
+
+std::unique_ptr<Preset> make_jedis(std::span<const Node> nodes, const PresetOptions& options) {
+  reject_options("jedis", options, /*hash=*/true, /*hash_tag=*/true, /*vnodes=*/false);
+  validate_nodes(nodes);
+  bool tag = false;
+  if (options.hash_tag) {
+    if (*options.hash_tag != "{}") {
+      throw Error(ErrorCode::kUnsupported,
+                  "preset jedis: --hash-tag must be \"{}\" (Sharded.DEFAULT_KEY_TAG_PATTERN, "
+                  "\\{(.+?)\\}); got \"" +
+                      options.hash_tag->substr(0, 16) + "\"");
+    }
+    tag = true;
+  }
+  const std::string hash = options.hash.value_or("MURMUR_HASH");
+  if (hash == "MURMUR_HASH" || hash == "murmur") return make_jedis_with<JedisMurmur>(nodes, tag);
+  if (hash == "MD5" || hash == "md5") return make_jedis_with<JedisMd5>(nodes, tag);
+  throw Error(ErrorCode::kUnsupported, "preset jedis: --hash must be MURMUR_HASH (Hashing." +
+                                           std::string("MURMUR_HASH, the default) or MD5; got \"") +
+                                           hash.substr(0, 32) + "\"");
+}
+
+// ==== Guava (com.google.common.hash.Hashing, Guava 31.1) =========================================
+//
+// consistentHash(murmur3_128().hashString(key, UTF_8), n): the key is a Java String; hashString
+// hashes String.getBytes(UTF_8). A service handed the key's bytes decodes them first (new
+// String(bytes, UTF_8)), so each malformed sequence becomes U+FFFD and is hashed as EF BF BD.
+
+// The JDK's UTF-8 decoder (OpenJDK 17 String.decodeUTF8_UTF16), reduced to what re-encoding
+// needs: calls valid(run) for well-formed bytes and bad() once per malformed unit, cut as the
+// JDK cuts them (see src/hash/java.cc, pinned exhaustively against the JDK, for the rules).
+template <class Valid, class Bad>
+void java_utf8_units(std::string_view s, Valid&& valid, Bad&& bad) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  auto cont = [](unsigned b) { return (b & 0xC0u) == 0x80u; };
+  auto ok2_of_3 = [&](unsigned b1, unsigned b2) {
+    return b1 == 0xE0 ? (b2 >= 0xA0 && b2 <= 0xBF) : cont(b2);
+  };
+  auto ok2_of_4 = [&](unsigned b1, unsigned b2) {
+    if (b1 > 0xF4) return false;
+    if (b1 == 0xF0) return b2 >= 0x90 && b2 <= 0xBF;
+    if (b1 == 0xF4) return b2 >= 0x80 && b2 <= 0x8F;
+    return cont(b2);
+  };
+  std::size_t run = 0;  // start of the pending well-formed run
+  std::size_t i = 0;
+  auto malformed = [&](std::size_t len) {
+    if (i > run) valid(s.substr(run, i - run));
+    bad();
+    i += len;
+    run = i;
+  };
+  while (i < n) {
+    const unsigned b1 = p[i];
+    const std::size_t left = n - i - 1;
+    if (b1 < 0x80) {
+      i += 1;
+    } else if (b1 >= 0xC2 && b1 <= 0xDF) {
+      if (left >= 1 && cont(p[i + 1])) {
+        i += 2;
+      } else {
+        malformed(1);
+      }
+    } else if (b1 >= 0xE0 && b1 <= 0xEF) {
+      if (left >= 2) {
+        if (!ok2_of_3(b1, p[i + 1])) {
+          malformed(1);
+        } else if (!cont(p[i + 2])) {
+          malformed(2);
+        } else if (b1 == 0xED && p[i + 1] >= 0xA0) {
+          malformed(3);  // A UTF-16 surrogate: one unit of three bytes.
+        } else {
+          i += 3;
+        }
+      } else if (left == 1 && !ok2_of_3(b1, p[i + 1])) {
+        malformed(1);
+      } else {
+        malformed(n - i);  // Cut short by the end of input.
+      }
+    } else if (b1 >= 0xF0 && b1 <= 0xF7) {
+      if (left >= 3) {
+        if (!ok2_of_4(b1, p[i + 1])) {
+          malformed(1);
+        } else if (!cont(p[i + 2])) {
+          malformed(2);
+        } else if (!cont(p[i + 3])) {
+          malformed(3);
+        } else {
+          i += 4;
+        }
+      } else if (left == 0 || !ok2_of_4(b1, p[i + 1])) {
+        malformed(1);
+      } else if (left == 2 && !cont(p[i + 2])) {
+        malformed(2);
+      } else {
+        malformed(n - i);
+      }
+    } else {
+      malformed(1);  // 80..BF, C0, C1, F8..FF never start a sequence.
+    }
+  }
+  if (n > run) valid(s.substr(run));
+}
+
+// MurmurHash3 x64_128 (seed 0) fed in pieces, for keys whose re-encoded bytes differ from the
+// input; equal to hash::murmur3_x64_128 on the concatenation. Returns h1 (HashCode.padToLong()).
+class Murmur3x64Stream {
+ public:
+  void update(std::string_view data) noexcept {
+    for (const char c : data) {
+      buf_[fill_++] = static_cast<unsigned char>(c);
+      if (fill_ == 16) {
+        block(load(0), load(8));
+        fill_ = 0;
+      }
+    }
+    len_ += data.size();
+  }
+
+  std::uint64_t finish() noexcept {
+    std::uint64_t k1 = 0;
+    std::uint64_t k2 = 0;
+    for (std::size_t i = fill_; i-- > 8;) k2 = k2 << 8 | buf_[i];
+    for (std::size_t i = std::min<std::size_t>(fill_, 8); i-- > 0;) k1 = k1 << 8 | buf_[i];
+    if (fill_ > 8) h2_ ^= std::rotl(k2 * kC2, 33) * kC1;
+    if (fill_ > 0) h1_ ^= std::rotl(k1 * kC1, 31) * kC2;
+    h1_ ^= len_;
+    h2_ ^= len_;
+    h1_ += h2_;
+    h2_ += h1_;
+    h1_ = hash::mix64(h1_);
+    h2_ = hash::mix64(h2_);
+    h1_ += h2_;
+    return h1_;
+  }
+
+ private:
+  static constexpr std::uint64_t kC1 = 0x87c37b91114253d5ULL;
+  static constexpr std::uint64_t kC2 = 0x4cf5ad432745937fULL;
+
+  std::uint64_t load(std::size_t at) const noexcept {
+    std::uint64_t v = 0;
+    for (std::size_t i = 8; i-- > 0;) v = v << 8 | buf_[at + i];
+    return v;
+  }
+  void block(std::uint64_t k1, std::uint64_t k2) noexcept {
+    h1_ ^= std::rotl(k1 * kC1, 31) * kC2;
+    h1_ = std::rotl(h1_, 27) + h2_;
+    h1_ = h1_ * 5 + 0x52dce729;
+    h2_ ^= std::rotl(k2 * kC2, 33) * kC1;
+    h2_ = std::rotl(h2_, 31) + h1_;
+    h2_ = h2_ * 5 + 0x38495ab5;
+  }
+
+  std::array<unsigned char, 16> buf_{};
+  std::size_t fill_ = 0;
+  std::uint64_t len_ = 0;
+  std::uint64_t h1_ = 0;
+  std::uint64_t h2_ = 0;
+};
+
+// murmur3_128().hashString(new String(key, UTF_8), UTF_8).padToLong(), without building strings.
+std::uint64_t guava_key_hash(std::string_view key) noexcept {
+  bool malformed = false;
+  java_utf8_units(
+      key, [](std::string_view) {}, [&] { malformed = true; });
+  if (!malformed) return hash::murmur3_x64_128(key).h1;
+  Murmur3x64Stream m;
+  java_utf8_units(
+      key, [&](std::string_view run) { m.update(run); }, [&] { m.update("\xEF\xBF\xBD"); });
+  return m.finish();
+}
+
+// Hashing.consistentHash(long input, int buckets) — Guava's own variant of jump hashing, not the
+// paper's: a 64-bit LCG (state = 2862933555777941757 * state + 1) whose nextDouble() is
+// ((int) (state >>> 33) + 1) / 2^31 — the int addition wraps to -2^31 when the top 31 bits are
+// all ones, giving -1.0 — and next = (int) ((candidate + 1) / nextDouble()), kept while it lies
+// in [0, buckets). (int) of a double truncates and saturates; both sides compare alike here.
+std::uint32_t guava_consistent_hash(std::uint64_t input, std::uint32_t buckets) noexcept {
+  std::uint64_t state = input;
+  std::uint32_t candidate = 0;
+  for (;;) {
+    state = 2862933555777941757ULL * state + 1;
+    const auto top = static_cast<std::uint32_t>(state >> 33) + 1u;  // int wraps at 2^31
+    const double next_double = static_cast<double>(static_cast<std::int32_t>(top)) / 2147483648.0;
+    const double next = static_cast<double>(candidate + 1) / next_double;
+    if (next < 0.0 || next >= static_cast<double>(buckets)) return candidate;
+    candidate = static_cast<std::uint32_t>(next);
+  }
+}
+
+// Guava numbers the nodes 0..n-1 in list order; it has no weights and no second choice. Next
+// choices (route_n) are chash's: consistentHash over rehashes of the key (attempt 1, 2, ...),
+// skipping nodes already chosen, then the remaining nodes in list order.
+class GuavaPreset final : public Preset {
+ public:
+  explicit GuavaPreset(std::uint32_t n) : n_(n) {}
+
+  NodeId route(std::string_view key) const noexcept override {
+    return guava_consistent_hash(guava_key_hash(key), n_);
+  }
+
+  std::size_t route_n(std::string_view key, std::span<NodeId> out) const override {
+    if (out.empty()) return 0;
+    const std::uint64_t h = guava_key_hash(key);
+    const std::size_t want = std::min<std::size_t>(out.size(), n_);
+    internal::SeenSet seen(n_);
+    std::size_t k = 0;
+    auto take = [&](NodeId id) {
+      if (k < want && seen.insert(id)) out[k++] = id;
+    };
+    take(guava_consistent_hash(h, n_));
+    for (std::uint64_t attempt = 1; attempt <= kRehashAttempts && k < want; ++attempt) {
+      take(guava_consistent_hash(internal::rehash(h, attempt), n_));
+    }
+    for (NodeId id = 0; id < n_ && k < want; ++id) take(id);
+    return k;
+  }
+
+  std::size_t node_count() const noexcept override { return n_; }
+
+ private:
+  static constexpr std::uint64_t kRehashAttempts = 64;
+  std::uint32_t n_;
+};
+
+std::unique_ptr<Preset> make_guava(std::span<const Node> nodes, const PresetOptions& options) {
+  reject_options("guava", options, false, false, false);
+  validate_nodes(nodes);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].weight != 1) {
+      throw Error(ErrorCode::kUnsupported,
+                  "preset guava: Hashing.consistentHash has no weights (node \"" +
+                      nodes[i].name.substr(0, 64) + "\" has weight " +
+                      std::to_string(nodes[i].weight) + "); give every node weight 1");
+    }
+  }
+  return std::make_unique<GuavaPreset>(static_cast<std::uint32_t>(nodes.size()));
+}
+
+}  // namespace
+
+std::unique_ptr<Preset> make_jvm(std::string_view name, std::span<const Node> nodes,
+                                 const PresetOptions& options) {
+  if (name == "jedis") return make_jedis(nodes, options);
+  if (name == "guava") return make_guava(nodes, options);
+  throw Error(ErrorCode::kInvalidArgument, "jvm presets: unknown preset " + std::string(name));
 }
 
 }  // namespace chash::presets

@@ -28,16 +28,33 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 std::vector<Node> read_nodes_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorCode::kInvalidArgument, "cannot read nodes file " + path);
+  // Node files are small; refuse anything absurd before reading it all.
+  in.seekg(0, std::ios::end);
+  const auto size = in.tellg();
+  if (size > std::streamoff{256} << 20) {
+    throw Error(ErrorCode::kLimitExceeded, path + ": larger than 256 MiB; not a node list");
+  }
+  in.seekg(0);
+  std::string text(static_cast<std::size_t>(std::max<std::streamoff>(size, 0)), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) throw Error(ErrorCode::kInvalidArgument, "error reading " + path);
+  return parse_nodes_text(text, path);
+}
+
+std::vector<Node> parse_nodes_text(std::string_view text, const std::string& source) {
   std::vector<Node> nodes;
-  std::string line;
   std::size_t lineno = 0;
-  while (std::getline(in, line)) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view s = text.substr(pos, nl - pos);
+    pos = nl + 1;
     ++lineno;
-    const std::string where = path + ":" + std::to_string(lineno);
+    const std::string where = source + ":" + std::to_string(lineno);
     if (nodes.size() >= kMaxNodes) {
       throw Error(ErrorCode::kLimitExceeded, where + ": more than " + std::to_string(kMaxNodes) + " nodes");
     }
-    std::string_view s = line;
     if (const auto hash = s.find('#'); hash != std::string_view::npos) s = s.substr(0, hash);
     while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
     while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
@@ -63,8 +80,7 @@ std::vector<Node> read_nodes_file(const std::string& path) {
     }
     nodes.push_back(std::move(n));
   }
-  if (in.bad()) throw Error(ErrorCode::kInvalidArgument, "error reading " + path);
-  if (nodes.empty()) throw Error(ErrorCode::kEmptyNodeSet, path + ": no nodes");
+  if (nodes.empty()) throw Error(ErrorCode::kEmptyNodeSet, source + ": no nodes");
   return nodes;
 }
 

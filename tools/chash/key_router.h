@@ -57,6 +57,8 @@ class KeyRouter {
 // Node lists: "NAME [WEIGHT]" per line, blank lines and # comments ignored. Errors name the
 // file and line.
 std::vector<Node> read_nodes_file(const std::string& path);
+// The same parser over text already in memory; `source` names it in errors.
+std::vector<Node> parse_nodes_text(std::string_view text, const std::string& source);
 std::vector<Node> parse_nodes_list(std::string_view comma_separated);
 // Validates a hash tag argument: exactly two characters.
 void check_hash_tag(std::string_view tag);

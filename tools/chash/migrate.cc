@@ -120,10 +120,11 @@ void run_migrate(const MigrateArgs& a) {
       after_nodes.push_back({name, w});
     }
     for (const auto& s : a.reweight) {
-      auto [name, w] = name_weight(s, "--reweight", true);
-      auto it = std::find_if(after_nodes.begin(), after_nodes.end(), [&](const Node& n) { return n.name == name; });
-      if (it == after_nodes.end()) throw Error(ErrorCode::kUnknownNode, "--reweight: no node named " + name);
-      it->weight = w;
+      const auto nw = name_weight(s, "--reweight", true);
+      auto it = std::find_if(after_nodes.begin(), after_nodes.end(),
+                             [&](const Node& n) { return n.name == nw.first; });
+      if (it == after_nodes.end()) throw Error(ErrorCode::kUnknownNode, "--reweight: no node named " + nw.first);
+      it->weight = nw.second;
     }
     kr_after = KeyRouter::build(a.spec, after_nodes);
     after_effective = after_nodes;
