@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test_nodes.h"
+
 #include <numeric>
 
 #include "chash/hash.h"
@@ -9,11 +11,7 @@
 namespace chash {
 namespace {
 
-std::vector<Node> nodes(int n) {
-  std::vector<Node> v;
-  for (int i = 0; i < n; ++i) v.push_back({"n" + std::to_string(i), 1});
-  return v;
-}
+std::vector<Node> nodes(int n) { return testing::numbered_nodes(n); }
 
 TEST(LoadStatsTest, KnownCounts) {
   const std::vector<std::uint64_t> counts = {10, 20, 30, 40};

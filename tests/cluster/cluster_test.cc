@@ -2,17 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include "test_nodes.h"
+
 #include "chash/bounded_load.h"
 #include "chash/error.h"
 
 namespace chash {
 namespace {
 
-std::vector<Node> nodes(int n) {
-  std::vector<Node> v;
-  for (int i = 0; i < n; ++i) v.push_back({"n" + std::to_string(i), 1});
-  return v;
-}
+std::vector<Node> nodes(int n) { return testing::numbered_nodes(n); }
 
 TEST(ClusterTest, MutationsValidateAndLeaveTheClusterUnchangedOnError) {
   Cluster c(Algorithm::kRing, nodes(3));

@@ -2,6 +2,8 @@
 // `make test`.
 #include <gtest/gtest.h>
 
+#include "test_nodes.h"
+
 #include <atomic>
 #include <thread>
 
@@ -10,11 +12,7 @@
 namespace chash {
 namespace {
 
-std::vector<Node> nodes(int n) {
-  std::vector<Node> v;
-  for (int i = 0; i < n; ++i) v.push_back({"n" + std::to_string(i), 1});
-  return v;
-}
+std::vector<Node> nodes(int n) { return testing::numbered_nodes(n); }
 
 class RouterConcurrency : public ::testing::TestWithParam<Algorithm> {};
 

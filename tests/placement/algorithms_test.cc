@@ -1,6 +1,8 @@
 // Algorithm-specific checks beyond the shared property suite.
 #include <gtest/gtest.h>
 
+#include "test_nodes.h"
+
 #include <map>
 #include <set>
 
@@ -9,11 +11,7 @@
 namespace chash {
 namespace {
 
-std::vector<Node> nodes(int n) {
-  std::vector<Node> v;
-  for (int i = 0; i < n; ++i) v.push_back({"n" + std::to_string(i), 1});
-  return v;
-}
+std::vector<Node> nodes(int n) { return testing::numbered_nodes(n); }
 
 // ---- modulo ------------------------------------------------------------------------------------
 

@@ -23,19 +23,8 @@
 #include "chash/error.h"
 #include "chash/hash.h"
 #include "chash/preset.h"
+#include "envoy.h"  // src/presets
 
-namespace chash::presets {
-// Test entry points defined in src/presets/envoy.cc.
-std::unique_ptr<Preset> make_envoy_ring_hash_with(std::span<const Node> nodes,
-                                                  std::uint64_t minimum_ring_size,
-                                                  std::uint64_t maximum_ring_size,
-                                                  bool murmur_hash_2);
-std::unique_ptr<Preset> make_envoy_maglev_with(std::span<const Node> nodes,
-                                               std::uint64_t table_size);
-NodeId envoy_choose_host(const Preset& preset, std::uint64_t hash, std::uint32_t attempt) noexcept;
-std::vector<std::pair<std::uint64_t, NodeId>> envoy_table(const Preset& preset);
-std::uint64_t envoy_murmur_hash_2(std::string_view key) noexcept;
-}  // namespace chash::presets
 
 namespace chash {
 namespace {

@@ -17,10 +17,7 @@ struct AnalyzeArgs {
 };
 
 void run_analyze(const AnalyzeArgs& a) {
-  if (a.spec.preset.empty() == a.spec.algo.empty()) throw CLI::RequiredError("--preset or --algo");
-  if (a.nodes.nodes_file.empty() == a.nodes.nodes.empty()) {
-    throw CLI::RequiredError("exactly one of --nodes-file and --nodes");
-  }
+  require_routing(a.spec, a.nodes);
   require_key_input(a.keys);
   const auto nodes = a.nodes.load();
   const KeyRouter router = KeyRouter::build(a.spec, nodes);

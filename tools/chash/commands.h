@@ -26,6 +26,8 @@ struct NodesArg {
 };
 
 void add_routing_flags(CLI::App* sub, RoutingSpec& spec, NodesArg& nodes);
+// Usage error unless exactly one of --preset/--algo and one of --nodes-file/--nodes was given.
+void require_routing(const RoutingSpec& spec, const NodesArg& nodes);
 void add_key_flags(CLI::App* sub, KeyInput& keys);
 void add_format_flag(CLI::App* sub, Format& format);
 

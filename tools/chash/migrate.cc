@@ -60,10 +60,7 @@ std::string_view owner(const Snapshot& s, std::uint64_t h) {
 }
 
 void run_migrate(const MigrateArgs& a) {
-  if (a.spec.preset.empty() == a.spec.algo.empty()) throw CLI::RequiredError("--preset or --algo");
-  if (a.nodes.nodes_file.empty() == a.nodes.nodes.empty()) {
-    throw CLI::RequiredError("exactly one of --nodes-file and --nodes");
-  }
+  require_routing(a.spec, a.nodes);
   const bool changes = !a.add.empty() || !a.remove.empty() || !a.reweight.empty() || !a.down.empty();
   if (changes == !a.after_nodes_file.empty()) {
     throw CLI::ValidationError("migrate",

@@ -118,7 +118,7 @@ void run_plot(PlotArgs a) {
                                 "ratio", xs, {{"max/mean load", mm}, {"moved on +1 node / optimum", moved}}, true));
     return;
   }
-  if (a.spec.preset.empty() == a.spec.algo.empty()) throw CLI::RequiredError("--preset or --algo");
+  require_routing(a.spec, a.nodes);
   const auto nodes = a.nodes.load();
   const KeyRouter router = KeyRouter::build(a.spec, nodes);
   if (a.kind == "ring") {

@@ -48,8 +48,6 @@ void add_format_flag(CLI::App* sub, Format& format) {
           CLI::ignore_case));
 }
 
-namespace {
-
 void require_routing(const RoutingSpec& spec, const NodesArg& nodes) {
   if (spec.preset.empty() && spec.algo.empty()) {
     throw CLI::RequiredError("--preset or --algo");
@@ -58,6 +56,8 @@ void require_routing(const RoutingSpec& spec, const NodesArg& nodes) {
     throw CLI::RequiredError("exactly one of --nodes-file and --nodes");
   }
 }
+
+namespace {
 
 struct RouteArgs {
   RoutingSpec spec;
