@@ -13,6 +13,7 @@ PACKAGES=(
   libbenchmark-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
   librsvg2-bin                    # rsvg-convert: render SVG plots to PNG to look at them
+  redis-server redis-tools        # chash-proxy tests run real redis-server and redis-benchmark
   python3
 )
 

@@ -1,0 +1,101 @@
+// chash-proxy — configuration: nutcracker.yml pools plus chash's own keys.
+//
+// An existing nutcracker.yml is accepted unchanged: each top-level key is a pool
+//
+//   alpha:
+//     listen: 127.0.0.1:22121
+//     hash: fnv1a_64
+//     hash_tag: "{}"
+//     distribution: ketama          # -> chash preset "twemproxy": nutcracker's exact mapping
+//     timeout: 400                  # ms, connect and response
+//     redis: true
+//     redis_auth: secret            # clients must AUTH with it; the proxy AUTHs to servers
+//     server_retry_timeout: 2000
+//     server_failure_limit: 1
+//     auto_eject_hosts: true
+//     servers:
+//       - 127.0.0.1:6379:1 server1
+//
+// chash's own keys (per pool): preset, algorithm, vnodes, client_auth, server_auth,
+// max_request_bytes, max_pipeline; servers may be maps {server: "h:p:w name", password: x}.
+// The reserved top-level key `chash_proxy:` holds process settings: workers, admin.
+//
+// Errors throw chash::Error whose message starts with "<source>:<line>: " and names the key.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "key_router.h"
+
+namespace chash::proxy {
+
+// A listen address: "host:port", or a unix socket "/path" with an optional octal mode
+// ("/tmp/p.sock 0666"), as nutcracker's listen.
+struct Address {
+  std::string host;        // TCP host (IPv4 address or name); empty for a unix socket
+  std::uint16_t port = 0;
+  std::string unix_path;   // non-empty for a unix socket
+  std::uint32_t mode = 0;  // unix socket permissions, 0 = default
+  std::string text() const;  // as written (without the mode)
+};
+
+// Parses "host:port" or "/path[ mode]"; throws Error(kParse) with `what` in the message.
+Address parse_address(std::string_view text, std::string_view what);
+
+struct ServerConfig {
+  Address address;
+  std::uint32_t weight = 1;
+  std::string name;  // the routing node's name: the given name, else host:port or the path
+  std::optional<std::string> password;  // overrides the pool's server password
+  int line = 0;
+};
+
+enum class PoolProtocol : std::uint8_t { kRedis, kMemcache };
+
+struct PoolConfig {
+  std::string name;
+  int line = 0;
+  Address listen;
+  int backlog = 512;
+  PoolProtocol protocol = PoolProtocol::kMemcache;  // nutcracker's default (redis: false)
+
+  // Routing, given to chash::cli::KeyRouter (the same code as `chash route`).
+  chash::cli::RoutingSpec routing;
+
+  std::optional<std::string> client_password;  // redis_auth / client_auth
+  std::optional<std::string> server_password;  // redis_auth / server_auth
+  int redis_db = 0;
+  std::optional<std::uint32_t> timeout_ms;  // none: wait forever (nutcracker's default)
+  std::uint32_t server_connections = 1;
+  bool auto_eject_hosts = false;
+  std::uint32_t server_retry_timeout_ms = 30000;
+  std::uint32_t server_failure_limit = 2;
+  std::uint32_t client_connections = 0;  // 0: no limit
+  bool tcpkeepalive = false;
+  bool preconnect = false;
+  std::size_t max_request_bytes = std::size_t{64} << 20;
+  std::size_t max_pipeline = 1024;  // requests in flight per client before reading pauses
+  std::vector<ServerConfig> servers;
+
+  bool address_is_tcp() const noexcept { return listen.unix_path.empty(); }
+  // The routing nodes, in the order of `servers`.
+  std::vector<chash::Node> nodes() const;
+};
+
+struct ProxyConfig {
+  std::string source;  // file name, for messages
+  std::vector<PoolConfig> pools;
+  unsigned workers = 0;       // 0: one per core
+  std::optional<Address> admin;
+};
+
+// Parses YAML text; `source` names it in errors. Also builds each pool's router once, so a
+// config that parses also routes (unknown hash, duplicate server, ...).
+ProxyConfig parse_config(std::string_view yaml, const std::string& source);
+ProxyConfig load_config(const std::string& path);
+
+}  // namespace chash::proxy

@@ -1,0 +1,89 @@
+// chash-proxy — the process: listeners, worker threads, and the control thread.
+//
+// The control thread (the one that calls run()) owns everything that is not on the hot path:
+// signals (SIGHUP reloads, SIGINT/SIGTERM stop), health probes of down backends, reloads, and
+// the admin HTTP port (/metrics, /status, POST /reload). Workers only route and relay.
+//
+// Example (what main.cc does):
+//   chash::proxy::Proxy proxy(chash::proxy::load_config("nutcracker.yml"), {.config_path = ...});
+//   proxy.run();  // until SIGTERM
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "core/metrics.h"
+#include "core/topology.h"
+#include "net/event_loop.h"
+
+namespace chash::proxy {
+
+class Worker;
+
+struct ProxyOptions {
+  std::string config_path;     // re-read on SIGHUP / POST /reload ("" = reload disabled)
+  bool handle_signals = false; // main: true; tests that embed a Proxy: false
+  unsigned workers = 0;        // overrides the config when non-zero
+};
+
+class Proxy {
+ public:
+  // Binds every listener (and the admin port); throws std::runtime_error naming the address.
+  Proxy(ProxyConfig config, ProxyOptions options = {});
+  ~Proxy();
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+
+  // Starts the workers and runs the control loop until stop(). Call once.
+  void run();
+  // Thread-safe.
+  void stop();
+  // Blocks until run() has started the workers (tests).
+  void wait_running();
+
+  // Thread-safe: parse + build off the hot path, then swap. False (and `message` says why) when
+  // the new config is refused; the old one stays.
+  bool reload(const ProxyConfig& config, std::string& message);
+  bool reload_from_file(std::string& message);
+
+  std::uint16_t port(std::size_t pool) const;  // TCP port of pool i (0 for unix sockets)
+  std::uint16_t admin_port() const;
+  std::shared_ptr<const Topology> topology() const;
+  const Metrics& metrics() const noexcept { return metrics_; }
+  unsigned worker_count() const noexcept { return worker_count_; }
+
+  std::string prometheus() const;
+  std::string status_json() const;
+
+ private:
+  class Probe;
+  class Admin;
+  class Signals;
+  void health_tick();
+
+  ProxyConfig config_;
+  ProxyOptions options_;
+  unsigned worker_count_ = 1;
+  Metrics metrics_;
+  std::vector<int> listen_fds_;
+  int admin_fd_ = -1;
+  net::EventLoop control_;
+  std::unique_ptr<Admin> admin_;
+  std::unique_ptr<Signals> signals_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  mutable std::mutex mu_;  // topology_, config_ across threads; serializes reloads
+  std::shared_ptr<const Topology> topology_;
+  std::uint64_t version_ = 1;
+  std::mutex run_mu_;
+  std::condition_variable run_cv_;
+  bool running_ = false;
+  std::atomic<bool> stop_requested_{false};
+};
+
+}  // namespace chash::proxy

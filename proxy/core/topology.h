@@ -1,0 +1,71 @@
+// chash-proxy — what workers route with: immutable pool snapshots plus shared backend health.
+//
+// A Topology is built off the hot path (at start and on reload) and published to workers as a
+// shared_ptr<const Topology>; a worker swaps its pointer between events, so a request is
+// routed entirely by one snapshot and in-flight requests finish on the connections they used.
+// BackendState is the one mutable part: atomics shared by every worker and kept across reloads
+// by backend name (a reload does not forget that a server is down).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "key_router.h"
+
+namespace chash::proxy {
+
+struct BackendState {
+  explicit BackendState(std::string n) : name(std::move(n)) {}
+  const std::string name;
+  // Down: failed server_failure_limit times in a row; no traffic until a PING probe succeeds.
+  std::atomic<bool> down{false};
+  std::atomic<std::uint32_t> failures{0};  // consecutive
+  std::atomic<std::int64_t> down_since_ms{0};  // steady clock, when `down` was last set
+  std::atomic<bool> probing{false};            // a health probe is in flight
+  // Counters for /metrics.
+  std::atomic<std::uint64_t> requests{0};
+  std::atomic<std::uint64_t> errors{0};
+  std::atomic<std::uint64_t> ejections{0};
+  std::atomic<std::uint64_t> timeouts{0};
+};
+
+// Counts one failure (a connect error, a timeout, a connection lost with requests in flight);
+// at server_failure_limit consecutive failures the backend goes down (logged once).
+void record_failure(BackendState& s, const PoolConfig& pool, std::string_view why);
+// A reply arrived: the consecutive-failure count restarts.
+inline void record_success(BackendState& s) noexcept {
+  if (s.failures.load(std::memory_order_relaxed) != 0) s.failures.store(0, std::memory_order_relaxed);
+}
+std::int64_t steady_ms() noexcept;
+
+struct Pool {
+  Pool(const PoolConfig& c, std::vector<std::shared_ptr<BackendState>> s);
+  PoolConfig config;
+  chash::cli::KeyRouter router;
+  std::vector<std::shared_ptr<BackendState>> states;  // by NodeId (= index in config.servers)
+
+  // The backend for `key`: the router's choice; when that backend is down and auto_eject_hosts
+  // is on, its next choice that is up (only a down backend's keys move); kNoNode when every
+  // candidate is down. With auto-eject off a down backend is still returned (callers fail fast).
+  NodeId route(std::string_view key) const;
+};
+
+struct Topology {
+  std::uint64_t version = 0;
+  std::vector<std::shared_ptr<const Pool>> pools;  // in config order
+};
+
+// Builds a topology for `config`, reusing the BackendStates of `previous` by pool and backend
+// name. Throws chash::Error as KeyRouter::build does.
+std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const Topology* previous,
+                                               std::uint64_t version);
+
+// One line per change ("pool alpha: + 127.0.0.1:7003, moved 24.8% of keys"), for the log.
+std::string describe_change(const Topology& before, const Topology& after);
+
+}  // namespace chash::proxy

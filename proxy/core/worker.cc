@@ -1,0 +1,180 @@
+#include "core/worker.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "core/log.h"
+#include "net/socket.h"
+#include "proto/redis/session.h"
+
+namespace chash::proxy {
+
+using redis_session::Backend;
+using redis_session::Client;
+
+class Worker::Listener : public net::Pollable {
+ public:
+  Listener(Worker& w, std::size_t pool_index, int fd) : worker_(w), pool_index_(pool_index), fd_(fd) {}
+  void on_event(std::uint32_t) override {
+    for (int i = 0; i < 64; ++i) {
+      const int c = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (c < 0) {
+        if (errno == EINTR) continue;
+        // EAGAIN: another worker took it. EMFILE & co: try again on the next wakeup.
+        return;
+      }
+      const Pool& pool = *worker_.pool(pool_index_);
+      auto& m = worker_.metrics();
+      m.clients_accepted.fetch_add(1, std::memory_order_relaxed);
+      const auto open = m.clients_open.fetch_add(1, std::memory_order_relaxed) + 1;
+      if (pool.config.client_connections != 0 && open > static_cast<std::int64_t>(pool.config.client_connections)) {
+        m.clients_open.fetch_sub(1, std::memory_order_relaxed);
+        m.clients_rejected.fetch_add(1, std::memory_order_relaxed);
+        static constexpr char kFull[] = "-ERR max number of clients reached\r\n";
+        [[maybe_unused]] const auto n = ::send(c, kFull, sizeof kFull - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ::close(c);
+        continue;
+      }
+      if (pool.config.address_is_tcp()) net::set_nodelay(c);
+      new Client(worker_, pool_index_, c);  // owns itself; freed by the loop when it closes
+    }
+  }
+
+ private:
+  Worker& worker_;
+  std::size_t pool_index_;
+  int fd_;
+};
+
+Worker::Worker(unsigned index, std::vector<int> listen_fds, std::shared_ptr<const Topology> topology,
+               Metrics& metrics)
+    : index_(index), metrics_(metrics) {
+  apply_topology(std::move(topology));
+  for (std::size_t i = 0; i < listen_fds.size(); ++i) {
+    listeners_.push_back(std::make_unique<Listener>(*this, i, listen_fds[i]));
+    loop_.add(listen_fds[i], EPOLLIN | EPOLLEXCLUSIVE, listeners_.back().get());
+  }
+  tick();
+}
+
+Worker::~Worker() {
+  stop();
+  for (Client* c : std::vector<Client*>(clients_.begin(), clients_.end())) delete c;
+  for (Backend* b : std::vector<Backend*>(all_backends_.begin(), all_backends_.end())) delete b;
+}
+
+void Worker::start() {
+  thread_ = std::thread([this] { loop_.run(); });
+}
+
+void Worker::stop() {
+  if (!thread_.joinable()) return;
+  loop_.post([this] { loop_.stop(); });
+  thread_.join();
+}
+
+void Worker::set_topology(std::shared_ptr<const Topology> t) {
+  loop_.post([this, t = std::move(t)]() mutable { apply_topology(std::move(t)); });
+}
+
+void Worker::apply_topology(std::shared_ptr<const Topology> t) {
+  std::vector<WorkerPool> next(t->pools.size());
+  for (std::size_t i = 0; i < t->pools.size(); ++i) {
+    next[i].pool = t->pools[i];
+    next[i].backends.resize(t->pools[i]->states.size());
+  }
+  // Keep open connections to backends that stay (same pool, name and address); drain the rest.
+  for (std::size_t i = 0; i < pools_.size(); ++i) {
+    const Pool& old = *pools_[i].pool;
+    const Pool* np = i < next.size() && next[i].pool->config.name == old.config.name ? next[i].pool.get() : nullptr;
+    for (std::size_t j = 0; j < pools_[i].backends.size(); ++j) {
+      auto& conns = pools_[i].backends[j];
+      bool kept = false;
+      if (np != nullptr) {
+        for (std::size_t k = 0; k < np->config.servers.size(); ++k) {
+          if (np->config.servers[k].name == old.config.servers[j].name &&
+              np->config.servers[k].address.text() == old.config.servers[j].address.text() &&
+              np->config.server_connections == old.config.server_connections) {
+            next[i].backends[k] = std::move(conns);
+            kept = true;
+            break;
+          }
+        }
+      }
+      if (!kept) {
+        for (Backend* b : conns) {
+          if (b != nullptr) b->drain();
+        }
+      }
+    }
+  }
+  pools_ = std::move(next);
+  topology_ = std::move(t);
+}
+
+void Worker::tick() {
+  bool any_timeout = false;
+  for (const auto& p : pools_) any_timeout |= p.pool->config.timeout_ms.has_value();
+  if (any_timeout) {
+    const auto now = net::Clock::now();
+    for (Backend* b : std::vector<Backend*>(all_backends_.begin(), all_backends_.end())) {
+      if (all_backends_.count(b)) b->check_timeout(now);
+    }
+  }
+  loop_.add_timer(std::chrono::milliseconds(20), [this] { tick(); });
+}
+
+Backend* Worker::backend(std::size_t pool_index, NodeId node, std::string& error) {
+  WorkerPool& wp = pools_[pool_index];
+  auto& slots = wp.backends[node];
+  if (slots.empty()) slots.assign(wp.pool->config.server_connections, nullptr);
+  Backend*& slot = slots[wp.next_conn++ % slots.size()];
+  if (slot == nullptr) {
+    auto b = std::make_unique<Backend>(*this, wp.pool, node);
+    if (!b->start(error)) {
+      record_failure(*wp.pool->states[node], wp.pool->config, error);
+      return nullptr;
+    }
+    slot = b.release();
+    all_backends_.insert(slot);
+  }
+  return slot;
+}
+
+void Worker::mark_dirty(Backend* b) {
+  if (b->dirty()) return;
+  b->set_dirty(true);
+  dirty_.push_back(b);
+}
+
+void Worker::flush_dirty() {
+  // A flush may fail a backend, complete Msgs and mark others dirty: loop until quiet.
+  while (!dirty_.empty()) {
+    std::vector<Backend*> batch;
+    batch.swap(dirty_);
+    for (Backend* b : batch) {
+      if (!all_backends_.count(b)) continue;
+      b->set_dirty(false);
+      b->flush();
+    }
+  }
+}
+
+void Worker::backend_closed(Backend* b) {
+  for (auto& wp : pools_) {
+    for (auto& conns : wp.backends) {
+      for (auto& c : conns) {
+        if (c == b) c = nullptr;
+      }
+    }
+  }
+  dirty_.erase(std::remove(dirty_.begin(), dirty_.end(), b), dirty_.end());
+  all_backends_.erase(b);
+  loop_.defer_delete(std::unique_ptr<net::Pollable>(b));
+}
+
+}  // namespace chash::proxy

@@ -1,0 +1,79 @@
+// chash-proxy — a worker thread: one event loop, its clients, its own backend connections.
+//
+// Workers share nothing mutable but the Topology snapshot pointer (swapped by post()) and the
+// atomic counters (BackendState, Metrics). Every worker accepts from every pool's listening
+// socket (EPOLLEXCLUSIVE: the kernel wakes one), so clients spread over workers without a
+// dispatcher thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "core/metrics.h"
+#include "core/topology.h"
+#include "net/event_loop.h"
+
+namespace chash::proxy {
+
+namespace redis_session {
+class Backend;
+class Client;
+}  // namespace redis_session
+
+class Worker;
+
+struct WorkerPool {
+  std::shared_ptr<const Pool> pool;
+  // [node][i]: server_connections connections per backend, created on first use.
+  std::vector<std::vector<redis_session::Backend*>> backends;
+  std::uint32_t next_conn = 0;
+};
+
+class Worker {
+ public:
+  Worker(unsigned index, std::vector<int> listen_fds, std::shared_ptr<const Topology> topology,
+         Metrics& metrics);
+  ~Worker();
+
+  void start();  // spawns the thread
+  void stop();   // thread-safe; joins
+  void set_topology(std::shared_ptr<const Topology> t);  // thread-safe
+
+  // ---- On the worker's thread --------------------------------------------------------------
+  net::EventLoop& loop() noexcept { return loop_; }
+  Metrics& metrics() noexcept { return metrics_; }
+  unsigned index() const noexcept { return index_; }
+  const std::shared_ptr<const Pool>& pool(std::size_t i) const noexcept { return pools_[i].pool; }
+  // A connection to backend `node` of pool `pool_index` (connecting if needed); nullptr when a
+  // connection cannot even be started (the error says why).
+  redis_session::Backend* backend(std::size_t pool_index, NodeId node, std::string& error);
+  // Backends with queued output are flushed once per batch of client input.
+  void mark_dirty(redis_session::Backend* b);
+  void flush_dirty();
+  void backend_closed(redis_session::Backend* b);  // forget it (it deletes itself)
+  void client_opened(redis_session::Client* c) { clients_.insert(c); }
+  void client_closed(redis_session::Client* c) { clients_.erase(c); }
+  std::size_t client_count() const noexcept { return clients_.size(); }
+
+ private:
+  class Listener;
+  void apply_topology(std::shared_ptr<const Topology> t);
+  void tick();
+
+  unsigned index_;
+  Metrics& metrics_;
+  net::EventLoop loop_;
+  std::thread thread_;
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  std::shared_ptr<const Topology> topology_;
+  std::vector<WorkerPool> pools_;
+  std::vector<redis_session::Backend*> dirty_;
+  std::unordered_set<redis_session::Backend*> all_backends_;
+  std::unordered_set<redis_session::Client*> clients_;
+};
+
+}  // namespace chash::proxy

@@ -1,0 +1,44 @@
+// chash-proxy — the Redis command table: how each command is routed.
+//
+// Every command a client may send is looked up here by name (case-insensitive). The table is
+// the single source of truth for docs/PROXY.md's command table (tests check that every entry is
+// documented there).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace chash::proxy::redis {
+
+enum class Route : std::uint8_t {
+  kKey,          // one key at argv[1]: forwarded unchanged to its backend
+  kKeysSameNode, // several keys (key_first..key_last step key_step): they must all live on one
+                 // backend (use hash tags), else -ERR; forwarded unchanged
+  kSplitKeys,    // MGET, DEL, EXISTS, UNLINK, TOUCH: split per backend, merged in order
+  kSplitPairs,   // MSET: key/value pairs split per backend, +OK when every part is OK
+  kEval,         // EVAL/EVALSHA script numkeys key...: by the first key; all keys on one backend
+  kLocal,        // answered by the proxy: PING, ECHO, QUIT, AUTH, COMMAND ...
+  kUnsupported,  // cannot be sharded: -ERR naming the command, the connection stays open
+};
+
+enum class Merge : std::uint8_t { kNone, kArray, kSum, kAllOk };
+
+struct Command {
+  std::string_view name;   // lower case
+  Route route;
+  std::int32_t arity;      // as Redis: N = exactly N args (with the name), -N = at least N
+  std::int32_t key_first = 1;
+  std::int32_t key_last = 1;  // -1: the last argument
+  std::int32_t key_step = 1;
+  Merge merge = Merge::kNone;
+  std::string_view why = {};  // kUnsupported: the reason given to the client
+};
+
+// The entry for `name` (any case), or nullptr for a command the proxy does not know.
+const Command* find_command(std::string_view name) noexcept;
+
+// Every entry, sorted by name.
+std::span<const Command> command_table() noexcept;
+
+}  // namespace chash::proxy::redis

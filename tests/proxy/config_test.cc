@@ -1,0 +1,112 @@
+// chash-proxy configuration: nutcracker.yml accepted unchanged; errors name the line.
+#include <gtest/gtest.h>
+
+#include "chash/error.h"
+#include "config/config.h"
+
+namespace chash::proxy {
+namespace {
+
+std::string error_of(const std::string& yaml) {
+  try {
+    parse_config(yaml, "t.yml");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ConfigTest, NutcrackerYmlParsesUnchanged) {
+  const auto c = parse_config(R"(alpha:
+  listen: 127.0.0.1:22121
+  hash: fnv1a_64
+  hash_tag: "{}"
+  distribution: ketama
+  auto_eject_hosts: true
+  redis: true
+  redis_auth: s3cret
+  server_retry_timeout: 2000
+  server_failure_limit: 1
+  timeout: 400
+  server_connections: 2
+  servers:
+   - 127.0.0.1:6379:1 server1
+   - 127.0.0.1:6380:2
+   - /tmp/r.sock:1 sock
+)", "t.yml");
+  ASSERT_EQ(c.pools.size(), 1u);
+  const PoolConfig& p = c.pools[0];
+  EXPECT_EQ(p.listen.port, 22121);
+  EXPECT_EQ(p.routing.preset, "twemproxy");
+  EXPECT_EQ(p.routing.hash, "fnv1a_64");
+  EXPECT_EQ(p.routing.hash_tag, "{}");
+  EXPECT_EQ(p.client_password, "s3cret");
+  EXPECT_EQ(p.server_password, "s3cret");
+  EXPECT_EQ(p.timeout_ms, 400u);
+  EXPECT_EQ(p.server_connections, 2u);
+  ASSERT_EQ(p.servers.size(), 3u);
+  EXPECT_EQ(p.servers[0].name, "server1");
+  EXPECT_EQ(p.servers[1].name, "127.0.0.1:6380");
+  EXPECT_EQ(p.servers[1].weight, 2u);
+  EXPECT_EQ(p.servers[2].address.unix_path, "/tmp/r.sock");
+  EXPECT_EQ(p.servers[2].line, 16);
+}
+
+TEST(ConfigTest, ChashKeysAndGlobalSection) {
+  const auto c = parse_config(R"(chash_proxy:
+  workers: 3
+  admin: 127.0.0.1:0
+beta:
+  listen: 127.0.0.1:0
+  redis: true
+  algorithm: jump
+  hash: xxh3
+  client_auth: a
+  server_auth: b
+  servers:
+    - {server: "127.0.0.1:7001:1 x", password: px}
+    - 127.0.0.1:7002:1 y
+)", "t.yml");
+  EXPECT_EQ(c.workers, 3u);
+  ASSERT_TRUE(c.admin);
+  EXPECT_EQ(c.pools[0].routing.algo, "jump");
+  EXPECT_EQ(c.pools[0].client_password, "a");
+  EXPECT_EQ(c.pools[0].server_password, "b");
+  EXPECT_EQ(c.pools[0].servers[0].password, "px");
+}
+
+TEST(ConfigTest, UnknownKeyNamesLineAndSuggests) {
+  const std::string e = error_of("alpha:\n  listen: 127.0.0.1:1\n  redis: true\n  timout: 5\n  servers:\n   - 127.0.0.1:1:1\n");
+  EXPECT_NE(e.find("t.yml:4:"), std::string::npos) << e;
+  EXPECT_NE(e.find("'timout'"), std::string::npos) << e;
+  EXPECT_NE(e.find("did you mean 'timeout'"), std::string::npos) << e;
+}
+
+TEST(ConfigTest, BadServerLinesNameTheirLine) {
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:1:1\n   - 127.0.0.1:x:1\n")
+                .find("t.yml:6:"),
+            std::string::npos);
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:1:0\n").find("weight"),
+            std::string::npos);
+  // Duplicate names are refused by the router build, at the pool's line.
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:1:1 s\n   - 127.0.0.1:2:1 s\n")
+                .find("t.yml:1:"),
+            std::string::npos);
+}
+
+TEST(ConfigTest, RefusesWhatIsNotSupported) {
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  distribution: random\n  servers:\n   - 127.0.0.1:1:1\n")
+                .find("random"),
+            std::string::npos);
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  servers:\n   - 127.0.0.1:1:1\n").find("memcached"),
+            std::string::npos);
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  hash: nosuch\n  servers:\n   - 127.0.0.1:1:1\n")
+                .find("t.yml:1:"),
+            std::string::npos);
+  EXPECT_NE(error_of("a: [1\n").find("not valid YAML"), std::string::npos);
+  EXPECT_NE(error_of("a:\n  redis: true\n  servers:\n   - 127.0.0.1:1:1\n").find("'listen' is required"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace chash::proxy

@@ -1,0 +1,635 @@
+// chash-proxy end to end: three real redis-server processes on unix sockets in a temporary
+// directory, the proxy in-process on a free 127.0.0.1 port, and a small RESP client.
+// Skipped when redis-server is not installed.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "config/config.h"
+#include "core/proxy.h"
+#include "key_router.h"
+#include "proto/redis/resp.h"
+
+namespace chash::proxy {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// ---- A blocking RESP client (5 s timeouts) --------------------------------------------------
+
+class RespClient {
+ public:
+  static int dial_tcp(std::uint16_t port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    return fd;
+  }
+  static int dial_unix(const std::string& path) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    return fd;
+  }
+  explicit RespClient(int fd) : fd_(fd) {
+    timeval tv{5, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
+  ~RespClient() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool ok() const { return fd_ >= 0; }
+  bool send_raw(std::string_view bytes) {
+    std::size_t off = 0;
+    while (off < bytes.size()) {
+      const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      off += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+  void send(const std::vector<std::string>& argv) {
+    std::vector<std::string_view> v(argv.begin(), argv.end());
+    std::string out;
+    redis::append_command(out, v);
+    send_raw(out);
+  }
+  // One whole reply, raw ("" on timeout / EOF).
+  std::string read_reply() {
+    for (;;) {
+      const auto r = parser_.parse(in_);
+      if (r == redis::ParseResult::kDone) {
+        std::string out(parser_.span().in(in_));
+        parser_.next();
+        in_.erase(0, parser_.start());
+        parser_.consume(parser_.start());
+        return out;
+      }
+      if (r == redis::ParseResult::kError) return "<bad reply>";
+      char buf[65536];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return "";
+      in_.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  std::string call(const std::vector<std::string>& argv) {
+    send(argv);
+    return read_reply();
+  }
+  // True when the peer closed the connection (EOF within the timeout).
+  bool closed_by_peer() {
+    char buf[4096];
+    for (int i = 0; i < 1000; ++i) {
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n == 0) return true;
+      if (n < 0) return errno == ECONNRESET;
+    }
+    return false;
+  }
+
+ private:
+  int fd_;
+  std::string in_;
+  redis::ReplyParser parser_;
+};
+
+std::string bulk(std::string_view s) {
+  std::string o;
+  redis::append_bulk(o, s);
+  return o;
+}
+
+// ---- redis-server processes ------------------------------------------------------------------
+
+class RedisServer {
+ public:
+  RedisServer(fs::path dir, std::string name, std::string password = "")
+      : dir_(std::move(dir)), name_(std::move(name)), password_(std::move(password)) {}
+  ~RedisServer() { stop(); }
+  std::string socket() const { return (dir_ / (name_ + ".sock")).string(); }
+
+  bool start() {
+    const std::string sock = socket();
+    std::vector<std::string> args = {"redis-server", "--port", "0", "--unixsocket", sock, "--save", "",
+                                     "--appendonly", "no", "--enable-debug-command", "yes", "--dir", dir_.string(), "--logfile",
+                                     (dir_ / (name_ + ".log")).string()};
+    if (!password_.empty()) {
+      args.push_back("--requirepass");
+      args.push_back(password_);
+    }
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::vector<char*> av;
+      for (auto& a : args) av.push_back(a.data());
+      av.push_back(nullptr);
+      ::execvp("redis-server", av.data());
+      ::_exit(127);
+    }
+    for (int i = 0; i < 500; ++i) {  // up to 5 s
+      const int fd = RespClient::dial_unix(sock);
+      if (fd >= 0) {
+        ::close(fd);
+        return true;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    ::unlink(socket().c_str());
+  }
+  std::vector<std::string> keys() {
+    RespClient c(RespClient::dial_unix(socket()));
+    if (!password_.empty()) c.call({"AUTH", password_});
+    c.send({"KEYS", "*"});
+    std::string r = c.read_reply();
+    redis::ReplyParser p;
+    p.set_record_elements(true);
+    std::vector<std::string> out;
+    if (p.parse(r) != redis::ParseResult::kDone) return out;
+    for (const auto& e : p.elements()) {
+      const std::string_view b = e.in(r);
+      const std::size_t nl = b.find("\r\n");
+      out.emplace_back(b.substr(nl + 2, b.size() - nl - 4));
+    }
+    return out;
+  }
+
+ private:
+  fs::path dir_;
+  std::string name_, password_;
+  pid_t pid_ = -1;
+};
+
+bool have_redis() { return std::system("command -v redis-server >/dev/null 2>&1") == 0; }
+
+class ProxyE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // scripts/bootstrap.sh installs redis-server; without it these tests must fail, not pass.
+    ASSERT_TRUE(have_redis()) << "redis-server not installed (run scripts/bootstrap.sh)";
+    ::signal(SIGPIPE, SIG_IGN);
+    dir_ = fs::temp_directory_path() / ("chash-proxy-test-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    for (int i = 1; i <= 3; ++i) {
+      servers_.push_back(std::make_unique<RedisServer>(dir_, "r" + std::to_string(i), backend_password_));
+      ASSERT_TRUE(servers_.back()->start()) << "redis-server r" << i << " did not start";
+    }
+  }
+  void TearDown() override {
+    if (proxy_) {
+      proxy_->stop();
+      thread_.join();
+      proxy_.reset();
+    }
+    servers_.clear();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  std::string yaml(const std::string& extra, int nservers = 3) {
+    std::string y = "alpha:\n  listen: 127.0.0.1:0\n  redis: true\n" + extra + "  servers:\n";
+    for (int i = 1; i <= nservers; ++i) {
+      y += "    - " + (dir_ / ("r" + std::to_string(i) + ".sock")).string() + ":1 r" + std::to_string(i) + "\n";
+    }
+    return y;
+  }
+  void start_proxy(const std::string& y, unsigned workers = 2) {
+    config_path_ = (dir_ / "proxy.yml").string();
+    std::ofstream(config_path_) << y;
+    auto cfg = load_config(config_path_);
+    proxy_ = std::make_unique<Proxy>(std::move(cfg), ProxyOptions{config_path_, false, workers});
+    thread_ = std::thread([this] { proxy_->run(); });
+    proxy_->wait_running();
+  }
+  RespClient client() { return RespClient(RespClient::dial_tcp(proxy_->port(0))); }
+  // Which server holds `key`, by asking each directly ("" if none, "many" if several).
+  std::string holder(const std::string& key) {
+    std::string found;
+    for (std::size_t i = 0; i < servers_.size(); ++i) {
+      RespClient c(RespClient::dial_unix(servers_[i]->socket()));
+      if (!backend_password_.empty()) c.call({"AUTH", backend_password_});
+      if (c.call({"EXISTS", key}) == ":1\r\n") found = found.empty() ? "r" + std::to_string(i + 1) : "many";
+    }
+    return found;
+  }
+
+  fs::path dir_;
+  std::string backend_password_;
+  std::string config_path_;
+  std::vector<std::unique_ptr<RedisServer>> servers_;
+  std::unique_ptr<Proxy> proxy_;
+  std::thread thread_;
+};
+
+TEST_F(ProxyE2E, RoutingEqualsKeyRouterAndChashRoute) {
+  start_proxy(yaml("  distribution: ketama\n  hash: fnv1a_64\n  hash_tag: \"{}\"\n"));
+  auto c = client();
+  std::vector<std::string> keys;
+  for (int i = 0; i < 300; ++i) keys.push_back("user:" + std::to_string(i * 7919));
+  keys.push_back("{tag}a");
+  keys.push_back("{tag}b");
+  keys.push_back("x{tag}y");
+  for (const auto& k : keys) ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
+  const auto router = cli::KeyRouter::build(proxy_->topology()->pools[0]->config.routing,
+                                            proxy_->topology()->pools[0]->config.nodes());
+  std::map<std::string, std::string> where;
+  for (std::size_t i = 0; i < servers_.size(); ++i) {
+    for (const auto& k : servers_[i]->keys()) where[k] = "r" + std::to_string(i + 1);
+  }
+  ASSERT_EQ(where.size(), keys.size());
+  for (const auto& k : keys) EXPECT_EQ(where[k], "r" + std::to_string(router.route(k) + 1)) << k;
+  EXPECT_EQ(where["{tag}a"], where["x{tag}y"]);
+#ifdef CHASH_CLI_PATH
+  // The same keys through `chash route` with the same settings.
+  std::string in;
+  for (const auto& k : keys) in += k + "\n";
+  std::ofstream(dir_ / "keys.txt") << in;
+  const std::string cmd = std::string(CHASH_CLI_PATH) +
+                          " route --preset twemproxy --hash fnv1a_64 --hash-tag '{}' --nodes r1,r2,r3 < " +
+                          (dir_ / "keys.txt").string() + " > " + (dir_ / "route.txt").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream out(dir_ / "route.txt");
+  std::string line;
+  std::size_t i = 0;
+  while (std::getline(out, line) && i < keys.size()) {
+    EXPECT_NE(line.find(where[keys[i]]), std::string::npos) << keys[i] << ": " << line;
+    ++i;
+  }
+  EXPECT_EQ(i, keys.size());
+#endif
+}
+
+TEST_F(ProxyE2E, NativeAlgorithmRoutesAsKeyRouter) {
+  start_proxy(yaml("  algorithm: jump\n  hash: xxh3\n"), 1);
+  auto c = client();
+  const auto router = cli::KeyRouter::build(proxy_->topology()->pools[0]->config.routing,
+                                            proxy_->topology()->pools[0]->config.nodes());
+  for (int i = 0; i < 100; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
+    EXPECT_EQ(holder(k), "r" + std::to_string(router.route(k) + 1)) << k;
+  }
+}
+
+TEST_F(ProxyE2E, PipelinedRepliesComeBackInOrder) {
+  start_proxy(yaml(""));
+  auto c = client();
+  std::string batch;
+  constexpr int kN = 2000;
+  for (int i = 0; i < kN; ++i) {
+    const std::string k = "p" + std::to_string(i);
+    batch += "*3\r\n$3\r\nSET\r\n" + bulk(k) + bulk(std::to_string(i));
+    batch += "*2\r\n$3\r\nGET\r\n" + bulk(k);
+    if (i % 100 == 0) batch += "*1\r\n$4\r\nPING\r\n";  // local replies interleaved
+  }
+  ASSERT_TRUE(c.send_raw(batch));
+  for (int i = 0; i < kN; ++i) {
+    ASSERT_EQ(c.read_reply(), "+OK\r\n") << i;
+    ASSERT_EQ(c.read_reply(), bulk(std::to_string(i))) << i;
+    if (i % 100 == 0) {
+      ASSERT_EQ(c.read_reply(), "+PONG\r\n");
+    }
+  }
+}
+
+TEST_F(ProxyE2E, MultiKeyCommandsSplitAndMergeInOrder) {
+  start_proxy(yaml("  hash_tag: \"{}\"\n"));
+  auto c = client();
+  std::vector<std::string> mset = {"MSET"}, mget = {"MGET"}, del = {"DEL"}, exists = {"EXISTS"};
+  for (int i = 0; i < 50; ++i) {
+    mset.push_back("m" + std::to_string(i));
+    mset.push_back("v" + std::to_string(i));
+    mget.push_back("m" + std::to_string(i));
+    if (i % 2 == 0) mget.push_back("missing" + std::to_string(i));
+  }
+  ASSERT_EQ(c.call(mset), "+OK\r\n");
+  // Keys really are spread over the backends.
+  std::set<std::string> holders;
+  for (int i = 0; i < 50; ++i) holders.insert(holder("m" + std::to_string(i)));
+  EXPECT_GE(holders.size(), 2u);  // (nutcracker's fnv1a_64 clusters these short keys: r3 gets none)
+  std::string want = "*" + std::to_string(mget.size() - 1) + "\r\n";
+  for (int i = 0; i < 50; ++i) {
+    want += bulk("v" + std::to_string(i));
+    if (i % 2 == 0) want += "$-1\r\n";
+  }
+  EXPECT_EQ(c.call(mget), want);
+  EXPECT_EQ(c.call({"EXISTS", "m1", "m2", "nope", "m1"}), ":3\r\n");
+  EXPECT_EQ(c.call({"TOUCH", "m1", "m2", "nope"}), ":2\r\n");
+  EXPECT_EQ(c.call({"UNLINK", "m1", "m2", "nope"}), ":2\r\n");
+  EXPECT_EQ(c.call({"DEL", "m3", "m4", "m5", "m3"}), ":3\r\n");
+  EXPECT_EQ(c.call({"MGET", "m3", "m6"}), "*2\r\n$-1\r\n" + bulk("v6"));
+  // Keys that must share a backend.
+  EXPECT_EQ(c.call({"SET", "{t}src", "1"}), "+OK\r\n");
+  EXPECT_EQ(c.call({"RENAME", "{t}src", "{t}dst"}), "+OK\r\n");
+  std::string cross;
+  for (int i = 0; i < 20 && cross.empty(); ++i) {
+    const std::string r = c.call({"RENAME", "{t}dst", "other" + std::to_string(i)});
+    if (r.rfind("-ERR CROSSSLOT", 0) == 0) cross = r;
+  }
+  EXPECT_FALSE(cross.empty());
+  EXPECT_EQ(c.call({"GET", "{t}dst"}), bulk("1"));
+}
+
+TEST_F(ProxyE2E, UnsupportedCommandsAnswerAndKeepTheConnection) {
+  start_proxy(yaml(""));
+  auto c = client();
+  for (const std::string cmd : {"KEYS", "SCAN", "MULTI", "EXEC", "SUBSCRIBE", "BLPOP", "SELECT", "FLUSHALL", "INFO"}) {
+    const std::string r = c.call({cmd, "x", "0"});
+    EXPECT_EQ(r.rfind("-ERR", 0), 0u) << cmd << ": " << r;
+    EXPECT_NE(r.find(cmd), std::string::npos) << r;
+  }
+  EXPECT_EQ(c.call({"NOSUCHCMD"}).rfind("-ERR unknown or unsupported command 'NOSUCHCMD'", 0), 0u);
+  EXPECT_EQ(c.call({"GET"}), "-ERR wrong number of arguments for 'get' command\r\n");
+  EXPECT_EQ(c.call({"PING"}), "+PONG\r\n");
+  EXPECT_EQ(c.call({"PING", "hi"}), bulk("hi"));
+  EXPECT_EQ(c.call({"ECHO", "a\r\nb"}), bulk("a\r\nb"));
+  EXPECT_EQ(c.call({"QUIT"}), "+OK\r\n");
+  EXPECT_TRUE(c.closed_by_peer());
+}
+
+TEST_F(ProxyE2E, MalformedClientsGetAnErrorAndAreClosed) {
+  start_proxy(yaml(""));
+  const char* bad[] = {"*2\r\n$3\r\nGET\r\n:1\r\n", "*1\r\n$4\r\nPINGxx", "*abc\r\n"};
+  for (const char* b : bad) {
+    auto c = client();
+    ASSERT_TRUE(c.send_raw(b));
+    EXPECT_EQ(c.read_reply().rfind("-ERR Protocol error", 0), 0u) << b;
+    EXPECT_TRUE(c.closed_by_peer()) << b;
+  }
+  // The proxy still serves others.
+  auto c = client();
+  EXPECT_EQ(c.call({"SET", "k", "v"}), "+OK\r\n");
+  EXPECT_GE(proxy_->metrics().protocol_errors.load(), 3u);
+}
+
+long rss_kb() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
+}
+
+TEST_F(ProxyE2E, HugeBulkAnnouncementIsRefusedAndMemoryStaysFlat) {
+  start_proxy(yaml("  max_request_bytes: 1048576\n"));
+  const long before = rss_kb();
+  for (int i = 0; i < 20; ++i) {
+    auto c = client();
+    ASSERT_TRUE(c.send_raw("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$10737418240\r\n"));
+    c.send_raw(std::string(256 * 1024, 'x'));  // it may already be closed
+    EXPECT_EQ(c.read_reply().rfind("-ERR Protocol error: request larger than 1048576 bytes", 0), 0u);
+    EXPECT_TRUE(c.closed_by_peer());
+  }
+  // A value just under the limit still works.
+  auto c = client();
+  EXPECT_EQ(c.call({"SET", "big", std::string(1000000, 'v')}), "+OK\r\n");
+  EXPECT_EQ(c.call({"STRLEN", "big"}), ":1000000\r\n");
+  const long after = rss_kb();
+  EXPECT_LT(after - before, 64 * 1024) << "RSS grew from " << before << " kB to " << after << " kB";
+}
+
+TEST_F(ProxyE2E, ClientAuthWithConstantTimeCompare) {
+  start_proxy(yaml("  client_auth: pa55\n"));
+  auto c = client();
+  EXPECT_EQ(c.call({"GET", "k"}), "-NOAUTH Authentication required.\r\n");
+  EXPECT_EQ(c.call({"PING"}), "-NOAUTH Authentication required.\r\n");
+  EXPECT_EQ(c.call({"AUTH", "pa5"}).rfind("-WRONGPASS", 0), 0u);
+  EXPECT_EQ(c.call({"AUTH", "pa555"}).rfind("-WRONGPASS", 0), 0u);
+  EXPECT_EQ(c.call({"GET", "k"}), "-NOAUTH Authentication required.\r\n");
+  EXPECT_EQ(c.call({"AUTH", "pa55"}), "+OK\r\n");
+  EXPECT_EQ(c.call({"SET", "k", "v"}), "+OK\r\n");
+  auto d = client();
+  EXPECT_EQ(d.call({"AUTH", "default", "pa55"}), "+OK\r\n");
+  EXPECT_EQ(d.call({"GET", "k"}), bulk("v"));
+}
+
+class ProxyE2EBackendAuth : public ProxyE2E {
+ protected:
+  void SetUp() override {
+    backend_password_ = "backend-secret";
+    ProxyE2E::SetUp();
+  }
+};
+
+TEST_F(ProxyE2EBackendAuth, ProxyAuthenticatesToBackends) {
+  start_proxy(yaml("  server_auth: backend-secret\n"));
+  auto c = client();
+  for (int i = 0; i < 30; ++i) ASSERT_EQ(c.call({"SET", "a" + std::to_string(i), "1"}), "+OK\r\n");
+  EXPECT_EQ(c.call({"MGET", "a1", "a2", "a3"}), "*3\r\n" + bulk("1") + bulk("1") + bulk("1"));
+}
+
+TEST_F(ProxyE2EBackendAuth, WrongBackendPasswordIsAnErrorNamingTheBackend) {
+  start_proxy(yaml("  server_auth: wrong\n"));
+  auto c = client();
+  const std::string r = c.call({"GET", "k"});
+  EXPECT_EQ(r.rfind("-ERR backend r", 0), 0u) << r;
+  EXPECT_EQ(r.find("wrong"), std::string::npos) << "password leaked: " << r;
+}
+
+// The key that the given server holds among k0..k999.
+std::string key_on(const cli::KeyRouter& router, NodeId node) {
+  for (int i = 0; i < 1000; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    if (router.route(k) == node) return k;
+  }
+  return "";
+}
+
+TEST_F(ProxyE2E, KilledBackendIsEjectedOnlyItsKeysMoveAndItComesBack) {
+  start_proxy(yaml("  timeout: 500\n  auto_eject_hosts: true\n  server_failure_limit: 1\n"
+                   "  server_retry_timeout: 300\n"));
+  const auto& pool = *proxy_->topology()->pools[0];
+  const std::string k1 = key_on(pool.router, 0), k2 = key_on(pool.router, 1);
+  auto c = client();
+  ASSERT_EQ(c.call({"SET", k1, "a"}), "+OK\r\n");
+  ASSERT_EQ(c.call({"SET", k2, "b"}), "+OK\r\n");
+  servers_[0]->stop();
+  // The request in flight (or the first after the kill) fails with an error naming r1, never hangs.
+  std::string r = c.call({"GET", k1});
+  if (r.rfind("-ERR backend r1", 0) != 0) {
+    EXPECT_EQ(r, "$-1\r\n") << r;  // already ejected and rerouted to a server without the key
+  }
+  // Ejected: r1's keys go to their next choice; others stay.
+  EXPECT_EQ(c.call({"SET", k1, "moved"}), "+OK\r\n");
+  EXPECT_EQ(c.call({"GET", k2}), bulk("b"));
+  EXPECT_EQ(holder(k2), "r2");
+  // Restart r1: after server_retry_timeout a PING probe brings it back, and k1 maps to it again.
+  ASSERT_TRUE(servers_[0]->start());
+  bool back = false;
+  for (int i = 0; i < 100 && !back; ++i) {  // up to 5 s
+    std::this_thread::sleep_for(50ms);
+    back = !pool.states[0]->down.load();
+  }
+  ASSERT_TRUE(back);
+  EXPECT_EQ(c.call({"GET", k1}), "$-1\r\n");  // a fresh r1 (no persistence): the key is gone
+  EXPECT_EQ(c.call({"SET", k1, "home"}), "+OK\r\n");
+  EXPECT_EQ(holder(k1), "many");  // on r1 now, and the stale copy on its stand-in
+  EXPECT_GE(pool.states[0]->ejections.load(), 1u);
+}
+
+TEST_F(ProxyE2E, WithoutAutoEjectADownBackendFailsFast) {
+  start_proxy(yaml("  timeout: 500\n  server_failure_limit: 1\n  server_retry_timeout: 60000\n"));
+  const auto& pool = *proxy_->topology()->pools[0];
+  const std::string k1 = key_on(pool.router, 0), k2 = key_on(pool.router, 1);
+  auto c = client();
+  servers_[0]->stop();
+  EXPECT_EQ(c.call({"GET", k1}).rfind("-ERR backend r1", 0), 0u);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(c.call({"GET", k1}).rfind("-ERR backend r1 is down", 0), 0u);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 200ms);
+  EXPECT_EQ(c.call({"SET", k2, "ok"}), "+OK\r\n");
+  // A multi-key request touching r1 fails as a whole, naming it.
+  EXPECT_EQ(c.call({"MGET", k2, k1}).rfind("-ERR backend r1 is down", 0), 0u);
+}
+
+TEST_F(ProxyE2E, BackendTimeoutAnswersWithinTheTimeout) {
+  start_proxy(yaml("  timeout: 300\n  server_failure_limit: 5\n"));
+  const auto& pool = *proxy_->topology()->pools[0];
+  const std::string k1 = key_on(pool.router, 0);
+  // Freeze r1 with DEBUG SLEEP on a direct connection.
+  std::thread sleeper([&] {
+    RespClient d(RespClient::dial_unix(servers_[0]->socket()));
+    d.call({"DEBUG", "SLEEP", "1.5"});
+  });
+  std::this_thread::sleep_for(100ms);
+  auto c = client();
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string r = c.call({"GET", k1});
+  const auto took = std::chrono::steady_clock::now() - t0;
+  sleeper.join();
+  EXPECT_EQ(r.rfind("-ERR backend r1: timed out", 0), 0u) << r;
+  EXPECT_LT(took, 1200ms);
+  EXPECT_EQ(c.call({"GET", k1}), "$-1\r\n");  // reconnects afterwards
+}
+
+TEST_F(ProxyE2E, ReloadAddsAndRemovesAServer) {
+  start_proxy(yaml("", 2));
+  auto c = client();
+  for (int i = 0; i < 200; ++i) ASSERT_EQ(c.call({"SET", "r" + std::to_string(i), "v"}), "+OK\r\n");
+  EXPECT_TRUE(servers_[2]->keys().empty());
+  std::ofstream(config_path_) << yaml("", 3);
+  std::string message;
+  ASSERT_TRUE(proxy_->reload_from_file(message)) << message;
+  EXPECT_NE(message.find("+r3"), std::string::npos) << message;
+  EXPECT_NE(message.find("% of keys move"), std::string::npos) << message;
+  std::this_thread::sleep_for(100ms);  // workers apply it between events
+  const auto router = cli::KeyRouter::build(proxy_->topology()->pools[0]->config.routing,
+                                            proxy_->topology()->pools[0]->config.nodes());
+  for (int i = 200; i < 400; ++i) {
+    const std::string k = "r" + std::to_string(i);
+    ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
+    EXPECT_EQ(holder(k), "r" + std::to_string(router.route(k) + 1)) << k;
+  }
+  EXPECT_FALSE(servers_[2]->keys().empty());
+  // Remove it again; a bad config is refused and the running one stays.
+  std::ofstream(config_path_) << "alpha:\n  listen: 127.0.0.1:0\n  redis: true\n  servers: []\n";
+  EXPECT_FALSE(proxy_->reload_from_file(message));
+  EXPECT_NE(message.find("proxy.yml:"), std::string::npos) << message;
+  std::ofstream(config_path_) << yaml("", 2);
+  ASSERT_TRUE(proxy_->reload_from_file(message)) << message;
+  EXPECT_NE(message.find("-r3"), std::string::npos) << message;
+  std::this_thread::sleep_for(100ms);
+  const std::size_t on_r3 = servers_[2]->keys().size();
+  for (int i = 400; i < 500; ++i) ASSERT_EQ(c.call({"SET", "r" + std::to_string(i), "v"}), "+OK\r\n");
+  EXPECT_EQ(servers_[2]->keys().size(), on_r3);
+}
+
+std::string http(std::uint16_t port, const std::string& request) {
+  const int fd = RespClient::dial_tcp(port);
+  RespClient c(fd);
+  c.send_raw(request);
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+TEST_F(ProxyE2E, AdminPortServesMetricsAndStatus) {
+  start_proxy(yaml("") + "chash_proxy:\n  admin: 127.0.0.1:0\n");
+  auto c = client();
+  for (int i = 0; i < 10; ++i) c.call({"SET", "a" + std::to_string(i), "v"});
+  c.call({"KEYS", "*"});
+  const std::string m = http(proxy_->admin_port(), "GET /metrics HTTP/1.0\r\n\r\n");
+  EXPECT_NE(m.find("HTTP/1.1 200"), std::string::npos);
+  EXPECT_NE(m.find("chash_proxy_requests_total 11"), std::string::npos) << m;
+  EXPECT_NE(m.find("chash_proxy_errors_total 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("chash_proxy_backend_up{pool=\"alpha\",backend=\"r1\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("chash_proxy_request_duration_seconds_count 10"), std::string::npos) << m;
+  const std::string s = http(proxy_->admin_port(), "GET /status HTTP/1.0\r\n\r\n");
+  EXPECT_NE(s.find("\"name\":\"r2\""), std::string::npos) << s;
+  EXPECT_NE(s.find("\"routing\":\"preset twemproxy\""), std::string::npos) << s;
+}
+
+TEST_F(ProxyE2E, BoundedRedisBenchmarkLoad) {
+  ASSERT_EQ(std::system("command -v redis-benchmark >/dev/null 2>&1"), 0)
+      << "redis-benchmark not installed (redis-tools; run scripts/bootstrap.sh)";
+  start_proxy(yaml(""), 2);
+  const std::string cmd = "redis-benchmark -h 127.0.0.1 -p " + std::to_string(proxy_->port(0)) +
+                          " -t set,get,mset -n 20000 -r 100000 -P 8 -c 10 -q > " + (dir_ / "bench.txt").string() + " 2>&1";
+  ASSERT_EQ(std::system(("timeout 60 " + cmd).c_str()), 0);
+  std::stringstream ss;
+  ss << std::ifstream(dir_ / "bench.txt").rdbuf();
+  EXPECT_NE(ss.str().find("requests per second"), std::string::npos) << ss.str();
+  auto c = client();
+  EXPECT_EQ(c.call({"PING"}), "+PONG\r\n");
+}
+
+// ---- The binary --------------------------------------------------------------------------------
+
+TEST(ProxyBinary, CheckAndHelp) {
+  const fs::path dir = fs::temp_directory_path() / ("chash-proxy-bin-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "good.yml") << "a:\n  listen: 127.0.0.1:0\n  redis: true\n  servers:\n    - 127.0.0.1:1:1\n";
+  std::ofstream(dir / "bad.yml") << "a:\n  listen: 127.0.0.1:0\n  redis: true\n  hash_tag: x\n  servers:\n    - 127.0.0.1:1:1\n";
+  const std::string bin = CHASH_PROXY_PATH;
+  EXPECT_EQ(std::system((bin + " --help >/dev/null").c_str()), 0);
+  EXPECT_EQ(WEXITSTATUS(std::system((bin + " -c " + (dir / "good.yml").string() + " --check >/dev/null").c_str())), 0);
+  EXPECT_EQ(WEXITSTATUS(std::system((bin + " -c " + (dir / "bad.yml").string() + " --check 2>" +
+                                      (dir / "err.txt").string()).c_str())),
+            1);
+  std::stringstream err;
+  err << std::ifstream(dir / "err.txt").rdbuf();
+  EXPECT_NE(err.str().find("bad.yml:4:"), std::string::npos) << err.str();
+  EXPECT_EQ(WEXITSTATUS(std::system((bin + " --bogus 2>/dev/null").c_str())), 2);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace chash::proxy
