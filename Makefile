@@ -35,16 +35,20 @@ unit-test: build
 asan: bootstrap
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCHASH_SANITIZE=address,undefined \
 	  -DCHASH_BUILD_BENCH=OFF -DCHASH_BUILD_EXAMPLES=OFF >/dev/null
-	cmake --build build-asan -j $(JOBS) --target chash_unit_tests
+	cmake --build build-asan -j $(JOBS) --target chash_unit_tests chash_proxy_tests
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ./build-asan/tests/chash_unit_tests --gtest_brief=1
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ./build-asan/tests/proxy/chash_proxy_tests --gtest_brief=1
 
 tsan: bootstrap
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHASH_SANITIZE=thread \
 	  -DCHASH_BUILD_BENCH=OFF -DCHASH_BUILD_EXAMPLES=OFF >/dev/null
-	cmake --build build-tsan -j $(JOBS) --target chash_concurrency_tests
+	cmake --build build-tsan -j $(JOBS) --target chash_concurrency_tests chash_proxy_tests
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ./build-tsan/tests/chash_concurrency_tests --gtest_brief=1
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ./build-tsan/tests/proxy/chash_proxy_tests --gtest_brief=1
 
 # libFuzzer (clang) with ASan+UBSan over every parser of untrusted input; FUZZ_SECONDS each.
 fuzz: bootstrap
