@@ -6,7 +6,11 @@ CMAKE_FLAGS ?=
 
 FUZZ_SECONDS ?= 10
 
-.PHONY: all bootstrap build release demo test unit-test asan tsan fuzz bench compat-vectors clean
+BENCH_FLAGS ?= --benchmark_min_time=0.2 --benchmark_repetitions=3
+PEER_NODES ?= 100
+PEER_KEYS ?= 100000
+
+.PHONY: all bootstrap build release demo test unit-test asan tsan fuzz bench bench-peers compat-vectors clean
 
 all: build
 
@@ -64,10 +68,18 @@ fuzz: bootstrap
 	  test $${PIPESTATUS[0]} -eq 0; \
 	done
 
+# Google Benchmark suites (docs/BENCHMARKS.md): latency chains, throughput, batch, build, quality.
 bench: release
 	cmake -S . -B build-release -DCHASH_BUILD_BENCH=ON >/dev/null
 	cmake --build build-release -j $(JOBS) --target chash_bench
-	./build-release/bench/chash_bench
+	./build-release/bench/chash_bench $(BENCH_FLAGS) --benchmark_out=build-release/bench.json --benchmark_out_format=json
+	python3 bench/report.py build-release/bench.json
+
+# chash next to the peers (libmemcached, Guava, uhashring, node hashring, groupcache) on the same keys.
+bench-peers: release
+	cmake -S . -B build-release -DCHASH_BUILD_BENCH=ON >/dev/null
+	cmake --build build-release -j $(JOBS) --target chash_peers
+	BUILD=$(CURDIR)/build-release bash bench/peers/run.sh $(PEER_NODES) $(PEER_KEYS)
 
 # Regenerate the compatibility vectors from the real peers (installs them; see tests/compat/).
 # Peers outside Debian/npm need a checkout: KETAMA_SRC, HASH_RING_SRC, JEDIS_SRC, ENVOY_SRC.

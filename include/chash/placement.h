@@ -114,7 +114,7 @@ class SeenSet {
 
   std::size_t node_count_;
   std::size_t n_ = 0;
-  NodeId inline_[kInlineSeen];
+  NodeId inline_[kInlineSeen]{};
   std::unique_ptr<std::uint64_t[]> bitmap_;
 };
 

@@ -99,6 +99,7 @@ BasicRing<Pos> BasicRing<Pos>::build(std::span<const Node> nodes, const Options&
     r.owners_.push_back(p.node);
   }
   for (const Node& n : nodes) r.drawable_ += n.weight > 0 ? 1 : 0;
+  r.build_index();
   return r;
 }
 
@@ -130,7 +131,61 @@ BasicRing<Pos> BasicRing<Pos>::from_points(std::vector<Point> points, std::size_
     r.owners_.push_back(p.node);
   }
   r.drawable_ = static_cast<std::size_t>(std::count(has_point.begin(), has_point.end(), true));
+  r.build_index();
   return r;
+}
+
+// ---- The top-bits index and batch lookup ----------------------------------------------------------
+
+template <class Pos>
+void BasicRing<Pos>::build_index() {
+  constexpr unsigned kPosBits = sizeof(Pos) * 8;
+  // 2^bits buckets, bits = bit_width(points / kPointsPerBucket), at least 1: kPointsPerBucket/2
+  // to kPointsPerBucket points per bucket on a uniform ring (at most 2^26
+  // points, so bits <= 25 and a bucket number fits any Pos).
+  const std::size_t points = positions_.size();
+  const unsigned bits = std::max(1u, static_cast<unsigned>(std::bit_width(points / kPointsPerBucket)));
+  shift_ = kPosBits - bits;
+  const std::size_t buckets = std::size_t{1} << bits;
+  index_.assign(buckets + 1, 0);
+  std::size_t i = 0;
+  for (std::size_t b = 0; b < buckets; ++b) {
+    while (i < points && static_cast<std::size_t>(positions_[i] >> shift_) < b) ++i;
+    index_[b] = static_cast<std::uint32_t>(i);
+  }
+  index_[buckets] = static_cast<std::uint32_t>(points);
+  last_window_ = points >= kWindow ? points - kWindow : 0;
+  window_limit_ = points >= kWindow ? kWindow + 1 : 0;
+}
+
+template <class Pos>
+void BasicRing<Pos>::pick_batch(std::span<const std::uint64_t> hashes,
+                                std::span<NodeId> out) const noexcept {
+  constexpr std::size_t G = kBatchGroup;
+  const std::uint64_t* h = hashes.data();
+  NodeId* o = out.data();
+  const std::size_t n = hashes.size();
+  std::size_t i = 0;
+  if (!index_.empty()) {
+    const std::uint32_t* index = index_.data();
+    const Pos* pos = positions_.data();
+    const NodeId* owners = owners_.data();
+    for (; i + G <= n; i += G) {
+      for (std::size_t j = 0; j < G; ++j) {  // stage 1: fetch the window index_of will count
+        // The points counted are the window from s; the owner is one of owners[lo .. hi] (a
+        // line or two fewer than the whole window, which matters when misses are the limit).
+        const std::size_t b = static_cast<std::size_t>(static_cast<Pos>(h[i + j]) >> shift_);
+        const std::size_t lo = index[b], hi = index[b + 1];
+        const std::size_t s = std::min<std::size_t>(lo, last_window_);
+        __builtin_prefetch(pos + s);
+        __builtin_prefetch(pos + s + kWindow - 1);
+        __builtin_prefetch(owners + lo);
+        __builtin_prefetch(owners + hi);
+      }
+      for (std::size_t j = 0; j < G; ++j) o[i + j] = pick(h[i + j]);  // stage 2: in cache now
+    }
+  }
+  for (; i < n; ++i) o[i] = pick(h[i]);
 }
 
 template class BasicRing<std::uint32_t>;

@@ -1,13 +1,16 @@
 // chash bench — lookup cost for a user's own configuration: ns per lookup (hash + pick, as a
-// dependent chain so lookups cannot overlap), pick alone, lookups/s with several threads, build
-// time and memory per table. `make bench` runs the Google Benchmark suites; this is the quick
-// answer for "what would my setup cost".
+// dependent chain so lookups cannot overlap), pick alone, the key hash alone, pick_batch,
+// lookups/s with several threads, build time and memory per table. `make bench` runs the Google
+// Benchmark suites; this is the quick answer for "what would my setup cost". Both measure with
+// the same kernels (bench/bench_kernels.h: keys, node names, chain), so the figures agree.
 #include <malloc.h>
 
 #include <atomic>
 #include <chrono>
 #include <thread>
 
+#include "../../bench/bench_kernels.h"
+#include "chash/batch.h"
 #include "chash/error.h"
 #include "report.h"
 
@@ -54,60 +57,32 @@ struct Result {
   std::uint64_t nodes = 0;
   double build_ms = 0;
   double memory_bytes = 0;
-  double ns_hash_pick = 0, ns_pick = 0;
+  double ns_hash_pick = 0, ns_pick = 0, ns_hash_only = 0, ns_pick_batch = 0;
   std::vector<std::pair<unsigned, double>> throughput;  // threads -> lookups/s
 };
 
-// Keys of key_size bytes in one contiguous buffer.
-std::vector<char> make_keys(std::size_t count, std::uint32_t size) {
-  std::vector<char> buf(count * size);
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::string k = synthetic_key(7, i);
-    for (std::uint32_t j = 0; j < size; ++j) buf[i * size + j] = k[j % k.size()] ^ static_cast<char>(j / k.size());
-  }
-  return buf;
-}
+using bench::KeySet;
 
+// Lookups/s summed over `threads` threads, each walking the keys independently (no shared
+// writes: the table is read-only).
 template <class RouteFn>
-double chain_ns(RouteFn&& route, const std::vector<char>& keys, std::size_t count, std::uint32_t size,
-                std::uint64_t lookups) {
-  std::size_t idx = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (std::uint64_t i = 0; i < lookups; ++i) {
-    const NodeId id = route(std::string_view(keys.data() + idx * size, size));
-    idx = (idx + id + 1) & (count - 1);  // the next key depends on this result
-  }
-  const auto t1 = std::chrono::steady_clock::now();
-  return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(lookups);
-}
-
-template <class RouteFn>
-double threads_rate(RouteFn&& route, const std::vector<char>& keys, std::size_t count, std::uint32_t size,
-                    std::uint64_t lookups, unsigned threads) {
+double threads_rate(RouteFn&& route, const KeySet& keys, std::uint64_t lookups, unsigned threads) {
   std::atomic<unsigned> ready{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> ts;
-  std::vector<double> secs(threads);
+  std::vector<double> ns(threads);
   for (unsigned t = 0; t < threads; ++t) {
     ts.emplace_back([&, t] {
       ready.fetch_add(1);
       while (!go.load()) std::this_thread::yield();
-      const auto t0 = std::chrono::steady_clock::now();
-      std::size_t idx = t * 7919;
-      std::uint64_t sink = 0;
-      for (std::uint64_t i = 0; i < lookups; ++i) {
-        sink += route(std::string_view(keys.data() + (idx & (count - 1)) * size, size));
-        ++idx;
-      }
-      secs[t] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (sink == 0xFFFFFFFFFFFFull) std::abort();  // keep the loop
+      ns[t] = bench::throughput_ns(keys, lookups, std::size_t{t} * 7919, route);
     });
   }
   while (ready.load() < threads) std::this_thread::yield();
   go = true;
   for (auto& th : ts) th.join();
   double total = 0;
-  for (double s : secs) total += static_cast<double>(lookups) / s;
+  for (double x : ns) total += 1e9 / x;
   return total;
 }
 
@@ -120,8 +95,7 @@ void run_bench(const BenchArgs& a) {
     if (v == 0 || v > 256) throw Error(ErrorCode::kInvalidArgument, "--threads values must be 1..256");
     thread_counts.push_back(static_cast<unsigned>(v));
   }
-  constexpr std::size_t kKeyCount = 1 << 16;
-  const auto keys = make_keys(kKeyCount, a.key_size);
+  const KeySet keys(bench::kKeyCount, a.key_size);
   std::vector<Result> results;
   const auto names = a.preset.empty() ? split_list(a.algos) : std::vector<std::string>{a.preset};
   const auto counts = split_list(a.node_counts);
@@ -130,8 +104,7 @@ void run_bench(const BenchArgs& a) {
     for (const auto& c : counts) {
       const std::uint64_t n = to_u64(c, "--node-counts");
       if (n == 0 || n > kMaxNodes) throw Error(ErrorCode::kInvalidArgument, "--node-counts values must be 1.." + std::to_string(kMaxNodes));
-      std::vector<Node> nodes;
-      for (std::uint64_t i = 0; i < n; ++i) nodes.push_back({"10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1) + ":11211", 1});
+      const std::vector<Node> nodes = bench::make_nodes(n);
       RoutingSpec spec;
       if (a.preset.empty()) spec.algo = name; else spec.preset = name;
       if (a.vnodes && (name == "ring" || name == "ring64" || !a.preset.empty())) spec.vnodes = a.vnodes;
@@ -144,24 +117,38 @@ void run_bench(const BenchArgs& a) {
       const KeyRouter router = KeyRouter::build(spec, nodes);
       r.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       r.memory_bytes = static_cast<double>(mallinfo2().uordblks + mallinfo2().hblkhd - m0);
-      auto route = [&](std::string_view k) { return router.route(k); };
       const std::uint64_t lookups = spec.algo == "rendezvous" ? std::max<std::uint64_t>(a.lookups / std::max<std::uint64_t>(n / 10, 1), 1000) : a.lookups;
-      r.ns_hash_pick = chain_ns(route, keys, kKeyCount, a.key_size, lookups);
+      auto route = [&](std::string_view k) { return router.route(k); };
       if (const AnyTable* t = router.table()) {
-        std::vector<std::uint64_t> hs(kKeyCount);
-        for (std::size_t i = 0; i < kKeyCount; ++i) hs[i] = router.key_hash(std::string_view(keys.data() + i * a.key_size, a.key_size));
-        std::size_t idx = 0;
-        const auto p0 = std::chrono::steady_clock::now();
+        // The table's own type, visited once: what a program using the library pays per key.
+        std::vector<std::uint64_t> hs(keys.size());
+        for (std::size_t i = 0; i < keys.size(); ++i) hs[i] = router.key_hash(keys[i]);
         std::visit(
             [&](const auto& table) {
-              for (std::uint64_t i = 0; i < lookups; ++i) idx = (idx + table.pick(hs[idx]) + 1) & (kKeyCount - 1);
+              r.ns_hash_pick = bench::chain_ns(keys, lookups, [&](std::string_view k) { return table.pick(router.key_hash(k)); });
+              r.ns_pick = bench::chain_ns(hs, lookups, [&](std::uint64_t h) { return table.pick(h); });
+              std::vector<NodeId> out(1024);
+              const std::uint64_t rounds = std::max<std::uint64_t>(lookups / out.size(), 1);
+              const auto b0 = std::chrono::steady_clock::now();
+              for (std::uint64_t i = 0; i < rounds; ++i) {
+                const std::size_t at = (i * out.size()) & (hs.size() - 1);
+                pick_batch(table, std::span<const std::uint64_t>(hs.data() + at, out.size()), out);
+                bench::keep(out[i & 1023]);
+              }
+              r.ns_pick_batch = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - b0).count() /
+                                static_cast<double>(rounds * out.size());
             },
             *t);
-        r.ns_pick = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - p0).count() /
-                    static_cast<double>(lookups);
-        if (idx == kKeyCount) std::abort();  // keeps the chain observable
+        r.ns_hash_only = bench::chain_ns(keys, lookups, [&](std::string_view k) { return router.key_hash(k); });
+        for (unsigned th : thread_counts) {
+          r.throughput.emplace_back(th, std::visit([&](const auto& table) {
+            return threads_rate([&](std::string_view k) { return table.pick(router.key_hash(k)); }, keys, lookups, th);
+          }, *t));
+        }
+      } else {
+        r.ns_hash_pick = bench::chain_ns(keys, lookups, route);
+        for (unsigned th : thread_counts) r.throughput.emplace_back(th, threads_rate(route, keys, lookups, th));
       }
-      for (unsigned th : thread_counts) r.throughput.emplace_back(th, threads_rate(route, keys, kKeyCount, a.key_size, lookups, th));
       results.push_back(std::move(r));
       progress.tick();
     }
@@ -174,6 +161,8 @@ void run_bench(const BenchArgs& a) {
       Json j = {{"name", r.name}, {"nodes", r.nodes}, {"build_ms", r.build_ms}, {"memory_bytes", r.memory_bytes},
                 {"ns_per_lookup", r.ns_hash_pick}};
       if (r.ns_pick > 0) j["ns_per_pick"] = r.ns_pick;
+      if (r.ns_hash_only > 0) j["ns_hash_only"] = r.ns_hash_only;
+      if (r.ns_pick_batch > 0) j["ns_per_pick_batch"] = r.ns_pick_batch;
       Json tp = Json::object();
       for (const auto& [t, v] : r.throughput) tp[std::to_string(t)] = v;
       j["lookups_per_s_by_threads"] = tp;
@@ -183,13 +172,15 @@ void run_bench(const BenchArgs& a) {
     return;
   }
   TextTable t;
-  t.header = {"algorithm", "nodes", "ns/lookup", "ns/pick", "build ms", "memory"};
+  t.header = {"algorithm", "nodes", "ns/lookup", "ns/pick", "ns/hash", "ns/pick batch", "build ms", "memory"};
   for (unsigned th : thread_counts) t.header.push_back("Mlookups/s x" + std::to_string(th));
   t.numeric.assign(t.header.size(), true);
   t.numeric[0] = false;
   for (const auto& r : results) {
     std::vector<std::string> row = {r.name, std::to_string(r.nodes), fixed(r.ns_hash_pick, 1),
-                                    r.ns_pick > 0 ? fixed(r.ns_pick, 1) : "-", fixed(r.build_ms, 2),
+                                    r.ns_pick > 0 ? fixed(r.ns_pick, 1) : "-",
+                                    r.ns_hash_only > 0 ? fixed(r.ns_hash_only, 1) : "-",
+                                    r.ns_pick_batch > 0 ? fixed(r.ns_pick_batch, 1) : "-", fixed(r.build_ms, 2),
                                     r.memory_bytes >= 1 << 20 ? fixed(r.memory_bytes / (1 << 20), 1) + " MiB"
                                                               : fixed(r.memory_bytes / 1024, 1) + " KiB"};
     for (const auto& [th, v] : r.throughput) row.push_back(fixed(v / 1e6, 1));
@@ -200,7 +191,8 @@ void run_bench(const BenchArgs& a) {
     return;
   }
   out.put("bench: " + std::to_string(a.key_size) + "-byte keys, " + std::to_string(a.lookups) +
-          " lookups per measurement (ns/lookup = key hash + pick, chained)\n\n");
+          " lookups per measurement (ns/lookup = key hash + pick, chained; ns/pick and ns/hash the\n"
+          "two parts alone, chained; ns/pick batch = pick_batch throughput; as bench/ measures them)\n\n");
   out.put(t.render());
 }
 

@@ -1,0 +1,120 @@
+// The chash side of the peer comparison (bench/peers/run.sh).
+//
+//   chash_peers gen DIR NODES KEYS   writes DIR/nodes.txt (one name a line, 10.0.x.y:11211) and
+//                                    DIR/keys.txt (KEYS 16-byte printable keys, one a line)
+//   chash_peers run DIR ROUNDS       for each preset that has a peer, and each native algorithm,
+//                                    prints "chash:<name>\t<ns per lookup>\t<checksum>"
+//
+// Every program in this folder does the same work on the same files: for key i in order,
+// look up its node (the key hash included) and add node_index * (i % 1000 + 1) to a checksum;
+// report the least ns per key over ROUNDS passes. Equal checksums show that a preset and its
+// peer chose the same node for every key.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "bench_kernels.h"
+#include "chash/chash.h"
+#include "chash/preset.h"
+
+namespace chash::bench {
+namespace {
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::vector<std::string> v;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) v.push_back(line);
+  }
+  return v;
+}
+
+struct Pass {
+  double ns = 0;
+  std::uint64_t checksum = 0;
+};
+
+template <class Lookup>
+Pass measure(const std::vector<std::string_view>& keys, int rounds, Lookup&& lookup) {
+  Pass best{1e300, 0};
+  for (int r = 0; r < rounds + 1; ++r) {  // the first pass warms the caches
+    std::uint64_t sum = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < keys.size(); ++i) sum += std::uint64_t{lookup(keys[i])} * (i % 1000 + 1);
+    const auto t1 = std::chrono::steady_clock::now();
+    const double ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(keys.size());
+    if (r > 0 && ns < best.ns) best = {ns, sum};
+    keep(sum);
+  }
+  return best;
+}
+
+int run(const std::string& dir, int rounds) {
+  const auto names = read_lines(dir + "/nodes.txt");
+  const auto key_lines = read_lines(dir + "/keys.txt");
+  std::string buf;
+  for (const auto& k : key_lines) buf += k;
+  std::vector<std::string_view> keys;
+  std::size_t at = 0;
+  for (const auto& k : key_lines) {
+    keys.emplace_back(buf.data() + at, k.size());
+    at += k.size();
+  }
+  std::vector<Node> nodes;
+  for (const auto& n : names) nodes.push_back({n, 1});
+  auto print = [](const std::string& name, const Pass& p) {
+    std::printf("chash:%s\t%.2f\t%llu\n", name.c_str(), p.ns, static_cast<unsigned long long>(p.checksum));
+  };
+  // Presets with a peer in this folder; groupcache with 50 replicas, as groupcache_bench.go.
+  for (const char* preset : {"ketama", "guava", "uhashring", "node-hashring", "groupcache"}) {
+    PresetOptions o;
+    if (std::string(preset) == "groupcache") o.vnodes = 50;
+    const auto p = make_preset(preset, nodes, o);
+    print(preset, measure(keys, rounds, [&](std::string_view k) { return p->route(k); }));
+  }
+  for (const Algorithm a : kAllAlgorithms) {
+    if (a == Algorithm::kSlots && nodes.size() > 16384) continue;
+    const AnyTable t = build_table(a, nodes);
+    std::visit(
+        [&](const auto& table) {
+          print(std::string(algorithm_name(a)), measure(keys, rounds, [&](std::string_view k) {
+                  return table.pick(a == Algorithm::kSlots ? redis_key_slot(k) : hash::xxh3_64(k));
+                }));
+        },
+        t);
+  }
+  print("hash_only(xxh3)", measure(keys, rounds, [&](std::string_view k) {
+          return static_cast<NodeId>(hash::xxh3_64(k) & 1);
+        }));
+  return 0;
+}
+
+int gen(const std::string& dir, std::size_t n, std::size_t count) {
+  std::ofstream nodes(dir + "/nodes.txt");
+  for (const Node& x : make_nodes(n)) nodes << x.name << "\n";
+  std::ofstream keys(dir + "/keys.txt");
+  std::size_t pow2 = 1;
+  while (pow2 < count) pow2 *= 2;
+  const KeySet ks(pow2, 16);
+  for (std::size_t i = 0; i < count; ++i) keys << ks[i] << "\n";
+  return nodes && keys ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace chash::bench
+
+int main(int argc, char** argv) {
+  try {
+    const std::vector<std::string> a(argv + 1, argv + argc);
+    if (a.size() == 4 && a[0] == "gen") return chash::bench::gen(a[1], std::stoul(a[2]), std::stoul(a[3]));
+    if (a.size() == 3 && a[0] == "run") return chash::bench::run(a[1], std::stoi(a[2]));
+    std::cerr << "usage: chash_peers gen DIR NODES KEYS | chash_peers run DIR ROUNDS\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "chash_peers: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,158 @@
+// The top-bits index of a ring (BasicRing::index_of) must find exactly the point the plain binary
+// search finds (plain_index_of): random and adversarial rings, wrap-around, ties, both successor
+// rules, tiny and huge rings, 32- and 64-bit positions.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "chash/ring.h"
+
+namespace chash {
+namespace {
+
+// Every position where the answer can change (each point, its neighbours, the ends of the
+// space) plus random positions; index_of must equal plain_index_of at each.
+template <class Ring>
+void expect_index_matches_plain(const Ring& r, std::uint64_t seed, int random_probes = 20000) {
+  using Pos = std::remove_cvref_t<decltype(r.positions()[0])>;
+  std::vector<std::uint64_t> probes = {0, 1, std::numeric_limits<Pos>::max(),
+                                       std::numeric_limits<std::uint64_t>::max()};
+  for (const Pos p : r.positions()) {
+    probes.push_back(p);
+    probes.push_back(static_cast<Pos>(p + 1));
+    probes.push_back(static_cast<Pos>(p - 1));
+  }
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < random_probes; ++i) probes.push_back(rng());
+  for (const std::uint64_t h : probes) {
+    ASSERT_EQ(r.index_of(h), r.plain_index_of(h)) << "hash " << h << " points " << r.point_count();
+    ASSERT_EQ(r.pick(h), r.owners()[r.plain_index_of(h)]);
+  }
+}
+
+template <class Pos>
+std::vector<typename BasicRing<Pos>::Point> random_points(std::size_t n, std::size_t nodes,
+                                                          std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<typename BasicRing<Pos>::Point> pts(n);
+  for (auto& p : pts) p = {static_cast<Pos>(rng()), static_cast<NodeId>(rng() % nodes)};
+  return pts;
+}
+
+template <class Pos>
+class RingIndexTest : public ::testing::Test {};
+using PositionTypes = ::testing::Types<std::uint32_t, std::uint64_t>;
+TYPED_TEST_SUITE(RingIndexTest, PositionTypes);
+
+// prefix + i, appended rather than `"n" + std::to_string(i)` (which trips GCC 12's -Wrestrict
+// false positive at -O3).
+std::string numbered(const char* prefix, int i) {
+  std::string s(prefix);
+  s += std::to_string(i);
+  return s;
+}
+
+constexpr RingSuccessor kBoth[] = {RingSuccessor::kGreaterOrEqual, RingSuccessor::kGreater};
+
+TYPED_TEST(RingIndexTest, RandomRingsOfEverySizeMatchThePlainSearch) {
+  using Ring = BasicRing<TypeParam>;
+  for (const std::size_t n : {1u, 2u, 3u, 4u, 5u, 7u, 8u, 9u, 15u, 16u, 17u, 100u, 1000u, 16000u}) {
+    for (const RingSuccessor s : kBoth) {
+      const Ring r = Ring::from_points(random_points<TypeParam>(n, 5, n), 5, s);
+      expect_index_matches_plain(r, n + 1, 2000);
+    }
+  }
+}
+
+TYPED_TEST(RingIndexTest, HugeRingMatchesThePlainSearch) {
+  using Ring = BasicRing<TypeParam>;
+  const Ring r = Ring::from_points(random_points<TypeParam>(1 << 20, 1000, 42), 1000);
+  EXPECT_GT(r.index_buckets(), 1u << 16);
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    const std::uint64_t h = rng();
+    ASSERT_EQ(r.index_of(h), r.plain_index_of(h)) << h;
+  }
+}
+
+TYPED_TEST(RingIndexTest, BuiltRingsMatchThePlainSearch) {
+  using Ring = BasicRing<TypeParam>;
+  std::vector<Node> nodes;
+  for (int i = 0; i < 100; ++i) nodes.push_back({numbered("node-", i), 1u + i % 3});
+  nodes[5].weight = 0;  // drained: owns no point
+  const Ring r = Ring::build(nodes);
+  expect_index_matches_plain(r, 3);
+  RingOptions one;
+  one.vnodes = 1;
+  expect_index_matches_plain(Ring::build(std::vector<Node>{{"solo", 1}}, one), 4);
+}
+
+TYPED_TEST(RingIndexTest, TiesKeepTheirOrder) {
+  using Ring = BasicRing<TypeParam>;
+  // Many equal positions, runs longer than a bucket, at the ends of the space and in the middle.
+  const TypeParam top = std::numeric_limits<TypeParam>::max();
+  std::vector<typename Ring::Point> pts;
+  for (NodeId i = 0; i < 40; ++i) pts.push_back({0, i % 4});
+  for (NodeId i = 0; i < 40; ++i) pts.push_back({top, (i + 1) % 4});
+  for (NodeId i = 0; i < 40; ++i) pts.push_back({static_cast<TypeParam>(top / 2), (i + 2) % 4});
+  for (NodeId i = 0; i < 40; ++i) pts.push_back({static_cast<TypeParam>(top / 2 + 1), (i + 3) % 4});
+  for (const RingSuccessor s : kBoth) {
+    const Ring r = Ring::from_points(pts, 4, s);
+    expect_index_matches_plain(r, 9, 5000);
+    // The earlier point owns a contested position; > skips the whole run.
+    if (s == RingSuccessor::kGreaterOrEqual) {
+      EXPECT_EQ(r.pick(0), 0u);
+      EXPECT_EQ(r.pick(top), 1u);
+    } else {
+      EXPECT_EQ(r.pick(top), 0u);  // nothing is > top: wraps to the first point
+    }
+  }
+  // Point hashes with 16-bit range on 32-bit rings: ties everywhere.
+  std::vector<Node> nodes;
+  for (int i = 0; i < 300; ++i) nodes.push_back({numbered("n", i), 1});
+  RingOptions crc;
+  crc.point_hash = KeyHash::kCrc16;
+  expect_index_matches_plain(Ring::build(nodes, crc), 11);
+}
+
+TYPED_TEST(RingIndexTest, AdversarialClustersMatchThePlainSearch) {
+  using Ring = BasicRing<TypeParam>;
+  const TypeParam top = std::numeric_limits<TypeParam>::max();
+  std::mt19937_64 rng(5);
+  // Every point in one bucket (the lowest, the highest) and all points equal.
+  std::vector<typename Ring::Point> low, high, same;
+  for (NodeId i = 0; i < 5000; ++i) {
+    low.push_back({static_cast<TypeParam>(rng() % 1000), i % 7});
+    high.push_back({static_cast<TypeParam>(top - rng() % 1000), i % 7});
+    same.push_back({static_cast<TypeParam>(123456), i % 7});
+  }
+  for (const RingSuccessor s : kBoth) {
+    expect_index_matches_plain(Ring::from_points(low, 7, s), 1, 3000);
+    expect_index_matches_plain(Ring::from_points(high, 7, s), 2, 3000);
+    expect_index_matches_plain(Ring::from_points(same, 7, s), 3, 3000);
+  }
+}
+
+TEST(RingIndexTest, IndexCostsAFewBytesPerPoint) {
+  std::vector<Node> nodes;
+  for (int i = 0; i < 100; ++i) nodes.push_back({numbered("node-", i), 1});
+  const RingTable r = RingTable::build(nodes);
+  const double per_point = static_cast<double>(r.memory_bytes()) / static_cast<double>(r.point_count());
+  EXPECT_LE(per_point, 8.0 + 8.0 / RingTable::kPointsPerBucket);
+}
+
+TEST(RingIndexTest, MovedFromRingStillAnswers) {
+  RingTable a = RingTable::build(std::vector<Node>{{"a", 1}, {"b", 1}});
+  RingTable b = std::move(a);
+  expect_index_matches_plain(b, 1, 1000);
+  RingTable c;
+  c = b;  // a copy keeps its index
+  expect_index_matches_plain(c, 2, 1000);
+}
+
+}  // namespace
+}  // namespace chash
