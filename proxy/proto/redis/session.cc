@@ -15,6 +15,22 @@ namespace chash::proxy::redis_session {
 
 namespace {
 
+// Sends out[off..] without blocking. Returns false on a socket error (errno is kept), true when
+// everything was sent or the socket is full; `off` advances past what was sent.
+bool send_pending(int fd, const std::string& out, std::size_t& off) {
+  while (off < out.size()) {
+    const ssize_t n = ::send(fd, out.data() + off, out.size() - off, MSG_NOSIGNAL);
+    if (n > 0) {
+      off += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    return false;
+  }
+  return true;
+}
+
 constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr std::size_t kMaxClientOutput = 8u << 20;   // pause reading above this much unsent
 constexpr std::size_t kMaxReplyBytes = 512u << 20;   // a backend reply (Redis' own bulk limit)
@@ -174,14 +190,7 @@ void Backend::update_events() {
 
 void Backend::flush() {
   if (closed_ || connecting_) return;
-  while (out_off_ < out_.size()) {
-    const ssize_t n = ::send(fd_, out_.data() + out_off_, out_.size() - out_off_, MSG_NOSIGNAL);
-    if (n > 0) {
-      out_off_ += static_cast<std::size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+  if (!send_pending(fd_, out_, out_off_)) {
     fail(std::string("write: ") + std::strerror(errno));
     return;
   }
@@ -670,14 +679,7 @@ void Client::on_done() {
 }
 
 void Client::write() {
-  while (out_off_ < out_.size()) {
-    const ssize_t n = ::send(fd_, out_.data() + out_off_, out_.size() - out_off_, MSG_NOSIGNAL);
-    if (n > 0) {
-      out_off_ += static_cast<std::size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+  if (!send_pending(fd_, out_, out_off_)) {
     close();  // the client went away
     return;
   }
