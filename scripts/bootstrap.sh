@@ -14,6 +14,8 @@ PACKAGES=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
   librsvg2-bin                    # rsvg-convert: render SVG plots to PNG to look at them
   redis-server redis-tools        # chash-proxy tests run real redis-server and redis-benchmark
+  memcached                       # chash-proxy memcache pools are tested against real memcached
+  nutcracker haproxy nginx libnginx-mod-stream wrk libmemcached-tools  # make bench-proxy peers and load
   python3
 )
 

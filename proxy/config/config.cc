@@ -43,7 +43,8 @@ constexpr std::string_view kPoolKeys[] = {
     "server_failure_limit", "servers", "client_connections", "tcpkeepalive",
     // chash
     "preset", "algorithm", "vnodes", "client_auth", "server_auth", "max_request_bytes",
-    "max_pipeline"};
+    "max_pipeline", "protocol", "max_value_bytes", "balance", "proxy_protocol", "idle_timeout",
+    "health_check_interval", "rise", "fall"};
 
 constexpr std::string_view kGlobalKeys[] = {"workers", "admin"};
 
@@ -172,6 +173,26 @@ std::vector<Node> PoolConfig::nodes() const {
   return out;
 }
 
+const char* protocol_name(PoolProtocol p) noexcept {
+  switch (p) {
+    case PoolProtocol::kRedis: return "redis";
+    case PoolProtocol::kMemcache: return "memcache";
+    case PoolProtocol::kTcp: return "tcp";
+  }
+  return "?";
+}
+
+const char* balance_name(Balance b) noexcept {
+  switch (b) {
+    case Balance::kHash: return "hash";
+    case Balance::kIpHash: return "ip-hash";
+    case Balance::kRoundRobin: return "round-robin";
+    case Balance::kWeightedRoundRobin: return "weighted-round-robin";
+    case Balance::kLeastConn: return "least-conn";
+  }
+  return "?";
+}
+
 ProxyConfig parse_config(std::string_view yaml, const std::string& source) {
   ProxyConfig cfg;
   cfg.source = source;
@@ -212,6 +233,9 @@ ProxyConfig parse_config(std::string_view yaml, const std::string& source) {
     bool have_listen = false, have_servers = false;
     std::optional<YAML::Node> distribution, preset, algorithm;
     std::optional<std::string> redis_auth, client_auth, server_auth;
+    std::optional<PoolProtocol> redis_flag, protocol;
+    std::optional<std::uint32_t> fall;
+    std::optional<int> balance_line;
     for (const auto& kv : body) {
       const std::string k = kv.first.Scalar();
       const YAML::Node& v = kv.second;
@@ -243,7 +267,56 @@ ProxyConfig parse_config(std::string_view yaml, const std::string& source) {
         } else if (k == "tcpkeepalive") {
           p.tcpkeepalive = ctx.boolean(v, k);
         } else if (k == "redis") {
-          p.protocol = ctx.boolean(v, k) ? PoolProtocol::kRedis : PoolProtocol::kMemcache;
+          redis_flag = ctx.boolean(v, k) ? PoolProtocol::kRedis : PoolProtocol::kMemcache;
+        } else if (k == "protocol") {
+          const std::string t = ctx.scalar(v, k);
+          if (t == "redis") {
+            protocol = PoolProtocol::kRedis;
+          } else if (t == "memcache" || t == "memcached") {
+            protocol = PoolProtocol::kMemcache;
+          } else if (t == "tcp") {
+            protocol = PoolProtocol::kTcp;
+          } else {
+            fail_at(source, line, where + ": unknown protocol '" + t.substr(0, 40) + "' (redis, memcache, tcp)");
+          }
+        } else if (k == "max_value_bytes") {
+          p.max_value_bytes = ctx.number<std::size_t>(v, k, 1, std::size_t{1} << 30);
+        } else if (k == "balance") {
+          const std::string t = ctx.scalar(v, k);
+          balance_line = line;
+          if (t == "hash") {
+            p.balance = Balance::kHash;
+          } else if (t == "ip-hash" || t == "ip_hash") {
+            p.balance = Balance::kIpHash;
+          } else if (t == "round-robin" || t == "roundrobin") {
+            p.balance = Balance::kRoundRobin;
+          } else if (t == "weighted-round-robin") {
+            p.balance = Balance::kWeightedRoundRobin;
+          } else if (t == "least-conn" || t == "leastconn") {
+            p.balance = Balance::kLeastConn;
+          } else {
+            fail_at(source, line, where + ": unknown balance '" + t.substr(0, 40) +
+                                      "' (hash, ip-hash, round-robin, weighted-round-robin, least-conn)");
+          }
+        } else if (k == "proxy_protocol") {
+          const std::string t = ctx.scalar(v, k);
+          if (t == "v1" || t == "1") {
+            p.proxy_protocol = ProxyProtocol::kV1;
+          } else if (t == "v2" || t == "2") {
+            p.proxy_protocol = ProxyProtocol::kV2;
+          } else if (t == "none" || t == "false" || t == "off" || t == "no") {
+            p.proxy_protocol = ProxyProtocol::kNone;
+          } else {
+            fail_at(source, line, where + ": proxy_protocol must be v1, v2 or none, got '" + t.substr(0, 40) + "'");
+          }
+        } else if (k == "idle_timeout") {
+          p.idle_timeout_ms = ctx.number<std::uint32_t>(v, k, 0, 7u * 24u * 3600u * 1000u);
+        } else if (k == "health_check_interval") {
+          p.health_check_interval_ms = ctx.number<std::uint32_t>(v, k, 0, 3600u * 1000u);
+        } else if (k == "rise") {
+          p.rise = ctx.number<std::uint32_t>(v, k, 1, 1000);
+        } else if (k == "fall") {
+          fall = ctx.number<std::uint32_t>(v, k, 1, 1000);
         } else if (k == "redis_auth") {
           redis_auth = ctx.scalar(v, k);
         } else if (k == "client_auth") {
@@ -309,13 +382,29 @@ ProxyConfig parse_config(std::string_view yaml, const std::string& source) {
     }
     if (!have_listen) fail_at(source, p.line, where + ": 'listen' is required");
     if (!have_servers) fail_at(source, p.line, where + ": 'servers' is required");
-    if (p.protocol != PoolProtocol::kRedis) {
-      fail_at(source, p.line, where + ": memcached pools are not supported yet; set 'redis: true'");
+    if (redis_flag && protocol && *redis_flag != *protocol) {
+      fail_at(source, p.line, where + ": 'redis' and 'protocol' disagree");
+    }
+    p.protocol = protocol ? *protocol : redis_flag ? *redis_flag : PoolProtocol::kMemcache;
+    if (fall) p.server_failure_limit = *fall;
+    if (balance_line && p.protocol != PoolProtocol::kTcp) {
+      fail_at(source, *balance_line, where + ": 'balance' applies to tcp pools only (protocol: tcp)");
+    }
+    if (p.protocol == PoolProtocol::kTcp && (client_auth || server_auth || redis_auth)) {
+      fail_at(source, p.line, where + ": tcp pools relay bytes and take no passwords");
+    }
+    if (p.protocol == PoolProtocol::kMemcache && (client_auth || server_auth || redis_auth)) {
+      fail_at(source, p.line, where + ": memcached's text protocol has no AUTH; remove the password keys");
     }
     // Routing: nutcracker's distribution maps to the presets that reproduce it.
     const int nsel = (distribution ? 1 : 0) + (preset ? 1 : 0) + (algorithm ? 1 : 0);
     if (nsel > 1) fail_at(source, p.line, where + ": give only one of distribution, preset and algorithm");
-    if (distribution) {
+    if (p.protocol == PoolProtocol::kTcp && p.balance == Balance::kIpHash) {
+      if (nsel > 0) fail_at(source, p.line, where + ": balance ip-hash is the nginx-ip-hash preset; drop distribution/preset/algorithm");
+      p.routing.preset = "nginx-ip-hash";
+    } else if (p.protocol == PoolProtocol::kTcp && nsel == 0) {
+      p.routing.preset = "nginx-hash-consistent";  // nginx `hash $remote_addr consistent`
+    } else if (distribution) {
       const std::string d = ctx.scalar(*distribution, "distribution");
       if (d == "ketama") {
         p.routing.preset = "twemproxy";

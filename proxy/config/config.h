@@ -54,7 +54,21 @@ struct ServerConfig {
   int line = 0;
 };
 
-enum class PoolProtocol : std::uint8_t { kRedis, kMemcache };
+enum class PoolProtocol : std::uint8_t { kRedis, kMemcache, kTcp };
+const char* protocol_name(PoolProtocol p) noexcept;
+
+// How a tcp pool picks the backend for a new connection (`balance:`).
+enum class Balance : std::uint8_t {
+  kHash,                // the pool's preset/algorithm on the client IP (default: nginx-hash-consistent)
+  kIpHash,              // nginx ip_hash (preset nginx-ip-hash): first three octets of an IPv4 address
+  kRoundRobin,          // each worker in turn (nginx/HAProxy roundrobin without weights)
+  kWeightedRoundRobin,  // nginx's smooth weighted round robin, per worker
+  kLeastConn,           // fewest open relays (counted across workers), ties by weight then order
+};
+const char* balance_name(Balance b) noexcept;
+
+// PROXY protocol header sent to tcp backends first, so they see the client's address.
+enum class ProxyProtocol : std::uint8_t { kNone, kV1, kV2 };
 
 struct PoolConfig {
   std::string name;
@@ -79,6 +93,18 @@ struct PoolConfig {
   bool preconnect = false;
   std::size_t max_request_bytes = std::size_t{64} << 20;
   std::size_t max_pipeline = 1024;  // requests in flight per client before reading pauses
+  // memcache pools: largest value accepted in a storage command (memcached's -I, default 1 MiB).
+  std::size_t max_value_bytes = std::size_t{1} << 20;
+  // tcp pools.
+  Balance balance = Balance::kHash;
+  ProxyProtocol proxy_protocol = ProxyProtocol::kNone;
+  std::uint32_t idle_timeout_ms = 600000;  // close a relay with no bytes either way (0: never)
+  // Health: a down backend is probed (redis PING, memcache `version`, tcp connect) every
+  // server_retry_timeout and takes traffic after `rise` probes in a row succeed. With
+  // health_check_interval > 0 backends that are up are probed too, and `fall` failed probes in
+  // a row (= server_failure_limit) take them down before a client sees an error.
+  std::uint32_t health_check_interval_ms = 0;
+  std::uint32_t rise = 1;
   std::vector<ServerConfig> servers;
 
   bool address_is_tcp() const noexcept { return listen.unix_path.empty(); }

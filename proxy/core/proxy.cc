@@ -19,7 +19,10 @@
 
 namespace chash::proxy {
 
-// ---- Health probe: a fresh connection, [AUTH], PING, expect +PONG ------------------------------
+// ---- Health probe: a fresh connection and the protocol's cheapest question -----------------------
+//   redis: [AUTH], PING -> +PONG;  memcache: version -> VERSION ...;  tcp: the connect succeeds.
+// A down backend returns after `rise` successes in a row; with health_check_interval set, a
+// backend that is up is probed too and `fall` (server_failure_limit) failures take it down.
 
 class Proxy::Probe : public net::Pollable {
  public:
@@ -31,6 +34,7 @@ class Proxy::Probe : public net::Pollable {
 
   void start() {
     state_->probing = true;
+    was_down_ = state_->down.load();
     const ServerConfig& s = pool_->config.servers[node_];
     std::string error;
     fd_ = net::connect_to(s.address, error);
@@ -38,13 +42,24 @@ class Proxy::Probe : public net::Pollable {
       finish(false, error);
       return;
     }
-    const auto& pw = s.password ? s.password : pool_->config.server_password;
-    if (pw) {
-      redis::append_command(out_, {"AUTH", *pw});
-      ++expected_;
+    switch (pool_->config.protocol) {
+      case PoolProtocol::kRedis: {
+        const auto& pw = s.password ? s.password : pool_->config.server_password;
+        if (pw) {
+          redis::append_command(out_, {"AUTH", *pw});
+          ++expected_;
+        }
+        redis::append_command(out_, {"PING"});
+        ++expected_;
+        break;
+      }
+      case PoolProtocol::kMemcache:
+        out_ = "version\r\n";
+        expected_ = 1;
+        break;
+      case PoolProtocol::kTcp:
+        break;
     }
-    redis::append_command(out_, {"PING"});
-    ++expected_;
     timer_ = loop_.add_timer(std::chrono::milliseconds(pool_->config.timeout_ms.value_or(1000)),
                              [this] { finish(false, "probe timed out"); });
   }
@@ -53,6 +68,10 @@ class Proxy::Probe : public net::Pollable {
     if (done_) return;
     if (events & EPOLLERR) {
       finish(false, std::string("connect: ") + std::strerror(net::socket_error(fd_)));
+      return;
+    }
+    if ((events & EPOLLOUT) && pool_->config.protocol == PoolProtocol::kTcp) {
+      finish(true, "");
       return;
     }
     if ((events & EPOLLOUT) && !out_.empty()) {
@@ -73,6 +92,15 @@ class Proxy::Probe : public net::Pollable {
         return;
       }
       in_.append(buf, static_cast<std::size_t>(n));
+      if (pool_->config.protocol == PoolProtocol::kMemcache) {
+        const std::size_t eol = in_.find("\r\n");
+        if (eol == std::string::npos) {
+          if (in_.size() > 1024) finish(false, "unexpected version reply");
+          return;
+        }
+        finish(in_.starts_with("VERSION "), "unexpected version reply");
+        return;
+      }
       while (expected_ > 0) {
         const auto r = parser_.parse(in_);
         if (r == redis::ParseResult::kNeedMore) return;
@@ -95,11 +123,26 @@ class Proxy::Probe : public net::Pollable {
     loop_.cancel_timer(timer_);
     if (fd_ >= 0) loop_.remove(fd_);
     const PoolConfig& pc = pool_->config;
-    if (ok) {
-      state_->failures = 0;
-      state_->down = false;
-      log(LogLevel::kInfo, "backend up", {{"pool", pc.name}, {"backend", state_->name}});
+    state_->last_check_ms = steady_ms();
+    if (!was_down_) {
+      // A routine check of a backend in service: failures count like request failures.
+      if (ok) {
+        record_success(*state_);
+      } else {
+        record_failure(*state_, pc, "health check: " + why);
+      }
+    } else if (ok) {
+      const std::uint32_t n = state_->probe_successes.fetch_add(1) + 1;
+      if (n >= pc.rise) {
+        state_->probe_successes = 0;
+        state_->failures = 0;
+        state_->down = false;
+        log(LogLevel::kInfo, "backend up", {{"pool", pc.name}, {"backend", state_->name}});
+      } else {
+        state_->down_since_ms = steady_ms();  // the next probe after server_retry_timeout
+      }
     } else {
+      state_->probe_successes = 0;
       state_->down_since_ms = steady_ms();
       log(LogLevel::kDebug, "probe failed", {{"pool", pc.name}, {"backend", state_->name}, {"reason", why}});
     }
@@ -113,6 +156,7 @@ class Proxy::Probe : public net::Pollable {
   std::shared_ptr<BackendState> state_;
   int fd_ = -1;
   bool done_ = false;
+  bool was_down_ = false;
   int expected_ = 0;
   net::EventLoop::TimerId timer_ = 0;
   std::string out_, in_, last_;
@@ -287,8 +331,13 @@ void Proxy::health_tick() {
   for (const auto& pool : t->pools) {
     for (NodeId i = 0; i < pool->states.size(); ++i) {
       BackendState& s = *pool->states[i];
-      if (!s.down.load() || s.probing.load()) continue;
-      if (now - s.down_since_ms.load() < static_cast<std::int64_t>(pool->config.server_retry_timeout_ms)) continue;
+      if (s.probing.load()) continue;
+      if (s.down.load()) {
+        if (now - s.down_since_ms.load() < static_cast<std::int64_t>(pool->config.server_retry_timeout_ms)) continue;
+      } else {
+        const auto every = static_cast<std::int64_t>(pool->config.health_check_interval_ms);
+        if (every == 0 || now - s.last_check_ms.load() < every) continue;
+      }
       (new Probe(control_, pool, i))->start();  // frees itself
     }
   }

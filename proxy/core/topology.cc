@@ -25,8 +25,8 @@ void record_failure(BackendState& s, const PoolConfig& pool, std::string_view wh
       {{"pool", pool.name}, {"backend", s.name}, {"failures", failures}, {"reason", why}});
 }
 
-Pool::Pool(const PoolConfig& c, std::vector<std::shared_ptr<BackendState>> s)
-    : config(c), router(chash::cli::KeyRouter::build(c.routing, c.nodes())), states(std::move(s)) {}
+Pool::Pool(const PoolConfig& c, std::vector<std::shared_ptr<BackendState>> s, std::shared_ptr<PoolShared> sh)
+    : config(c), router(chash::cli::KeyRouter::build(c.routing, c.nodes())), states(std::move(s)), shared(std::move(sh)) {}
 
 NodeId Pool::route(std::string_view key) const {
   const NodeId id = router.route(key);
@@ -53,9 +53,11 @@ std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const 
   t->version = version;
   for (const auto& pc : config.pools) {
     std::map<std::string, std::shared_ptr<BackendState>, std::less<>> old;
+    auto shared = std::make_shared<PoolShared>();
     if (previous != nullptr) {
       for (const auto& p : previous->pools) {
         if (p->config.name != pc.name) continue;
+        shared = p->shared;
         for (const auto& s : p->states) old.emplace(s->name, s);
       }
     }
@@ -64,7 +66,7 @@ std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const 
       const auto it = old.find(s.name);
       states.push_back(it != old.end() ? it->second : std::make_shared<BackendState>(s.name));
     }
-    t->pools.push_back(std::make_shared<const Pool>(pc, std::move(states)));
+    t->pools.push_back(std::make_shared<const Pool>(pc, std::move(states), std::move(shared)));
   }
   return t;
 }

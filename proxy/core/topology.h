@@ -32,6 +32,17 @@ struct BackendState {
   std::atomic<std::uint64_t> errors{0};
   std::atomic<std::uint64_t> ejections{0};
   std::atomic<std::uint64_t> timeouts{0};
+  // Open tcp relays to this backend, across workers (least-conn; /metrics).
+  std::atomic<std::int64_t> active{0};
+  // Consecutive successful health probes while down (it returns at the pool's `rise`).
+  std::atomic<std::uint32_t> probe_successes{0};
+  // Steady-clock ms of the last probe of a backend that is up (health_check_interval).
+  std::atomic<std::int64_t> last_check_ms{0};
+};
+
+// Per-pool counters that outlive reloads (kept by pool name, like BackendState).
+struct PoolShared {
+  std::atomic<std::int64_t> clients{0};  // open client connections, for client_connections
 };
 
 // Counts one failure (a connect error, a timeout, a connection lost with requests in flight);
@@ -44,10 +55,12 @@ inline void record_success(BackendState& s) noexcept {
 std::int64_t steady_ms() noexcept;
 
 struct Pool {
-  Pool(const PoolConfig& c, std::vector<std::shared_ptr<BackendState>> s);
+  Pool(const PoolConfig& c, std::vector<std::shared_ptr<BackendState>> s,
+       std::shared_ptr<PoolShared> sh = std::make_shared<PoolShared>());
   PoolConfig config;
   chash::cli::KeyRouter router;
   std::vector<std::shared_ptr<BackendState>> states;  // by NodeId (= index in config.servers)
+  std::shared_ptr<PoolShared> shared;
 
   // The backend for `key`: the router's choice; when that backend is down and auto_eject_hosts
   // is on, its next choice that is up (only a down backend's keys move); kNoNode when every

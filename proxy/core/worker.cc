@@ -8,20 +8,19 @@
 #include <cerrno>
 
 #include "core/log.h"
+#include "core/protocols.h"
 #include "net/socket.h"
-#include "proto/redis/session.h"
 
 namespace chash::proxy {
-
-using redis_session::Backend;
-using redis_session::Client;
 
 class Worker::Listener : public net::Pollable {
  public:
   Listener(Worker& w, std::size_t pool_index, int fd) : worker_(w), pool_index_(pool_index), fd_(fd) {}
   void on_event(std::uint32_t) override {
     for (int i = 0; i < 64; ++i) {
-      const int c = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      sockaddr_storage peer{};
+      socklen_t peer_len = sizeof peer;
+      const int c = ::accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (c < 0) {
         if (errno == EINTR) continue;
         // EAGAIN: another worker took it. EMFILE & co: try again on the next wakeup.
@@ -30,17 +29,21 @@ class Worker::Listener : public net::Pollable {
       const Pool& pool = *worker_.pool(pool_index_);
       auto& m = worker_.metrics();
       m.clients_accepted.fetch_add(1, std::memory_order_relaxed);
-      const auto open = m.clients_open.fetch_add(1, std::memory_order_relaxed) + 1;
+      // client_connections is per pool (nutcracker's meaning), counted across workers.
+      const auto open = pool.shared->clients.fetch_add(1, std::memory_order_relaxed) + 1;
       if (pool.config.client_connections != 0 && open > static_cast<std::int64_t>(pool.config.client_connections)) {
-        m.clients_open.fetch_sub(1, std::memory_order_relaxed);
+        pool.shared->clients.fetch_sub(1, std::memory_order_relaxed);
         m.clients_rejected.fetch_add(1, std::memory_order_relaxed);
-        static constexpr char kFull[] = "-ERR max number of clients reached\r\n";
-        [[maybe_unused]] const auto n = ::send(c, kFull, sizeof kFull - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        const std::string_view full = too_many_clients_reply(pool.config.protocol);
+        if (!full.empty()) {
+          [[maybe_unused]] const auto n = ::send(c, full.data(), full.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
         ::close(c);
         continue;
       }
+      m.clients_open.fetch_add(1, std::memory_order_relaxed);
       if (pool.config.address_is_tcp()) net::set_nodelay(c);
-      new Client(worker_, pool_index_, c);  // owns itself; freed by the loop when it closes
+      accept_client(worker_, pool_index_, c, peer, peer_len);  // owns itself; freed by the loop when it closes
     }
   }
 
@@ -63,8 +66,10 @@ Worker::Worker(unsigned index, std::vector<int> listen_fds, std::shared_ptr<cons
 
 Worker::~Worker() {
   stop();
-  for (Client* c : std::vector<Client*>(clients_.begin(), clients_.end())) delete c;
-  for (Backend* b : std::vector<Backend*>(all_backends_.begin(), all_backends_.end())) delete b;
+  std::vector<net::Pollable*> open;
+  for (const auto& [c, shared] : clients_) open.push_back(c);
+  for (net::Pollable* c : open) delete c;  // their destructors do not call back into the worker
+  for (BackendConn* b : std::vector<BackendConn*>(all_backends_.begin(), all_backends_.end())) delete b;
 }
 
 void Worker::start() {
@@ -106,11 +111,21 @@ void Worker::apply_topology(std::shared_ptr<const Topology> t) {
         }
       }
       if (!kept) {
-        for (Backend* b : conns) {
+        for (BackendConn* b : conns) {
           if (b != nullptr) b->drain();
         }
       }
     }
+  }
+  // Per-worker protocol state survives a reload that leaves the pool's servers as they were.
+  for (std::size_t i = 0; i < pools_.size() && i < next.size(); ++i) {
+    const auto& a = pools_[i].pool->config;
+    const auto& b = next[i].pool->config;
+    bool same = a.name == b.name && a.servers.size() == b.servers.size();
+    for (std::size_t k = 0; same && k < a.servers.size(); ++k) {
+      same = a.servers[k].name == b.servers[k].name && a.servers[k].weight == b.servers[k].weight;
+    }
+    if (same) next[i].state = std::move(pools_[i].state);
   }
   pools_ = std::move(next);
   topology_ = std::move(t);
@@ -121,20 +136,24 @@ void Worker::tick() {
   for (const auto& p : pools_) any_timeout |= p.pool->config.timeout_ms.has_value();
   if (any_timeout) {
     const auto now = net::Clock::now();
-    for (Backend* b : std::vector<Backend*>(all_backends_.begin(), all_backends_.end())) {
+    for (BackendConn* b : std::vector<BackendConn*>(all_backends_.begin(), all_backends_.end())) {
       if (all_backends_.count(b)) b->check_timeout(now);
     }
   }
   loop_.add_timer(std::chrono::milliseconds(20), [this] { tick(); });
 }
 
-Backend* Worker::backend(std::size_t pool_index, NodeId node, std::string& error) {
+BackendConn* Worker::backend(std::size_t pool_index, NodeId node, std::string& error) {
   WorkerPool& wp = pools_[pool_index];
   auto& slots = wp.backends[node];
   if (slots.empty()) slots.assign(wp.pool->config.server_connections, nullptr);
-  Backend*& slot = slots[wp.next_conn++ % slots.size()];
+  BackendConn*& slot = slots[wp.next_conn++ % slots.size()];
   if (slot == nullptr) {
-    auto b = std::make_unique<Backend>(*this, wp.pool, node);
+    auto b = make_backend(*this, wp.pool, node);
+    if (b == nullptr) {
+      error = std::string("protocol ") + protocol_name(wp.pool->config.protocol) + " has no backend connections";
+      return nullptr;
+    }
     if (!b->start(error)) {
       record_failure(*wp.pool->states[node], wp.pool->config, error);
       return nullptr;
@@ -145,7 +164,19 @@ Backend* Worker::backend(std::size_t pool_index, NodeId node, std::string& error
   return slot;
 }
 
-void Worker::mark_dirty(Backend* b) {
+void Worker::client_opened(net::Pollable* c, std::size_t pool_index) {
+  clients_.emplace(c, pools_[pool_index].pool->shared);
+}
+
+void Worker::client_closed(net::Pollable* c) {
+  const auto it = clients_.find(c);
+  if (it == clients_.end()) return;
+  it->second->clients.fetch_sub(1, std::memory_order_relaxed);
+  metrics_.clients_open.fetch_sub(1, std::memory_order_relaxed);
+  clients_.erase(it);
+}
+
+void Worker::mark_dirty(BackendConn* b) {
   if (b->dirty()) return;
   b->set_dirty(true);
   dirty_.push_back(b);
@@ -154,9 +185,9 @@ void Worker::mark_dirty(Backend* b) {
 void Worker::flush_dirty() {
   // A flush may fail a backend, complete Msgs and mark others dirty: loop until quiet.
   while (!dirty_.empty()) {
-    std::vector<Backend*> batch;
+    std::vector<BackendConn*> batch;
     batch.swap(dirty_);
-    for (Backend* b : batch) {
+    for (BackendConn* b : batch) {
       if (!all_backends_.count(b)) continue;
       b->set_dirty(false);
       b->flush();
@@ -164,7 +195,7 @@ void Worker::flush_dirty() {
   }
 }
 
-void Worker::backend_closed(Backend* b) {
+void Worker::backend_closed(BackendConn* b) {
   for (auto& wp : pools_) {
     for (auto& conns : wp.backends) {
       for (auto& c : conns) {

@@ -10,27 +10,31 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "core/connection.h"
 #include "core/metrics.h"
 #include "core/topology.h"
 #include "net/event_loop.h"
 
 namespace chash::proxy {
 
-namespace redis_session {
-class Backend;
-class Client;
-}  // namespace redis_session
-
 class Worker;
+
+// Per-worker, per-pool state a protocol may keep (e.g. a tcp pool's round-robin position).
+// Reset when a reload changes the pool's servers.
+struct PoolState {
+  virtual ~PoolState() = default;
+};
 
 struct WorkerPool {
   std::shared_ptr<const Pool> pool;
   // [node][i]: server_connections connections per backend, created on first use.
-  std::vector<std::vector<redis_session::Backend*>> backends;
+  std::vector<std::vector<BackendConn*>> backends;
   std::uint32_t next_conn = 0;
+  std::unique_ptr<PoolState> state;
 };
 
 class Worker {
@@ -50,14 +54,17 @@ class Worker {
   const std::shared_ptr<const Pool>& pool(std::size_t i) const noexcept { return pools_[i].pool; }
   // A connection to backend `node` of pool `pool_index` (connecting if needed); nullptr when a
   // connection cannot even be started (the error says why).
-  redis_session::Backend* backend(std::size_t pool_index, NodeId node, std::string& error);
+  BackendConn* backend(std::size_t pool_index, NodeId node, std::string& error);
   // Backends with queued output are flushed once per batch of client input.
-  void mark_dirty(redis_session::Backend* b);
+  void mark_dirty(BackendConn* b);
   void flush_dirty();
-  void backend_closed(redis_session::Backend* b);  // forget it (it deletes itself)
-  void client_opened(redis_session::Client* c) { clients_.insert(c); }
-  void client_closed(redis_session::Client* c) { clients_.erase(c); }
+  void backend_closed(BackendConn* b);  // forget it (it deletes itself)
+  // Client bookkeeping: the accept path has counted the client (process and pool); closing
+  // uncounts it. The worker deletes clients still open when it is destroyed.
+  void client_opened(net::Pollable* c, std::size_t pool_index);
+  void client_closed(net::Pollable* c);
   std::size_t client_count() const noexcept { return clients_.size(); }
+  std::unique_ptr<PoolState>& pool_state(std::size_t pool_index) noexcept { return pools_[pool_index].state; }
 
  private:
   class Listener;
@@ -71,9 +78,9 @@ class Worker {
   std::vector<std::unique_ptr<Listener>> listeners_;
   std::shared_ptr<const Topology> topology_;
   std::vector<WorkerPool> pools_;
-  std::vector<redis_session::Backend*> dirty_;
-  std::unordered_set<redis_session::Backend*> all_backends_;
-  std::unordered_set<redis_session::Client*> clients_;
+  std::vector<BackendConn*> dirty_;
+  std::unordered_set<BackendConn*> all_backends_;
+  std::unordered_map<net::Pollable*, std::shared_ptr<PoolShared>> clients_;
 };
 
 }  // namespace chash::proxy

@@ -98,7 +98,23 @@ TEST(ConfigTest, RefusesWhatIsNotSupported) {
   EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  distribution: random\n  servers:\n   - 127.0.0.1:1:1\n")
                 .find("random"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  servers:\n   - 127.0.0.1:1:1\n").find("memcached"),
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis_auth: x\n  servers:\n   - 127.0.0.1:1:1\n").find("no AUTH"),
+            std::string::npos);
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: http\n  servers:\n   - 127.0.0.1:1:1\n").find("unknown protocol"),
+            std::string::npos);
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  protocol: tcp\n  servers:\n   - 127.0.0.1:1:1\n").find("disagree"),
+            std::string::npos);
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  balance: least-conn\n  servers:\n   - 127.0.0.1:1:1\n")
+                .find("tcp pools only"),
+            std::string::npos);
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: ip-hash\n  algorithm: ring\n  servers:\n   - 127.0.0.1:1:1\n")
+                .find("nginx-ip-hash"),
+            std::string::npos);
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: fastest\n  servers:\n   - 127.0.0.1:1:1\n")
+                .find("least-conn"),
+            std::string::npos);
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  proxy_protocol: v3\n  servers:\n   - 127.0.0.1:1:1\n")
+                .find("v1, v2"),
             std::string::npos);
   EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  hash: nosuch\n  servers:\n   - 127.0.0.1:1:1\n")
                 .find("t.yml:1:"),
@@ -106,6 +122,35 @@ TEST(ConfigTest, RefusesWhatIsNotSupported) {
   EXPECT_NE(error_of("a: [1\n").find("not valid YAML"), std::string::npos);
   EXPECT_NE(error_of("a:\n  redis: true\n  servers:\n   - 127.0.0.1:1:1\n").find("'listen' is required"),
             std::string::npos);
+}
+
+TEST(ConfigTest, ProtocolsAndTheirDefaults) {
+  // nutcracker's default is memcache (redis: false).
+  const auto mc = chash::proxy::parse_config("a:\n  listen: 127.0.0.1:1\n  servers:\n   - 127.0.0.1:1:1\n", "t.yml");
+  EXPECT_EQ(mc.pools[0].protocol, chash::proxy::PoolProtocol::kMemcache);
+  EXPECT_EQ(mc.pools[0].routing.preset, "twemproxy");
+  EXPECT_EQ(mc.pools[0].max_value_bytes, std::size_t{1} << 20);
+  const auto tcp = chash::proxy::parse_config(
+      "a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  proxy_protocol: v2\n  idle_timeout: 5000\n"
+      "  health_check_interval: 1000\n  rise: 2\n  fall: 3\n  servers:\n   - 127.0.0.1:1:1\n",
+      "t.yml");
+  const auto& p = tcp.pools[0];
+  EXPECT_EQ(p.protocol, chash::proxy::PoolProtocol::kTcp);
+  EXPECT_EQ(p.balance, chash::proxy::Balance::kHash);
+  EXPECT_EQ(p.routing.preset, "nginx-hash-consistent");  // nginx `hash $remote_addr consistent`
+  EXPECT_EQ(p.proxy_protocol, chash::proxy::ProxyProtocol::kV2);
+  EXPECT_EQ(p.idle_timeout_ms, 5000u);
+  EXPECT_EQ(p.health_check_interval_ms, 1000u);
+  EXPECT_EQ(p.rise, 2u);
+  EXPECT_EQ(p.server_failure_limit, 3u);
+  const auto ip = chash::proxy::parse_config(
+      "a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: ip-hash\n  servers:\n   - 127.0.0.1:1:1\n", "t.yml");
+  EXPECT_EQ(ip.pools[0].balance, chash::proxy::Balance::kIpHash);
+  EXPECT_EQ(ip.pools[0].routing.preset, "nginx-ip-hash");
+  const auto wrr = chash::proxy::parse_config(
+      "a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: weighted-round-robin\n  servers:\n   - 127.0.0.1:1:3\n",
+      "t.yml");
+  EXPECT_EQ(wrr.pools[0].balance, chash::proxy::Balance::kWeightedRoundRobin);
 }
 
 }  // namespace

@@ -332,7 +332,7 @@ Client::Client(Worker& worker, std::size_t pool_index, int fd)
                                   std::size_t{64} << 10, 64}) {
   authed_ = !pool_->config.client_password.has_value();
   worker_.loop().add(fd_, EPOLLIN, this);
-  worker_.client_opened(this);
+  worker_.client_opened(this, pool_index_);
 }
 
 Client::~Client() {
@@ -441,7 +441,7 @@ bool Client::check_node(NodeId node, std::string_view what, std::string& error) 
 void Client::forward_one(const redis::Command& cmd, NodeId node, const std::shared_ptr<Msg>& m) {
   (void)cmd;
   std::string error;
-  Backend* b = worker_.backend(pool_index_, node, error);
+  auto* b = static_cast<Backend*>(worker_.backend(pool_index_, node, error));  // a redis pool's
   if (b == nullptr) {
     m->parts.resize(1);
     m->outstanding = 1;
@@ -637,7 +637,7 @@ void Client::split(const redis::Command& cmd) {
   m->outstanding = static_cast<std::uint32_t>(part_node.size());
   for (std::uint32_t p = 0; p < part_node.size(); ++p) {
     std::string error;
-    Backend* b = worker_.backend(pool_index_, part_node[p], error);
+    auto* b = static_cast<Backend*>(worker_.backend(pool_index_, part_node[p], error));
     if (b == nullptr) {
       m->complete_part(p, error_reply("ERR backend " + pool_->states[part_node[p]]->name + ": " + error), '-', nullptr);
       continue;
@@ -727,7 +727,6 @@ void Client::close() {
   worker_.loop().remove(fd_);
   ::close(fd_);
   fd_ = -1;
-  worker_.metrics().clients_open.fetch_sub(1, std::memory_order_relaxed);
   worker_.client_closed(this);
   worker_.loop().defer_delete(std::unique_ptr<net::Pollable>(this));
 }

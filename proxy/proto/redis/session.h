@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/connection.h"
 #include "core/topology.h"
 #include "net/event_loop.h"
 #include "proto/redis/commands.h"
@@ -52,24 +53,22 @@ struct Msg {
   void finish();
 };
 
-class Backend : public net::Pollable {
+class Backend : public BackendConn {
  public:
   Backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node);
   ~Backend() override;
 
   // Starts connecting and queues AUTH / SELECT. False (with `error`) when it cannot start.
-  bool start(std::string& error);
+  bool start(std::string& error) override;
   // Queues one request; its reply completes msg->parts[part].
   void send(std::shared_ptr<Msg> msg, std::uint32_t part, std::string_view bytes);
-  void flush();
-  void check_timeout(net::Clock::time_point now);
+  void flush() override;
+  void check_timeout(net::Clock::time_point now) override;
   // Removed from the topology: close once nothing is in flight.
-  void drain();
+  void drain() override;
 
   void on_event(std::uint32_t events) override;
   const std::string& name() const noexcept { return state_->name; }
-  bool dirty() const noexcept { return dirty_; }
-  void set_dirty(bool d) noexcept { dirty_ = d; }
 
  private:
   struct Pending {
@@ -90,7 +89,6 @@ class Backend : public net::Pollable {
   bool connecting_ = true;
   bool closed_ = false;
   bool draining_ = false;
-  bool dirty_ = false;
   bool want_write_ = false;
   net::Clock::time_point connect_deadline_;
   std::string out_;

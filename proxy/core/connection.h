@@ -1,0 +1,34 @@
+// chash-proxy — what every protocol's backend connection offers the Worker.
+//
+// A Worker keeps server_connections BackendConns per backend of a key-sharding pool (redis,
+// memcache), created on first use by make_backend() (core/protocols.h). Clients queue requests
+// on them, the worker flushes the dirty ones once per batch of client input, checks their
+// timeouts on its 20 ms tick, and drains them when a reload removes their backend. A
+// BackendConn hands itself to Worker::backend_closed() when it closes (the loop frees it).
+#pragma once
+
+#include <string>
+
+#include "net/event_loop.h"
+
+namespace chash::proxy {
+
+class BackendConn : public net::Pollable {
+ public:
+  // Starts connecting (and queues any handshake). False, with `error`, when it cannot start.
+  virtual bool start(std::string& error) = 0;
+  // Writes what is queued (called by Worker::flush_dirty()).
+  virtual void flush() = 0;
+  // Fails requests (or the connect) older than the pool's timeout.
+  virtual void check_timeout(net::Clock::time_point now) = 0;
+  // The backend left the topology: close once nothing is in flight.
+  virtual void drain() = 0;
+
+  bool dirty() const noexcept { return dirty_; }
+  void set_dirty(bool d) noexcept { dirty_ = d; }
+
+ private:
+  bool dirty_ = false;
+};
+
+}  // namespace chash::proxy

@@ -1,0 +1,45 @@
+#include "core/protocols.h"
+
+#include <unistd.h>
+
+#include "core/worker.h"
+#include "proto/redis/session.h"
+
+namespace chash::proxy {
+
+void accept_client(Worker& worker, std::size_t pool_index, int fd, const sockaddr_storage& peer,
+                   socklen_t peer_len) {
+  (void)peer;
+  (void)peer_len;
+  switch (worker.pool(pool_index)->config.protocol) {
+    case PoolProtocol::kRedis:
+      new redis_session::Client(worker, pool_index, fd);  // owns itself
+      return;
+    case PoolProtocol::kMemcache:
+    case PoolProtocol::kTcp:
+      break;
+  }
+  ::close(fd);
+}
+
+std::unique_ptr<BackendConn> make_backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node) {
+  switch (pool->config.protocol) {
+    case PoolProtocol::kRedis:
+      return std::make_unique<redis_session::Backend>(worker, std::move(pool), node);
+    case PoolProtocol::kMemcache:
+    case PoolProtocol::kTcp:
+      break;
+  }
+  return nullptr;
+}
+
+std::string_view too_many_clients_reply(PoolProtocol protocol) noexcept {
+  switch (protocol) {
+    case PoolProtocol::kRedis: return "-ERR max number of clients reached\r\n";
+    case PoolProtocol::kMemcache: return "SERVER_ERROR max number of clients reached\r\n";
+    case PoolProtocol::kTcp: return "";
+  }
+  return "";
+}
+
+}  // namespace chash::proxy
