@@ -22,6 +22,7 @@
 #include "core/proxy.h"
 #include "key_router.h"
 #include "proto/redis/resp.h"
+#include "e2e_util.h"
 
 namespace chash::proxy {
 namespace {
@@ -33,47 +34,14 @@ using namespace std::chrono_literals;
 
 class RespClient {
  public:
-  static int dial_tcp(std::uint16_t port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      ::close(fd);
-      return -1;
-    }
-    return fd;
-  }
-  static int dial_unix(const std::string& path) {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      ::close(fd);
-      return -1;
-    }
-    return fd;
-  }
-  explicit RespClient(int fd) : fd_(fd) {
-    timeval tv{5, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  }
+  static int dial_tcp(std::uint16_t port) { return testing::dial_tcp(port); }
+  static int dial_unix(const std::string& path) { return testing::dial_unix(path); }
+  explicit RespClient(int fd) : fd_(fd) {}
   ~RespClient() {
     if (fd_ >= 0) ::close(fd_);
   }
   bool ok() const { return fd_ >= 0; }
-  bool send_raw(std::string_view bytes) {
-    std::size_t off = 0;
-    while (off < bytes.size()) {
-      const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      off += static_cast<std::size_t>(n);
-    }
-    return true;
-  }
+  bool send_raw(std::string_view bytes) { return testing::send_all(fd_, bytes); }
   void send(const std::vector<std::string>& argv) {
     std::vector<std::string_view> v(argv.begin(), argv.end());
     std::string out;
@@ -103,15 +71,7 @@ class RespClient {
     return read_reply();
   }
   // True when the peer closed the connection (EOF within the timeout).
-  bool closed_by_peer() {
-    char buf[4096];
-    for (int i = 0; i < 1000; ++i) {
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n == 0) return true;
-      if (n < 0) return errno == ECONNRESET;
-    }
-    return false;
-  }
+  bool closed_by_peer() { return testing::closed_by_peer(fd_); }
 
  private:
   int fd_;
@@ -143,29 +103,16 @@ class RedisServer {
       args.push_back("--requirepass");
       args.push_back(password_);
     }
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      std::vector<char*> av;
-      for (auto& a : args) av.push_back(a.data());
-      av.push_back(nullptr);
-      ::execvp("redis-server", av.data());
-      ::_exit(127);
-    }
-    for (int i = 0; i < 500; ++i) {  // up to 5 s
-      const int fd = RespClient::dial_unix(sock);
-      if (fd >= 0) {
-        ::close(fd);
-        return true;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return false;
+    return process_.start(args, [&] {
+      const int fd = testing::dial_unix(sock);
+      if (fd < 0) return false;
+      ::close(fd);
+      return true;
+    });
   }
   void stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
+    if (!process_.running()) return;
+    process_.stop();
     ::unlink(socket().c_str());
   }
   std::vector<std::string> keys() {
@@ -188,7 +135,7 @@ class RedisServer {
  private:
   fs::path dir_;
   std::string name_, password_;
-  pid_t pid_ = -1;
+  testing::ChildProcess process_;
 };
 
 bool have_redis() { return std::system("command -v redis-server >/dev/null 2>&1") == 0; }
@@ -199,20 +146,14 @@ class ProxyE2E : public ::testing::Test {
     // scripts/bootstrap.sh installs redis-server; without it these tests must fail, not pass.
     ASSERT_TRUE(have_redis()) << "redis-server not installed (run scripts/bootstrap.sh)";
     ::signal(SIGPIPE, SIG_IGN);
-    dir_ = fs::temp_directory_path() / ("chash-proxy-test-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    dir_ = testing::make_test_dir("chash-proxy-test");
     for (int i = 1; i <= 3; ++i) {
       servers_.push_back(std::make_unique<RedisServer>(dir_, "r" + std::to_string(i), backend_password_));
       ASSERT_TRUE(servers_.back()->start()) << "redis-server r" << i << " did not start";
     }
   }
   void TearDown() override {
-    if (proxy_) {
-      proxy_->stop();
-      thread_.join();
-      proxy_.reset();
-    }
+    proxy_.stop();
     servers_.clear();
     std::error_code ec;
     fs::remove_all(dir_, ec);
@@ -225,14 +166,7 @@ class ProxyE2E : public ::testing::Test {
     }
     return y;
   }
-  void start_proxy(const std::string& y, unsigned workers = 2) {
-    config_path_ = (dir_ / "proxy.yml").string();
-    std::ofstream(config_path_) << y;
-    auto cfg = load_config(config_path_);
-    proxy_ = std::make_unique<Proxy>(std::move(cfg), ProxyOptions{config_path_, false, workers});
-    thread_ = std::thread([this] { proxy_->run(); });
-    proxy_->wait_running();
-  }
+  void start_proxy(const std::string& y, unsigned workers = 2) { proxy_.start(dir_, y, workers); }
   RespClient client() { return RespClient(RespClient::dial_tcp(proxy_->port(0))); }
   // Which server holds `key`, by asking each directly ("" if none, "many" if several).
   std::string holder(const std::string& key) {
@@ -247,10 +181,8 @@ class ProxyE2E : public ::testing::Test {
 
   fs::path dir_;
   std::string backend_password_;
-  std::string config_path_;
   std::vector<std::unique_ptr<RedisServer>> servers_;
-  std::unique_ptr<Proxy> proxy_;
-  std::thread thread_;
+  testing::ProxyRunner proxy_;
 };
 
 TEST_F(ProxyE2E, RoutingEqualsKeyRouterAndChashRoute) {
@@ -540,7 +472,7 @@ TEST_F(ProxyE2E, ReloadAddsAndRemovesAServer) {
   auto c = client();
   for (int i = 0; i < 200; ++i) ASSERT_EQ(c.call({"SET", "r" + std::to_string(i), "v"}), "+OK\r\n");
   EXPECT_TRUE(servers_[2]->keys().empty());
-  std::ofstream(config_path_) << yaml("", 3);
+  proxy_.rewrite(yaml("", 3));
   std::string message;
   ASSERT_TRUE(proxy_->reload_from_file(message)) << message;
   EXPECT_NE(message.find("+r3"), std::string::npos) << message;
@@ -555,10 +487,10 @@ TEST_F(ProxyE2E, ReloadAddsAndRemovesAServer) {
   }
   EXPECT_FALSE(servers_[2]->keys().empty());
   // Remove it again; a bad config is refused and the running one stays.
-  std::ofstream(config_path_) << "alpha:\n  listen: 127.0.0.1:0\n  redis: true\n  servers: []\n";
+  proxy_.rewrite("alpha:\n  listen: 127.0.0.1:0\n  redis: true\n  servers: []\n");
   EXPECT_FALSE(proxy_->reload_from_file(message));
   EXPECT_NE(message.find("proxy.yml:"), std::string::npos) << message;
-  std::ofstream(config_path_) << yaml("", 2);
+  proxy_.rewrite(yaml("", 2));
   ASSERT_TRUE(proxy_->reload_from_file(message)) << message;
   EXPECT_NE(message.find("-r3"), std::string::npos) << message;
   std::this_thread::sleep_for(100ms);

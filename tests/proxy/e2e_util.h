@@ -1,0 +1,203 @@
+// Shared pieces of the chash-proxy end-to-end tests: sockets with timeouts, child server
+// processes, a temporary directory per test, and an in-process Proxy started from YAML.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.h"
+#include "core/proxy.h"
+
+namespace chash::proxy::testing {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+inline void set_timeouts(int fd, int seconds = 5) {
+  timeval tv{seconds, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+// A blocking TCP connection to 127.0.0.1:port, from `source` (any 127.x.y.z: the whole /8 is
+// loopback on Linux) when given. -1 on failure.
+inline int dial_tcp(std::uint16_t port, const char* source = nullptr) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (source != nullptr) {
+    sockaddr_in s{};
+    s.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source, &s.sin_addr);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&s), sizeof s) != 0) {
+      ::close(fd);
+      return -1;
+    }
+  }
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  set_timeouts(fd);
+  return fd;
+}
+
+inline int dial_unix(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  set_timeouts(fd);
+  return fd;
+}
+
+inline bool send_all(int fd, std::string_view bytes) {
+  std::size_t off = 0;
+  while (off < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    off += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// Reads until `done(buffer)` is true, EOF, or the socket timeout; returns what was read.
+inline std::string recv_until(int fd, const std::function<bool(const std::string&)>& done) {
+  std::string in;
+  char buf[65536];
+  while (!done(in)) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    in.append(buf, static_cast<std::size_t>(n));
+  }
+  return in;
+}
+
+// True when the peer closes the connection (EOF or reset) within the socket timeout.
+inline bool closed_by_peer(int fd) {
+  char buf[4096];
+  for (int i = 0; i < 1000; ++i) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0) return true;
+    if (n < 0) return errno == ECONNRESET;
+  }
+  return false;
+}
+
+// A free TCP port on 127.0.0.1 (bound, read, released: racy in theory, fine on loopback tests).
+inline std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+inline bool have_program(const std::string& name) {
+  return std::system(("command -v " + name + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// A server process started by the test and SIGKILLed by the destructor.
+class ChildProcess {
+ public:
+  ChildProcess() = default;
+  ~ChildProcess() { stop(); }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  // Starts argv (argv[0] searched in PATH), then polls `ready` every 10 ms for up to 5 s.
+  bool start(std::vector<std::string> argv, const std::function<bool()>& ready) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::vector<char*> av;
+      for (auto& a : argv) av.push_back(a.data());
+      av.push_back(nullptr);
+      ::execvp(av[0], av.data());
+      ::_exit(127);
+    }
+    for (int i = 0; i < 500; ++i) {
+      if (ready()) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  bool running() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// A per-test temporary directory, removed at the end.
+inline fs::path make_test_dir(const std::string& prefix) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path dir = fs::temp_directory_path() /
+                 (prefix + "-" + std::to_string(::getpid()) + "-" + info->test_suite_name() + "-" + info->name());
+  fs::create_directories(dir);
+  return dir;
+}
+
+// The proxy, in-process on its own thread, from a YAML file written to `dir`/proxy.yml (so
+// reload_from_file and SIGHUP-style reloads read it).
+class ProxyRunner {
+ public:
+  ~ProxyRunner() { stop(); }
+  void start(const fs::path& dir, const std::string& yaml, unsigned workers = 2) {
+    path_ = (dir / "proxy.yml").string();
+    std::ofstream(path_) << yaml;
+    proxy_ = std::make_unique<Proxy>(load_config(path_), ProxyOptions{path_, false, workers});
+    thread_ = std::thread([this] { proxy_->run(); });
+    proxy_->wait_running();
+  }
+  void rewrite(const std::string& yaml) { std::ofstream(path_, std::ios::trunc) << yaml; }
+  void stop() {
+    if (!proxy_) return;
+    proxy_->stop();
+    thread_.join();
+    proxy_.reset();
+  }
+  Proxy& operator*() { return *proxy_; }
+  Proxy* operator->() { return proxy_.get(); }
+  explicit operator bool() const { return proxy_ != nullptr; }
+  const std::string& config_path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::unique_ptr<Proxy> proxy_;
+  std::thread thread_;
+};
+
+}  // namespace chash::proxy::testing
