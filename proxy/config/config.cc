@@ -138,6 +138,7 @@ ServerConfig parse_server(std::string_view text, std::string_view what) {
 
 std::string Address::text() const {
   if (!unix_path.empty()) return unix_path;
+  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);  // IPv6
   return host + ":" + std::to_string(port);
 }
 
@@ -162,6 +163,9 @@ Address parse_address(std::string_view text, std::string_view what) {
                                        std::string(text.substr(0, 80)) + "'");
   }
   a.host = std::string(text.substr(0, c));
+  // IPv6 as "[::1]:6379" (the brackets are the usual form; a bare "::1:6379" also splits at the
+  // last colon).
+  if (a.host.size() >= 2 && a.host.front() == '[' && a.host.back() == ']') a.host = a.host.substr(1, a.host.size() - 2);
   a.port = parse_port(text.substr(c + 1), what);
   return a;
 }

@@ -121,6 +121,16 @@ inline std::uint16_t free_port() {
   return ntohs(a.sin_port);
 }
 
+// A whole HTTP/1.0 exchange with the admin port; returns the raw response.
+inline std::string http(std::uint16_t port, const std::string& request) {
+  const int fd = dial_tcp(port);
+  if (fd < 0) return "";
+  send_all(fd, request);
+  std::string out = recv_until(fd, [](const std::string&) { return false; });
+  ::close(fd);
+  return out;
+}
+
 inline bool have_program(const std::string& name) {
   return std::system(("command -v " + name + " >/dev/null 2>&1").c_str()) == 0;
 }
@@ -156,6 +166,22 @@ class ChildProcess {
     pid_ = -1;
   }
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+  // Sends `sig` and waits up to 10 s for the exit; returns the exit status (-1: killed by us).
+  int terminate(int sig) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, sig);
+    for (int i = 0; i < 1000; ++i) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    stop();
+    return -1;
+  }
 
  private:
   pid_t pid_ = -1;

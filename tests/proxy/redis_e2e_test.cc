@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -499,19 +500,7 @@ TEST_F(ProxyE2E, ReloadAddsAndRemovesAServer) {
   EXPECT_EQ(servers_[2]->keys().size(), on_r3);
 }
 
-std::string http(std::uint16_t port, const std::string& request) {
-  const int fd = RespClient::dial_tcp(port);
-  RespClient c(fd);
-  c.send_raw(request);
-  std::string out;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  return out;
-}
+using testing::http;
 
 TEST_F(ProxyE2E, AdminPortServesMetricsAndStatus) {
   start_proxy(yaml("") + "chash_proxy:\n  admin: 127.0.0.1:0\n");
@@ -527,6 +516,92 @@ TEST_F(ProxyE2E, AdminPortServesMetricsAndStatus) {
   const std::string s = http(proxy_->admin_port(), "GET /status HTTP/1.0\r\n\r\n");
   EXPECT_NE(s.find("\"name\":\"r2\""), std::string::npos) << s;
   EXPECT_NE(s.find("\"routing\":\"preset twemproxy\""), std::string::npos) << s;
+}
+
+TEST_F(ProxyE2E, AdminPostReloadAppliesAndRefuses) {
+  start_proxy(yaml("", 2) + "chash_proxy:\n  admin: 127.0.0.1:0\n");
+  auto c = client();
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(c.call({"SET", "p" + std::to_string(i * 2654435761u), "v"}), "+OK\r\n");
+  EXPECT_TRUE(servers_[2]->keys().empty());
+  proxy_.rewrite(yaml("", 3) + "chash_proxy:\n  admin: 127.0.0.1:0\n");
+  std::string r = http(proxy_->admin_port(), "POST /reload HTTP/1.0\r\n\r\n");
+  EXPECT_NE(r.find("HTTP/1.1 200"), std::string::npos) << r;
+  EXPECT_NE(r.find("+r3"), std::string::npos) << r;
+  EXPECT_NE(r.find("% of keys move"), std::string::npos) << r;
+  std::this_thread::sleep_for(100ms);  // workers apply it between events
+  for (int i = 100; i < 300; ++i) ASSERT_EQ(c.call({"SET", "p" + std::to_string(i * 2654435761u), "v"}), "+OK\r\n");
+  EXPECT_FALSE(servers_[2]->keys().empty());
+  EXPECT_NE(http(proxy_->admin_port(), "GET /status HTTP/1.0\r\n\r\n").find("\"version\":2"), std::string::npos);
+  // A broken file: 409, the message names the line, the running topology stays.
+  proxy_.rewrite("alpha:\n  listen: 127.0.0.1:0\n  redis: true\n  hash: nosuch\n  servers:\n    - /x:1\n");
+  r = http(proxy_->admin_port(), "POST /reload HTTP/1.0\r\n\r\n");
+  EXPECT_NE(r.find("HTTP/1.1 409"), std::string::npos) << r;
+  EXPECT_NE(r.find("proxy.yml:"), std::string::npos) << r;
+  EXPECT_EQ(proxy_->topology()->version, 2u);
+  EXPECT_EQ(c.call({"GET", "p" + std::to_string(100 * 2654435761u)}), "$1\r\nv\r\n");
+  const std::string m = http(proxy_->admin_port(), "GET /metrics HTTP/1.0\r\n\r\n");
+  EXPECT_NE(m.find("chash_proxy_reloads_total 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("chash_proxy_reload_failures_total 1"), std::string::npos) << m;
+}
+
+TEST_F(ProxyE2E, ListensOnUnixSocketAndIpv6) {
+  const std::string sock = (dir_ / "proxy.sock").string();
+  std::string y = yaml("");
+  y.replace(y.find("127.0.0.1:0"), 11, sock + " 0600");
+  y += "beta:\n  listen: \"[::1]:0\"\n  redis: true\n  servers:\n    - " + servers_[0]->socket() + ":1 r1\n";
+  start_proxy(y, 1);
+  EXPECT_EQ(fs::status(sock).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  RespClient u(testing::dial_unix(sock));
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u.call({"SET", "k", "v"}), "+OK\r\n");
+  EXPECT_EQ(u.call({"GET", "k"}), "$1\r\nv\r\n");
+  const int fd6 = ::socket(AF_INET6, SOCK_STREAM, 0);
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_port = htons(proxy_->port(1));
+  a.sin6_addr = in6addr_loopback;
+  ASSERT_EQ(::connect(fd6, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+  testing::set_timeouts(fd6);
+  RespClient v6(fd6);
+  EXPECT_EQ(v6.call({"PING"}), "+PONG\r\n");
+  EXPECT_EQ(v6.call({"SET", "six", "6"}), "+OK\r\n");
+  EXPECT_EQ(holder("six"), "r1");
+  EXPECT_EQ(proxy_->topology()->pools[1]->config.listen.text().substr(0, 5), "[::1]");
+}
+
+// The real binary: SIGHUP reloads the file (a server added takes keys), SIGTERM exits 0.
+TEST_F(ProxyE2E, BinarySighupReloadsAndSigtermStops) {
+  const std::uint16_t port = testing::free_port(), admin = testing::free_port();
+  auto conf = [&](int n) {
+    std::string y = yaml("", n);
+    y.replace(y.find("127.0.0.1:0"), 11, "127.0.0.1:" + std::to_string(port));
+    return y + "chash_proxy:\n  workers: 2\n  admin: 127.0.0.1:" + std::to_string(admin) + "\n";
+  };
+  const fs::path file = dir_ / "bin.yml";
+  std::ofstream(file) << conf(2);
+  testing::ChildProcess p;
+  ASSERT_TRUE(p.start({CHASH_PROXY_PATH, "-c", file.string()}, [&] {
+    const int fd = testing::dial_tcp(port);
+    if (fd < 0) return false;
+    ::close(fd);
+    return true;
+  }));
+  RespClient c(testing::dial_tcp(port));
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(c.call({"SET", "h" + std::to_string(i * 2654435761u), "v"}), "+OK\r\n");
+  EXPECT_TRUE(servers_[2]->keys().empty());
+  std::ofstream(file, std::ios::trunc) << conf(3);
+  ASSERT_EQ(::kill(p.pid(), SIGHUP), 0);
+  bool reloaded = false;
+  for (int i = 0; i < 200 && !reloaded; ++i) {
+    reloaded = http(admin, "GET /status HTTP/1.0\r\n\r\n").find("\"version\":2") != std::string::npos;
+    if (!reloaded) std::this_thread::sleep_for(25ms);
+  }
+  ASSERT_TRUE(reloaded);
+  std::this_thread::sleep_for(100ms);
+  for (int i = 100; i < 300; ++i) ASSERT_EQ(c.call({"SET", "h" + std::to_string(i * 2654435761u), "v"}), "+OK\r\n");
+  EXPECT_FALSE(servers_[2]->keys().empty());
+  // fnv1a of keys this alike clusters on nutcracker's ring: spread them (i * a large odd number).
+  EXPECT_EQ(p.terminate(SIGTERM), 0);
 }
 
 TEST_F(ProxyE2E, BoundedRedisBenchmarkLoad) {
