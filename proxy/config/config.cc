@@ -436,7 +436,8 @@ ProxyConfig parse_config(std::string_view yaml, const std::string& source) {
       fail_at(source, p.line, where + ": " + e.what());
     }
     for (const auto& other : cfg.pools) {
-      if (other.listen.text() == p.listen.text()) {
+      // Port 0 (any free port, as tests use) cannot collide.
+      if (other.listen.text() == p.listen.text() && (!p.address_is_tcp() || p.listen.port != 0)) {
         fail_at(source, p.line, where + ": listens on " + p.listen.text() + " as pool '" + other.name + "' does");
       }
     }

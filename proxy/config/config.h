@@ -63,7 +63,7 @@ enum class Balance : std::uint8_t {
   kIpHash,              // nginx ip_hash (preset nginx-ip-hash): first three octets of an IPv4 address
   kRoundRobin,          // each worker in turn (nginx/HAProxy roundrobin without weights)
   kWeightedRoundRobin,  // nginx's smooth weighted round robin, per worker
-  kLeastConn,           // fewest open relays (counted across workers), ties by weight then order
+  kLeastConn,           // fewest open relays per weight (across workers); ties by smooth WRR, as nginx
 };
 const char* balance_name(Balance b) noexcept;
 

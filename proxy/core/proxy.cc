@@ -469,19 +469,22 @@ std::string Proxy::prometheus() const {
   const auto t = topology();
   const char* names[] = {"chash_proxy_backend_up", "chash_proxy_backend_requests_total",
                          "chash_proxy_backend_errors_total", "chash_proxy_backend_ejections_total",
-                         "chash_proxy_backend_timeouts_total"};
+                         "chash_proxy_backend_timeouts_total", "chash_proxy_backend_connections"};
   const char* helps[] = {"1 when the backend takes traffic, 0 when down/ejected.",
-                         "Requests sent to the backend.", "Requests that failed at the backend.",
-                         "Times the backend went down.", "Requests or connects that timed out."};
-  for (int k = 0; k < 5; ++k) {
-    o += std::string("# HELP ") + names[k] + " " + helps[k] + "\n# TYPE " + names[k] + (k == 0 ? " gauge\n" : " counter\n");
+                         "Requests sent to the backend (tcp pools: connections relayed).",
+                         "Requests that failed at the backend.", "Times the backend went down.",
+                         "Requests or connects that timed out.", "Open tcp relays to the backend."};
+  for (int k = 0; k < 6; ++k) {
+    const bool gauge = k == 0 || k == 5;
+    o += std::string("# HELP ") + names[k] + " " + helps[k] + "\n# TYPE " + names[k] + (gauge ? " gauge\n" : " counter\n");
     for (const auto& pool : t->pools) {
       for (const auto& s : pool->states) {
         const std::uint64_t v = k == 0 ? (s->down.load() ? 0 : 1)
                                 : k == 1 ? s->requests.load()
                                 : k == 2 ? s->errors.load()
                                 : k == 3 ? s->ejections.load()
-                                         : s->timeouts.load();
+                                : k == 4 ? s->timeouts.load()
+                                         : static_cast<std::uint64_t>(std::max<std::int64_t>(0, s->active.load()));
         o += std::string(names[k]) + "{pool=\"" + label_escape(pool->config.name) + "\",backend=\"" +
              label_escape(s->name) + "\"} " + std::to_string(v) + "\n";
       }
@@ -498,15 +501,22 @@ std::string Proxy::status_json() const {
   for (std::size_t p = 0; p < t->pools.size(); ++p) {
     const Pool& pool = *t->pools[p];
     o += std::string(p ? "," : "") + "{\"name\":\"" + json_escape(pool.config.name) + "\",\"listen\":\"" +
-         json_escape(pool.config.listen.text()) + "\",\"routing\":\"" + json_escape(pool.router.describe()) +
-         "\",\"auto_eject_hosts\":" + (pool.config.auto_eject_hosts ? "true" : "false") + ",\"servers\":[";
+         json_escape(pool.config.listen.text()) + "\",\"protocol\":\"" + protocol_name(pool.config.protocol) +
+         "\",\"routing\":\"" +
+         (pool.config.protocol == PoolProtocol::kTcp && pool.config.balance != Balance::kHash &&
+                  pool.config.balance != Balance::kIpHash
+              ? std::string(balance_name(pool.config.balance))
+              : json_escape(pool.router.describe())) +
+         "\",\"clients\":" + std::to_string(pool.shared->clients.load()) + ",\"auto_eject_hosts\":" +
+         std::string(pool.config.auto_eject_hosts ? "true" : "false") + ",\"servers\":[";
     for (std::size_t i = 0; i < pool.states.size(); ++i) {
       const BackendState& s = *pool.states[i];
       o += std::string(i ? "," : "") + "{\"name\":\"" + json_escape(s.name) + "\",\"address\":\"" +
            json_escape(pool.config.servers[i].address.text()) + "\",\"weight\":" +
            std::to_string(pool.config.servers[i].weight) + ",\"up\":" + (s.down.load() ? "false" : "true") +
            ",\"requests\":" + std::to_string(s.requests.load()) + ",\"errors\":" + std::to_string(s.errors.load()) +
-           ",\"ejections\":" + std::to_string(s.ejections.load()) + "}";
+           ",\"ejections\":" + std::to_string(s.ejections.load()) +
+           ",\"connections\":" + std::to_string(std::max<std::int64_t>(0, s.active.load())) + "}";
     }
     o += "]}";
   }

@@ -147,6 +147,29 @@ TEST(ReplyParserTest, EveryTypeAndNesting) {
   }
 }
 
+// Regression: several replies in one read; the second's elements must be relative to its own
+// first byte (the MGET merge copies each reply and slices the copy). Before the fix the spans
+// were buffer offsets and the merge read out of range (std::out_of_range in Msg::finish).
+TEST(ReplyParserTest, ElementsAreRelativeToTheirReply) {
+  const std::string buf = "+OK\r\n*2\r\n$1\r\nx\r\n$-1\r\n*1\r\n$2\r\nyz\r\n";
+  ReplyParser p;
+  ASSERT_EQ(p.parse(buf), ParseResult::kDone);
+  p.next();
+  p.set_record_elements(true);
+  ASSERT_EQ(p.parse(buf), ParseResult::kDone);
+  const std::string copy(p.span().in(buf));
+  ASSERT_EQ(p.elements().size(), 2u);
+  EXPECT_EQ(p.elements()[0].in(copy), "$1\r\nx\r\n");
+  EXPECT_EQ(p.elements()[1].in(copy), "$-1\r\n");
+  p.next();
+  p.consume(p.start());  // the consumed prefix is dropped: spans do not move
+  const std::string rest = buf.substr(buf.size() - 12);
+  p.set_record_elements(true);
+  ASSERT_EQ(p.parse(rest), ParseResult::kDone);
+  ASSERT_EQ(p.elements().size(), 1u);
+  EXPECT_EQ(p.elements()[0].in(p.span().in(rest)), "$2\r\nyz\r\n");
+}
+
 TEST(ReplyParserTest, RecordsTopLevelElementsOfNestedArrays) {
   const std::string buf = "*3\r\n$1\r\na\r\n*2\r\n:1\r\n:2\r\n$-1\r\n+next\r\n";
   ReplyParser p;

@@ -198,13 +198,12 @@ void ReplyParser::consume(std::size_t n) noexcept {
   pos_ -= n;
   scan_ -= n;
   elem_start_ -= n;
-  for (Span& s : elements_) s.off -= n;
 }
 
 bool ReplyParser::complete_value() noexcept {
   for (;;) {
     if (stack_.empty()) return true;
-    if (stack_.size() == 1 && record_) elements_.push_back({elem_start_, pos_ - elem_start_});
+    if (stack_.size() == 1 && record_) elements_.push_back({elem_start_ - start_, pos_ - elem_start_});
     if (--stack_.back() > 0) return false;
     stack_.pop_back();  // an array is complete: it is one value of its parent
   }

@@ -87,7 +87,9 @@ class RequestParser {
 };
 
 // Backend replies: any RESP2 value, arrays nested up to max_depth. With record_elements, the
-// top-level elements of an array reply are kept as spans (for merging MGET answers).
+// top-level elements of an array reply are kept as spans (for merging MGET answers), relative
+// to the reply's own first byte: `elements()[i].in(span().in(buf))`, so they stay valid on a
+// copy of the reply wherever it sat in the read buffer.
 class ReplyParser {
  public:
   explicit ReplyParser(ParserLimits limits = {}) : limits_(limits) {}
@@ -98,7 +100,7 @@ class ReplyParser {
   std::size_t start() const noexcept { return start_; }
   std::size_t end() const noexcept { return pos_; }
   Span span() const noexcept { return {start_, pos_ - start_}; }
-  const std::vector<Span>& elements() const noexcept { return elements_; }
+  const std::vector<Span>& elements() const noexcept { return elements_; }  // reply-relative
   const std::string& error() const noexcept { return error_; }
   bool in_progress() const noexcept { return pos_ != start_ || !stack_.empty(); }
 
