@@ -10,7 +10,7 @@ BENCH_FLAGS ?= --benchmark_min_time=0.2 --benchmark_repetitions=3
 PEER_NODES ?= 100
 PEER_KEYS ?= 100000
 
-.PHONY: all bootstrap build release demo test unit-test asan tsan fuzz bench bench-peers compat-vectors clean
+.PHONY: all bootstrap build release demo test unit-test asan tsan fuzz bench bench-peers bench-proxy compat-vectors clean
 
 all: build
 
@@ -80,6 +80,13 @@ bench-peers: release
 	cmake -S . -B build-release -DCHASH_BUILD_BENCH=ON >/dev/null
 	cmake --build build-release -j $(JOBS) --target chash_peers
 	BUILD=$(CURDIR)/build-release bash bench/peers/run.sh $(PEER_NODES) $(PEER_KEYS)
+
+# chash-proxy next to nutcracker (redis, memcache), haproxy and nginx stream (tcp) and direct, all
+# on loopback with the same backends (docs/BENCHMARKS.md). Knobs in bench/proxy/run.sh: REQUESTS=...
+bench-proxy: release
+	cmake --build build-release -j $(JOBS) --target chash-proxy
+	CHASH_PROXY=$(CURDIR)/build-release/chash-proxy OUT=$(CURDIR)/build-release/bench-proxy.md \
+	  bash bench/proxy/run.sh
 
 # Regenerate the compatibility vectors from the real peers (installs them; see tests/compat/).
 # Peers outside Debian/npm need a checkout: KETAMA_SRC, HASH_RING_SRC, JEDIS_SRC, ENVOY_SRC.

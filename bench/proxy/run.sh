@@ -1,0 +1,575 @@
+#!/usr/bin/env bash
+# make bench-proxy: chash-proxy next to its peers on this machine, same backends for all.
+#
+#   redis     redis-benchmark -> direct (one of the 3 redis-servers) | nutcracker | chash-proxy
+#   memcache  mcbench (bench/proxy/mcbench.c) -> direct (one of 3 memcached) | nutcracker | chash-proxy
+#   tcp       wrk -> direct (the nginx backend) | haproxy | nginx stream | chash-proxy
+#
+# nutcracker and chash-proxy run one after the other on the *same* nutcracker.yml (ketama,
+# fnv1a_64, 3 servers). chash-proxy and the tcp peers run with 1 and 2 workers (nutcracker is
+# single-threaded). Every server listens on 127.0.0.1 on a free port, with its config, pid file
+# and log in a temp dir, runs under `timeout`, and is stopped on exit. A side that does not start
+# or whose client fails becomes a "not available: <why>" row; the run goes on.
+#
+# Knobs (environment): PROTOCOLS="redis memcache tcp", REQUESTS=200000 (per redis/memcache run),
+# CLIENTS=50, PIPELINES="1 16", WORKERS="1 2", KEYSPACE=100000, DATA_SIZE=3, MGET_KEYS=10,
+# REDIS_TESTS="set get mget", MC_TESTS="set get mget", REDIS_THREADS= (redis-benchmark --threads),
+# TCP_SECONDS=10, TCP_CONNECTIONS=50, TCP_THREADS=2, TCP_BALANCE=hash|round-robin,
+# TCP_BACKEND_WORKERS=1, ROUNDS=1 (runs per row; the row is the run with the median ops/s),
+# PIN_CLIENT= PIN_PROXY= PIN_BACKENDS= (taskset CPU lists; empty: no pinning), LIMIT=120 (seconds
+# per client run), SERVER_LIMIT=1200 (seconds any server may live), CHASH_PROXY=<binary>,
+# OUT=<markdown file; the raw rows go next to it as .tsv>, KEEP_TMP=1 (keep configs and logs).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+CHASH_PROXY=${CHASH_PROXY:-$root/build-release/chash-proxy}
+PROTOCOLS=${PROTOCOLS:-redis memcache tcp}
+REQUESTS=${REQUESTS:-200000}
+CLIENTS=${CLIENTS:-50}
+PIPELINES=${PIPELINES:-1 16}
+WORKERS=${WORKERS:-1 2}
+KEYSPACE=${KEYSPACE:-100000}
+DATA_SIZE=${DATA_SIZE:-3}
+MGET_KEYS=${MGET_KEYS:-10}
+REDIS_TESTS=${REDIS_TESTS:-set get mget}
+MC_TESTS=${MC_TESTS:-set get mget}
+REDIS_THREADS=${REDIS_THREADS:-}
+TCP_SECONDS=${TCP_SECONDS:-10}
+TCP_CONNECTIONS=${TCP_CONNECTIONS:-50}
+TCP_THREADS=${TCP_THREADS:-2}
+TCP_BALANCE=${TCP_BALANCE:-hash}
+TCP_BACKEND_WORKERS=${TCP_BACKEND_WORKERS:-1}
+PIN_CLIENT=${PIN_CLIENT:-}
+PIN_PROXY=${PIN_PROXY:-}
+PIN_BACKENDS=${PIN_BACKENDS:-}
+ROUNDS=${ROUNDS:-1}
+LIMIT=${LIMIT:-120}
+SERVER_LIMIT=${SERVER_LIMIT:-1200}
+OUT=${OUT:-$root/build-release/bench-proxy.md}
+HOST=127.0.0.1  # every server binds here and every client connects here; nothing else
+
+case $TCP_BALANCE in hash|round-robin) ;; *) echo "run.sh: TCP_BALANCE must be hash or round-robin" >&2; exit 2 ;; esac
+[ -x "$CHASH_PROXY" ] || { echo "run.sh: $CHASH_PROXY not built (make bench-proxy builds it)" >&2; exit 1; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/chash-bench-proxy.XXXXXX")
+chmod 755 "$tmp"  # nginx workers may drop to nobody
+results=$tmp/results.tsv
+: >"$results"
+pids=()
+declare -A logs=()  # server pid -> its log
+
+stop() {  # stop PID: TERM the server's process group (timeout relays it), KILL after 5 s
+  local pid=$1 i
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL -- "-$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  local keep=() p
+  for p in "${pids[@]}"; do [ "$p" = "$pid" ] || keep+=("$p"); done
+  pids=(${keep[@]+"${keep[@]}"})
+}
+
+cleanup() {
+  local p
+  for p in ${pids[@]+"${pids[@]}"}; do kill -TERM "$p" 2>/dev/null || true; done
+  sleep 0.5
+  for p in ${pids[@]+"${pids[@]}"}; do kill -KILL -- "-$p" 2>/dev/null || true; done
+  if [ -n "${KEEP_TMP:-}" ]; then echo "run.sh: configs and logs kept in $tmp" >&2; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_ports() {  # free_ports N: N distinct free loopback ports
+  python3 - "$1" <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+PY
+}
+
+why=""
+started=""
+start() {  # start NAME CPUS PORT CMD...: CMD in the background, bounded by SERVER_LIMIT; waits
+           # until PORT accepts; sets $started to its pid, or returns 1 with the reason in $why
+  local name=$1 cpus=$2 port=$3
+  shift 3
+  timeout -k 5 "$SERVER_LIMIT" bash -c 'cpus=$1; shift; if [ -n "$cpus" ]; then exec taskset -c "$cpus" "$@"; else exec "$@"; fi' \
+    pin "$cpus" "$@" >"$tmp/$name.log" 2>&1 </dev/null &
+  started=$!
+  pids+=("$started")
+  logs[$started]=$tmp/$name.log
+  local i
+  for ((i = 0; i < 100; i++)); do
+    if ! kill -0 "$started" 2>/dev/null; then
+      why="$name exited: $(tail -n 2 "$tmp/$name.log" | tr '\n' ' ' | cut -c1-200)"
+      stop "$started"
+      return 1
+    fi
+    if (exec 3<>"/dev/tcp/$HOST/$port") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  why="$name did not listen on $HOST:$port within 10 s: $(tail -n 2 "$tmp/$name.log" | tr '\n' ' ' | cut -c1-200)"
+  stop "$started"
+  return 1
+}
+
+alive() {  # alive PID|-: 0 if the server still runs (or PID is -), else 1 with the reason in $why
+  [ "$1" = - ] && return 0
+  kill -0 "$1" 2>/dev/null && return 0
+  why="the server died: $(tail -n 2 "${logs[$1]:-/dev/null}" | tr '\n' ' ' | cut -c1-200)"
+  return 1
+}
+
+ticks() {  # ticks PGID: CPU clock ticks used so far by every process of the group
+  local total=0 p t
+  for p in $(pgrep -g "$1" 2>/dev/null); do
+    t=$(awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$p/stat" 2>/dev/null) || t=0
+    total=$((total + ${t:-0}))
+  done
+  echo "$total"
+}
+CLK_TCK=$(getconf CLK_TCK)
+
+row() {  # row PROTO TARGET WORKERS TEST PIPELINE OPS P50 P99 PROXY_US CLIENT_CORES NOTE
+  local IFS=$'\t'
+  echo "$*" >>"$results"
+}
+
+na() {  # na PROTO TARGET WORKERS REASON: rows for a side that could not run
+  local proto=$1 target=$2 workers=$3 reason=$4 t p
+  local tests=$REDIS_TESTS
+  [ "$proto" = memcache ] && tests=$MC_TESTS
+  if [ "$proto" = tcp ]; then
+    row tcp "$target" "$workers" http 1 - - - - - "not available: $reason"
+  else
+    for t in $tests; do for p in $PIPELINES; do row "$proto" "$target" "$workers" "$t" "$p" - - - - - "not available: $reason"; done; done
+  fi
+  echo "  $target${workers:+ ($workers workers)}: not available: $reason" >&2
+}
+
+client() {  # client NAME SERVER_PID|- CMD...: runs CMD bounded by LIMIT, stopped early if the
+            # server dies; sets $cpu (client CPU time over wall time, in cores); 1 on failure
+  local name=$1 server=$2 TIMEFORMAT='%R %U %S' cpid dog rc=0
+  shift 2
+  local cmd=(timeout -k 5 "$LIMIT" "$@")
+  [ -n "$PIN_CLIENT" ] && cmd=(taskset -c "$PIN_CLIENT" "${cmd[@]}")
+  # In the background so that a signal reaches our trap at once; `time wait` charges the
+  # client's CPU (its rusage arrives when it is reaped) over its wall time.
+  "${cmd[@]}" >"$tmp/client.out" 2>"$tmp/client.err" </dev/null &
+  cpid=$!
+  pids+=("$cpid")
+  dog=""
+  if [ "$server" != - ]; then
+    (while kill -0 "$cpid" 2>/dev/null; do
+       kill -0 "$server" 2>/dev/null || { kill -TERM "$cpid" 2>/dev/null; exit 0; }
+       sleep 0.5
+     done) &
+    dog=$!
+  fi
+  { time wait "$cpid"; } 2>"$tmp/client.time" || rc=$?
+  [ -n "$dog" ] && { kill "$dog" 2>/dev/null || true; wait "$dog" 2>/dev/null || true; }
+  local keep=() p
+  for p in "${pids[@]}"; do [ "$p" = "$cpid" ] || keep+=("$p"); done
+  pids=(${keep[@]+"${keep[@]}"})
+  if [ "$rc" = 0 ]; then
+    read -r wall u s <"$tmp/client.time"
+    cpu=$(awk -v u="$u" -v s="$s" -v w="$wall" 'BEGIN { printf "%.2f", (u + s) / (w > 0 ? w : 1) }')
+    return 0
+  fi
+  sleep 0.3  # a server that just crashed: report that, not the client's view of it
+  if [ "$server" != - ] && ! alive "$server"; then return 1; fi
+  why="$name failed (exit $rc): $(tail -n 2 "$tmp/client.err" | tr '\n' ' ' | cut -c1-200)"
+  return 1
+}
+
+proxy_us() {  # proxy_us TICKS_BEFORE TICKS_AFTER OPS: proxy CPU microseconds per operation
+  awk -v a="$1" -v b="$2" -v n="$3" -v hz="$CLK_TCK" 'BEGIN { if (n > 0) printf "%.2f", (b - a) * 1e6 / hz / n; else print "-" }'
+}
+
+# ---------------------------------------------------------------------------------------------
+# redis
+
+measure() {  # measure PROTO TARGET WORKERS TEST PIPELINE PGID|- ONCE ARGS...: ROUNDS runs of ONCE
+            # (which sets m_ops m_p50 m_p99 m_n m_note, or returns 1 with $why); one row, the
+            # round with the median ops/s, with the proxy CPU per op and client CPU of that round
+  local proto=$1 target=$2 workers=$3 test=$4 pipe=$5 pgid=$6 once=$7 k before after us
+  shift 7
+  local runs=()
+  for ((k = 0; k < ROUNDS; k++)); do
+    before=0
+    [ "$pgid" != - ] && before=$(ticks "$pgid")
+    if ! alive "$pgid" || ! "$once" "$pgid" "$@"; then
+      row "$proto" "$target" "$workers" "$test" "$pipe" - - - - - "not available: $why"
+      echo "  $target${workers:+ w$workers} $test P$pipe: not available: $why" >&2
+      return 0
+    fi
+    us=-
+    if [ "$pgid" != - ]; then after=$(ticks "$pgid"); us=$(proxy_us "$before" "$after" "$m_n"); fi
+    runs+=("$m_ops"$'\t'"$m_p50"$'\t'"$m_p99"$'\t'"$us"$'\t'"$cpu"$'\t'"$m_note")
+    echo "  $target${workers:+ w$workers} $test P$pipe: $m_ops ops/s, p50 $m_p50 ms, p99 $m_p99 ms $m_note" >&2
+  done
+  local median
+  median=$(printf '%s\n' "${runs[@]}" | sort -t $'\t' -k1,1g | sed -n "$(((${#runs[@]} + 1) / 2))p")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$proto" "$target" "$workers" "$test" "$pipe" "$median" >>"$results"
+}
+
+redis_once() {  # redis_once PGID|- PORT TEST PIPELINE
+  local pgid=$1 port=$2 t=$3 p=$4 i args
+  args=(redis-benchmark -h "$HOST" -p "$port" -c "$CLIENTS" -n "$REQUESTS" -r "$KEYSPACE"
+        -d "$DATA_SIZE" -P "$p" --csv)
+  [ -n "$REDIS_THREADS" ] && args+=(--threads "$REDIS_THREADS")
+  if [ "$t" = mget ]; then
+    args+=(MGET)
+    for ((i = 0; i < MGET_KEYS; i++)); do args+=("key:__rand_int__"); done
+  else
+    args+=(-t "$t")
+  fi
+  client redis-benchmark "$pgid" "${args[@]}" || return 1
+  # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+  local line rps p50 p99
+  line=$(grep -v '^"test"' "$tmp/client.out" | tail -n 1 | tr -d '"' || true)
+  IFS=, read -r _ rps _ _ p50 _ p99 _ <<<"$line"
+  if [ -z "${p99:-}" ]; then why="no result from redis-benchmark"; return 1; fi
+  m_ops=$rps m_p50=$p50 m_p99=$p99 m_n=$REQUESTS m_note=""
+}
+
+redis_bench() {  # redis_bench TARGET WORKERS PORT PGID|-
+  local target=$1 workers=$2 port=$3 pgid=$4 t p
+  for t in $REDIS_TESTS; do
+    for p in $PIPELINES; do
+      measure redis "$target" "$workers" "$t" "$p" "$pgid" redis_once "$port" "$t" "$p"
+    done
+  done
+}
+
+run_redis() {
+  echo "redis: 3 redis-servers; redis-benchmark -c $CLIENTS -n $REQUESTS -r $KEYSPACE -d $DATA_SIZE" >&2
+  local ports r i
+  read -r -a ports <<<"$(free_ports 4)"
+  local front=${ports[3]}
+  for i in 0 1 2; do
+    if ! start "redis$i" "$PIN_BACKENDS" "${ports[$i]}" redis-server --bind "$HOST" --port "${ports[$i]}" \
+         --save "" --appendonly no --dir "$tmp" --protected-mode yes --daemonize no; then
+      echo "redis: backends did not start: $why" >&2
+      na redis "direct (r1)" "" "$why"
+      return 0
+    fi
+  done
+  cat >"$tmp/redis.yml" <<YML
+alpha:
+  listen: $HOST:$front
+  hash: fnv1a_64
+  distribution: ketama
+  redis: true
+  timeout: 2000
+  server_connections: 1
+  auto_eject_hosts: false
+  servers:
+    - $HOST:${ports[0]}:1 r1
+    - $HOST:${ports[1]}:1 r2
+    - $HOST:${ports[2]}:1 r3
+YML
+  redis_bench "direct (r1)" "" "${ports[0]}" -
+  local stats
+  stats=$(free_ports 1)
+  if start nutcracker-redis "$PIN_PROXY" "$front" nutcracker -c "$tmp/redis.yml" -s "$stats" -a "$HOST"; then
+    local pid=$started
+    redis_bench nutcracker 1 "$front" "$pid"
+    stop "$pid"
+  else
+    na redis nutcracker 1 "$why"
+  fi
+  for w in $WORKERS; do
+    if start "chash-proxy-redis-w$w" "$PIN_PROXY" "$front" "$CHASH_PROXY" -c "$tmp/redis.yml" --workers "$w" --log-level warn; then
+      local pid=$started
+      redis_bench chash-proxy "$w" "$front" "$pid"
+      stop "$pid"
+    else
+      na redis chash-proxy "$w" "$why"
+    fi
+  done
+  for r in ${pids[@]+"${pids[@]}"}; do stop "$r"; done
+}
+
+# ---------------------------------------------------------------------------------------------
+# memcache
+
+mc_once() {  # mc_once PGID|- PORT TEST PIPELINE
+  local pgid=$1 port=$2 t=$3 p=$4
+  client mcbench "$pgid" "$tmp/mcbench" -h "$HOST" -p "$port" -c "$CLIENTS" -n "$REQUESTS" -P "$p" -t "$t" \
+    -r "$KEYSPACE" -d "$DATA_SIZE" -k "$MGET_KEYS" -T "$LIMIT" || return 1
+  local errs
+  read -r m_ops m_p50 m_p99 errs <"$tmp/client.out" || { why="no result from mcbench"; return 1; }
+  m_n=$REQUESTS m_note=""
+  [ "${errs:-0}" != 0 ] && m_note="$errs error replies"
+  return 0
+}
+
+mc_bench() {  # mc_bench TARGET WORKERS PORT PGID|-
+  local target=$1 workers=$2 port=$3 pgid=$4 t p
+  for t in $MC_TESTS; do
+    for p in $PIPELINES; do
+      measure memcache "$target" "$workers" "$t" "$p" "$pgid" mc_once "$port" "$t" "$p"
+    done
+  done
+}
+
+run_memcache() {
+  echo "memcache: 3 memcached; mcbench -c $CLIENTS -n $REQUESTS -r $KEYSPACE -d $DATA_SIZE" >&2
+  if ! cc -O2 -o "$tmp/mcbench" "$here/mcbench.c" 2>"$tmp/cc.err"; then
+    na memcache "direct (m1)" "" "cannot compile bench/proxy/mcbench.c: $(head -n 1 "$tmp/cc.err")"
+    return 0
+  fi
+  local ports i user=()
+  [ "$(id -u)" = 0 ] && user=(-u nobody)  # memcached refuses to run as root without -u
+  read -r -a ports <<<"$(free_ports 4)"
+  local front=${ports[3]}
+  for i in 0 1 2; do
+    if ! start "memcached$i" "$PIN_BACKENDS" "${ports[$i]}" memcached -l "$HOST" -p "${ports[$i]}" -U 0 -t 1 -m 64 "${user[@]}"; then
+      na memcache "direct (m1)" "" "$why"
+      return 0
+    fi
+  done
+  cat >"$tmp/memcache.yml" <<YML
+beta:
+  listen: $HOST:$front
+  hash: fnv1a_64
+  distribution: ketama
+  redis: false
+  timeout: 2000
+  server_connections: 1
+  auto_eject_hosts: false
+  servers:
+    - $HOST:${ports[0]}:1 m1
+    - $HOST:${ports[1]}:1 m2
+    - $HOST:${ports[2]}:1 m3
+YML
+  mc_bench "direct (m1)" "" "${ports[0]}" -
+  local stats
+  stats=$(free_ports 1)
+  if start nutcracker-memcache "$PIN_PROXY" "$front" nutcracker -c "$tmp/memcache.yml" -s "$stats" -a "$HOST"; then
+    local pid=$started
+    mc_bench nutcracker 1 "$front" "$pid"
+    stop "$pid"
+  else
+    na memcache nutcracker 1 "$why"
+  fi
+  for w in $WORKERS; do
+    if start "chash-proxy-memcache-w$w" "$PIN_PROXY" "$front" "$CHASH_PROXY" -c "$tmp/memcache.yml" --workers "$w" --log-level warn; then
+      local pid=$started
+      mc_bench chash-proxy "$w" "$front" "$pid"
+      stop "$pid"
+    else
+      na memcache chash-proxy "$w" "$why"
+    fi
+  done
+  local r
+  for r in ${pids[@]+"${pids[@]}"}; do stop "$r"; done
+}
+
+# ---------------------------------------------------------------------------------------------
+# tcp
+
+wrk_once() {  # wrk_once PGID|- PORT
+  local pgid=$1 port=$2
+  LIMIT=$((TCP_SECONDS + 30)) client wrk "$pgid" wrk -t "$TCP_THREADS" -c "$TCP_CONNECTIONS" -d "${TCP_SECONDS}s" \
+    --latency --timeout 2s "http://$HOST:$port/" || return 1
+  local parsed errs
+  # wrk: "50%  215.00us", "99%    1.20ms", "123 requests in 10.00s", "Requests/sec: 1.2",
+  # "Socket errors: connect 0, read 0, write 0, timeout 0", "Non-2xx or 3xx responses: N"
+  parsed=$(awk '
+    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+    $1 == "50%" { p50 = ms($2) } $1 == "99%" { p99 = ms($2) }
+    / requests in / { n = $1 } /^Requests\/sec:/ { ops = $2 }
+    /Socket errors:/ { gsub(/,/, ""); errs += $4 + $6 + $8 + $10 }
+    /Non-2xx/ { errs += $NF }
+    END { printf "%s %.3f %.3f %s %d\n", ops, p50, p99, n, errs }' "$tmp/client.out")
+  read -r m_ops m_p50 m_p99 m_n errs <<<"$parsed"
+  if [ -z "$m_ops" ] || [ "${m_n:-0}" = 0 ]; then
+    why="no requests completed $(grep -m1 -iE 'error|timeout' "$tmp/client.out" || true)"
+    return 1
+  fi
+  m_note=""
+  [ "$errs" != 0 ] && m_note="$errs socket errors or non-2xx replies"
+  return 0
+}
+
+wrk_bench() {  # wrk_bench TARGET WORKERS PORT PGID|-
+  measure tcp "$1" "$2" http 1 "$4" wrk_once "$3"
+}
+
+nginx_stream_module() {  # a load_module line unless nginx has the stream module built in
+  local v
+  v=$(nginx -V 2>&1)
+  if grep -qE -- '--with-stream( |$)' <<<"$v"; then return 0; fi
+  local dir
+  dir=$(grep -oE -- '--modules-path=[^ ]+' <<<"$v" | cut -d= -f2)
+  echo "load_module ${dir:-/usr/lib/nginx/modules}/ngx_stream_module.so;"
+}
+
+run_tcp() {
+  echo "tcp: nginx backend (worker_processes $TCP_BACKEND_WORKERS, 3 ports); wrk -t$TCP_THREADS -c$TCP_CONNECTIONS -d${TCP_SECONDS}s; balance $TCP_BALANCE" >&2
+  local ports
+  read -r -a ports <<<"$(free_ports 4)"
+  local b1=${ports[0]} b2=${ports[1]} b3=${ports[2]} front=${ports[3]}
+  local pre=$tmp/nginx-backend
+  mkdir -p "$pre/logs"
+  cat >"$pre/nginx.conf" <<CONF
+worker_processes $TCP_BACKEND_WORKERS;
+daemon off;
+pid $pre/nginx.pid;
+error_log $pre/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $pre/body;
+  proxy_temp_path $pre/proxy;
+  fastcgi_temp_path $pre/fastcgi;
+  uwsgi_temp_path $pre/uwsgi;
+  scgi_temp_path $pre/scgi;
+  keepalive_requests 10000000;
+  keepalive_timeout 120s;
+  server {
+    listen $HOST:$b1;
+    listen $HOST:$b2;
+    listen $HOST:$b3;
+    location / { default_type text/plain; return 200 "ok\n"; }
+  }
+}
+CONF
+  if ! nginx -t -q -p "$pre/" -c "$pre/nginx.conf" -e "$pre/logs/error.log" 2>"$tmp/nginx-t.err" ||
+     ! start nginx-backend "$PIN_BACKENDS" "$b1" nginx -p "$pre/" -c "$pre/nginx.conf" -e "$pre/logs/error.log"; then
+    na tcp "direct (nginx)" "" "${why:-nginx backend config: $(tail -n 1 "$tmp/nginx-t.err")}"
+    return 0
+  fi
+  wrk_bench "direct (nginx)" "" "$b1" -
+
+  local load w pid
+  load=$(nginx_stream_module)
+  for w in $WORKERS; do
+    # haproxy, mode tcp
+    local hbal="balance source
+  hash-type consistent"
+    [ "$TCP_BALANCE" = round-robin ] && hbal="balance roundrobin"
+    cat >"$tmp/haproxy-w$w.cfg" <<CONF
+global
+  nbthread $w
+  maxconn 4096
+  pidfile $tmp/haproxy-w$w.pid
+defaults
+  mode tcp
+  timeout connect 2s
+  timeout client 120s
+  timeout server 120s
+frontend front
+  bind $HOST:$front
+  default_backend back
+backend back
+  $hbal
+  server b1 $HOST:$b1
+  server b2 $HOST:$b2
+  server b3 $HOST:$b3
+CONF
+    if start "haproxy-w$w" "$PIN_PROXY" "$front" haproxy -db -f "$tmp/haproxy-w$w.cfg"; then
+      pid=$started
+      wrk_bench haproxy "$w" "$front" "$pid"
+      stop "$pid"
+    else
+      na tcp haproxy "$w" "$why"
+    fi
+
+    # nginx stream
+    local np=$tmp/nginx-stream-w$w nbal="hash \$remote_addr consistent;"
+    [ "$TCP_BALANCE" = round-robin ] && nbal=""
+    mkdir -p "$np/logs"
+    cat >"$np/nginx.conf" <<CONF
+$load
+worker_processes $w;
+daemon off;
+pid $np/nginx.pid;
+error_log $np/logs/error.log warn;
+events { worker_connections 4096; }
+stream {
+  upstream back {
+    $nbal
+    server $HOST:$b1;
+    server $HOST:$b2;
+    server $HOST:$b3;
+  }
+  server {
+    listen $HOST:$front;
+    proxy_pass back;
+    proxy_connect_timeout 2s;
+    proxy_timeout 120s;
+  }
+}
+CONF
+    if start "nginx-stream-w$w" "$PIN_PROXY" "$front" nginx -p "$np/" -c "$np/nginx.conf" -e "$np/logs/error.log"; then
+      pid=$started
+      wrk_bench "nginx stream" "$w" "$front" "$pid"
+      stop "$pid"
+    else
+      na tcp "nginx stream" "$w" "$why"
+    fi
+
+    # chash-proxy
+    cat >"$tmp/tcp.yml" <<YML
+gamma:
+  listen: $HOST:$front
+  protocol: tcp
+  balance: $TCP_BALANCE
+  servers:
+    - $HOST:$b1:1 b1
+    - $HOST:$b2:1 b2
+    - $HOST:$b3:1 b3
+YML
+    if start "chash-proxy-tcp-w$w" "$PIN_PROXY" "$front" "$CHASH_PROXY" -c "$tmp/tcp.yml" --workers "$w" --log-level warn; then
+      pid=$started
+      wrk_bench chash-proxy "$w" "$front" "$pid"
+      stop "$pid"
+    else
+      na tcp chash-proxy "$w" "$why"
+    fi
+  done
+  local r
+  for r in ${pids[@]+"${pids[@]}"}; do stop "$r"; done
+}
+
+# ---------------------------------------------------------------------------------------------
+
+began=$(date +%s)
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+for proto in $PROTOCOLS; do
+  case $proto in
+    redis) run_redis ;;
+    memcache) run_memcache ;;
+    tcp) run_tcp ;;
+    *) echo "run.sh: unknown protocol '$proto' (redis memcache tcp)" >&2; exit 2 ;;
+  esac
+done
+
+model=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)
+rev=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+[ -n "$(git -C "$root" status --porcelain -- proxy 2>/dev/null)" ] && rev="$rev+dirty"
+pins="none"
+[ -n "$PIN_CLIENT$PIN_PROXY$PIN_BACKENDS" ] && pins="client ${PIN_CLIENT:-any}, proxy ${PIN_PROXY:-any}, backends ${PIN_BACKENDS:-any}"
+mkdir -p "$(dirname "$OUT")"
+{
+  echo "bench-proxy: $(date -u +%Y-%m-%dT%H:%MZ), chash-proxy $rev; $(nproc) CPUs ($model); load $load0 before, $(cut -d' ' -f1-3 /proc/loadavg) after; $(( $(date +%s) - began )) s"
+  echo "clients, proxies and backends share the machine; pinning: $pins"
+  echo "versions: $(redis-server --version | grep -oE 'v=[^ ]+' | cut -c3-) redis, $(nutcracker --version 2>&1 | grep -oE '[0-9]+\.[0-9]+\.[0-9]+' | head -n 1) nutcracker, $(memcached -V | cut -d' ' -f2) memcached, $(haproxy -v | grep -oE 'version [^ ]+' | cut -d' ' -f2) haproxy, $(nginx -v 2>&1 | cut -d/ -f2) nginx"
+  echo "redis/memcache: $CLIENTS connections, $REQUESTS requests per row, keys random in $KEYSPACE, $DATA_SIZE-byte values, mget = $MGET_KEYS keys; tcp: wrk -t$TCP_THREADS -c$TCP_CONNECTIONS -d${TCP_SECONDS}s, balance $TCP_BALANCE"
+  echo
+  python3 "$here/table.py" "$results"
+} >"$OUT"
+cp "$results" "${OUT%.md}.tsv"
+cat "$OUT"
+echo "run.sh: written to $OUT" >&2
