@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include "core/worker.h"
+#include "proto/memcache/session.h"
 #include "proto/redis/session.h"
+#include "proto/tcp/relay.h"
 
 namespace chash::proxy {
 
@@ -16,8 +18,11 @@ void accept_client(Worker& worker, std::size_t pool_index, int fd, const sockadd
       new redis_session::Client(worker, pool_index, fd);  // owns itself
       return;
     case PoolProtocol::kMemcache:
+      new memcache_session::Client(worker, pool_index, fd);  // owns itself
+      return;
     case PoolProtocol::kTcp:
-      break;
+      (new tcp::Relay(worker, pool_index, fd, peer))->start();  // owns itself
+      return;
   }
   ::close(fd);
 }
@@ -27,6 +32,7 @@ std::unique_ptr<BackendConn> make_backend(Worker& worker, std::shared_ptr<const 
     case PoolProtocol::kRedis:
       return std::make_unique<redis_session::Backend>(worker, std::move(pool), node);
     case PoolProtocol::kMemcache:
+      return std::make_unique<memcache_session::Backend>(worker, std::move(pool), node);
     case PoolProtocol::kTcp:
       break;
   }

@@ -1,40 +1,14 @@
 #include "proto/redis/session.h"
 
-#include <sys/epoll.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <algorithm>
 
-#include <cerrno>
-#include <cstring>
-
-#include "core/log.h"
 #include "core/worker.h"
-#include "net/socket.h"
 
 namespace chash::proxy::redis_session {
 
 namespace {
 
-// Sends out[off..] without blocking. Returns false on a socket error (errno is kept), true when
-// everything was sent or the socket is full; `off` advances past what was sent.
-bool send_pending(int fd, const std::string& out, std::size_t& off) {
-  while (off < out.size()) {
-    const ssize_t n = ::send(fd, out.data() + off, out.size() - off, MSG_NOSIGNAL);
-    if (n > 0) {
-      off += static_cast<std::size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-    return false;
-  }
-  return true;
-}
-
-constexpr std::size_t kReadChunk = 64 * 1024;
-constexpr std::size_t kMaxClientOutput = 8u << 20;   // pause reading above this much unsent
 constexpr std::size_t kMaxReplyBytes = 512u << 20;   // a backend reply (Redis' own bulk limit)
-constexpr int kMaxReadsPerEvent = 16;                // fairness between connections
 
 std::string upper(std::string_view s) {
   std::string out(s.substr(0, 64));
@@ -87,8 +61,7 @@ void Msg::finish() {
   for (const Part& p : parts) {
     if (p.type == '-') {
       reply = p.raw;
-      done = true;
-      if (client != nullptr) client->on_done();
+      finish_now();
       return;
     }
   }
@@ -121,8 +94,7 @@ void Msg::finish() {
         if (p.type != ':' || p.raw.size() < 3 ||
             !redis::parse_int(std::string_view(p.raw).substr(1, p.raw.size() - 3), v)) {
           reply = error_reply("ERR unexpected reply from a backend to a split command");
-          done = true;
-          if (client != nullptr) client->on_done();
+          finish_now();
           return;
         }
         sum += v;
@@ -134,308 +106,103 @@ void Msg::finish() {
       redis::append_status(reply, "OK");
       break;
   }
-  done = true;
-  if (client != nullptr) client->on_done();
+  finish_now();
 }
 
 // ---- Backend ------------------------------------------------------------------------------------
 
 Backend::Backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node)
-    : worker_(worker), pool_(std::move(pool)), state_(pool_->states[node]), node_(node),
+    : BackendSession(worker, std::move(pool), node),
       parser_(redis::ParserLimits{kMaxReplyBytes, std::size_t{1} << 20, 0, 64}) {}
 
-Backend::~Backend() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-bool Backend::start(std::string& error) {
+void Backend::handshake() {
   const ServerConfig& s = pool_->config.servers[node_];
-  fd_ = net::connect_to(s.address, error);
-  if (fd_ < 0) return false;
-  if (pool_->config.tcpkeepalive) net::set_keepalive(fd_);
-  want_write_ = true;
-  if (!worker_.loop().add(fd_, EPOLLIN | EPOLLOUT, this)) {
-    error = std::string("epoll: ") + std::strerror(errno);
-    return false;
-  }
-  const auto now = net::Clock::now();
-  connect_deadline_ = now + std::chrono::milliseconds(pool_->config.timeout_ms.value_or(0));
   const auto& password = s.password ? s.password : pool_->config.server_password;
+  std::string out;
   if (password) {
-    redis::append_command(out_, {"AUTH", *password});
-    queue_.push_back({nullptr, 0, now});
+    redis::append_command(out, {"AUTH", *password});
+    enqueue({out}, nullptr, 0, 0);
+    out.clear();
   }
   if (pool_->config.redis_db != 0) {
     const std::string db = std::to_string(pool_->config.redis_db);
-    redis::append_command(out_, {"SELECT", db});
-    queue_.push_back({nullptr, 0, now});
+    redis::append_command(out, {"SELECT", db});
+    enqueue({out}, nullptr, 0, 0);
   }
-  return true;
 }
 
 void Backend::send(std::shared_ptr<Msg> msg, std::uint32_t part, std::string_view bytes) {
-  out_ += bytes;
-  queue_.push_back({std::move(msg), part, worker_.loop().now()});
-  state_->requests.fetch_add(1, std::memory_order_relaxed);
-  worker_.mark_dirty(this);
+  enqueue({bytes}, std::move(msg), part, 0);
 }
 
-void Backend::update_events() {
-  if (closed_) return;
-  const bool w = connecting_ || out_off_ < out_.size();
-  if (w == want_write_) return;
-  want_write_ = w;
-  worker_.loop().modify(fd_, EPOLLIN | (w ? EPOLLOUT : 0u), this);
+std::string Backend::failure_reply(const std::string& why) const {
+  return error_reply("ERR backend " + name() + ": " + why);
 }
 
-void Backend::flush() {
-  if (closed_ || connecting_) return;
-  if (!send_pending(fd_, out_, out_off_)) {
-    fail(std::string("write: ") + std::strerror(errno));
-    return;
-  }
-  if (out_off_ == out_.size()) {
-    out_.clear();
-    out_off_ = 0;
-  } else if (out_off_ > (1u << 20)) {
-    out_.erase(0, out_off_);
-    out_off_ = 0;
-  }
-  update_events();
-}
-
-void Backend::on_event(std::uint32_t events) {
-  if (closed_) return;
-  if (connecting_ && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
-    const int err = net::socket_error(fd_);
-    if (err != 0) {
-      fail(std::string("connect: ") + std::strerror(err));
-      return;
-    }
-    connecting_ = false;
-  }
-  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-    read();
-    if (closed_) return;
-  }
-  if (!connecting_) flush();
-}
-
-void Backend::read() {
-  for (int i = 0; i < kMaxReadsPerEvent; ++i) {
-    const std::size_t old = in_.size();
-    in_.resize(old + kReadChunk);
-    const ssize_t n = ::recv(fd_, in_.data() + old, kReadChunk, 0);
-    if (n <= 0) {
-      in_.resize(old);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      fail(n == 0 ? "connection closed by the server" : std::string("read: ") + std::strerror(errno));
-      return;
-    }
-    in_.resize(old + static_cast<std::size_t>(n));
-    // Complete every whole reply in the buffer, in order.
-    for (;;) {
-      if (queue_.empty()) {
-        if (in_.size() > parser_.start()) {
-          fail("reply with no request outstanding");
-          return;
-        }
-        break;
-      }
-      if (!parser_started_) {
-        const Msg* m = queue_.front().msg.get();
-        parser_.set_record_elements(m != nullptr && m->merge == redis::Merge::kArray);
-        parser_started_ = true;
-      }
-      const redis::ParseResult r = parser_.parse(in_);
-      if (r == redis::ParseResult::kNeedMore) break;
-      if (r == redis::ParseResult::kError) {
-        fail(parser_.error());
+void Backend::on_input() {
+  // Complete every whole reply in the buffer, in order.
+  for (;;) {
+    if (queue_.empty()) {
+      if (in_.size() > parser_.start()) {
+        fail("reply with no request outstanding");
         return;
       }
-      Pending p = std::move(queue_.front());
-      queue_.pop_front();
-      const std::string_view raw = parser_.span().in(in_);
-      record_success(*state_);
-      if (p.msg) {
-        p.msg->complete_part(p.part, raw, parser_.type(),
-                             p.msg->merge == redis::Merge::kArray ? &parser_.elements() : nullptr);
-      } else if (parser_.type() == '-') {
-        // Our own AUTH / SELECT was refused: the connection is unusable. (The reply text is
-        // the server's; it never contains the password.)
-        fail("setup refused: " + std::string(raw.substr(1, std::min<std::size_t>(raw.size(), 120) - 1)));
-        return;
-      }
-      if (closed_) return;
-      parser_.next();
-      parser_started_ = false;
+      break;
     }
-    if (parser_.start() > 0) {
-      in_.erase(0, parser_.start());
-      parser_.consume(parser_.start());
+    if (!parser_started_) {
+      const Reply* m = queue_.front().msg.get();
+      parser_.set_record_elements(m != nullptr && static_cast<const Msg*>(m)->merge == redis::Merge::kArray);
+      parser_started_ = true;
     }
-    if (static_cast<std::size_t>(n) < kReadChunk) break;
-  }
-  if (draining_ && queue_.empty()) close();
-}
-
-void Backend::check_timeout(net::Clock::time_point now) {
-  if (closed_ || !pool_->config.timeout_ms) return;
-  const auto t = std::chrono::milliseconds(*pool_->config.timeout_ms);
-  if (connecting_ && now >= connect_deadline_) {
-    state_->timeouts.fetch_add(1, std::memory_order_relaxed);
-    fail("connect timed out");
-    return;
-  }
-  if (!queue_.empty() && now - queue_.front().sent >= t) {
-    state_->timeouts.fetch_add(1, std::memory_order_relaxed);
-    fail("timed out after " + std::to_string(*pool_->config.timeout_ms) + " ms");
-  }
-}
-
-void Backend::drain() {
-  draining_ = true;
-  if (queue_.empty()) close();
-}
-
-void Backend::fail(const std::string& why) {
-  if (closed_) return;
-  record_failure(*state_, pool_->config, why);
-  log(LogLevel::kDebug, "backend connection failed", {{"pool", pool_->config.name}, {"backend", name()}, {"reason", why}});
-  const std::string err = error_reply("ERR backend " + name() + ": " + why);
-  std::deque<Pending> q;
-  q.swap(queue_);
-  close();  // before completing: a completion may send more to this backend's slot
-  for (auto& p : q) {
+    const redis::ParseResult r = parser_.parse(in_);
+    if (r == redis::ParseResult::kNeedMore) break;
+    if (r == redis::ParseResult::kError) {
+      fail(parser_.error());
+      return;
+    }
+    Pending p = std::move(queue_.front());
+    queue_.pop_front();
+    const std::string_view raw = parser_.span().in(in_);
+    record_success(*state_);
     if (p.msg) {
-      state_->errors.fetch_add(1, std::memory_order_relaxed);
-      p.msg->complete_part(p.part, err, '-', nullptr);
+      auto& m = static_cast<Msg&>(*p.msg);
+      m.complete_part(p.part, raw, parser_.type(), m.merge == redis::Merge::kArray ? &parser_.elements() : nullptr);
+    } else if (parser_.type() == '-') {
+      // Our own AUTH / SELECT was refused: the connection is unusable. (The reply text is
+      // the server's; it never contains the password.)
+      fail("setup refused: " + std::string(raw.substr(1, std::min<std::size_t>(raw.size(), 120) - 1)));
+      return;
     }
+    if (closed_) return;
+    parser_.next();
+    parser_started_ = false;
   }
-}
-
-void Backend::close() {
-  if (closed_) return;
-  closed_ = true;
-  worker_.loop().remove(fd_);
-  ::close(fd_);
-  fd_ = -1;
-  worker_.backend_closed(this);  // hands ownership to the loop's deferred delete
+  drop_consumed(in_, parser_);
 }
 
 // ---- Client -------------------------------------------------------------------------------------
 
 Client::Client(Worker& worker, std::size_t pool_index, int fd)
-    : worker_(worker), pool_index_(pool_index), pool_(worker.pool(pool_index)), fd_(fd),
+    : ClientSession(worker, pool_index, fd),
       parser_(redis::ParserLimits{pool_->config.max_request_bytes, std::size_t{1} << 20,
                                   std::size_t{64} << 10, 64}) {
   authed_ = !pool_->config.client_password.has_value();
-  worker_.loop().add(fd_, EPOLLIN, this);
-  worker_.client_opened(this, pool_index_);
 }
 
-Client::~Client() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-void Client::on_event(std::uint32_t events) {
-  if (closed_) return;
-  if ((events & (EPOLLHUP | EPOLLERR)) && !(events & EPOLLIN)) {
-    close();  // nothing can be read or written any more
-    return;
-  }
-  if (events & EPOLLIN) {
-    read();
-    if (closed_) return;
-  }
-  if (events & EPOLLOUT) write();
-}
-
-void Client::read() {
-  if (read_closed_) {
-    // Only errors/hangups get here (EPOLLIN is off): nothing more will be written either.
-    close();
-    return;
-  }
-  pool_ = worker_.pool(pool_index_);
-  for (int i = 0; i < kMaxReadsPerEvent && want_read_; ++i) {
-    const std::size_t old = in_.size();
-    in_.resize(old + kReadChunk);
-    const ssize_t n = ::recv(fd_, in_.data() + old, kReadChunk, 0);
-    if (n <= 0) {
-      in_.resize(old);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      // EOF (or reset): answer what was asked, then close.
-      read_closed_ = true;
-      if (pending_.empty()) {
-        close();
-        return;
-      }
-      break;
-    }
-    in_.resize(old + static_cast<std::size_t>(n));
-    process();
-    if (closed_) return;
-    if (static_cast<std::size_t>(n) < kReadChunk) break;
-  }
-  worker_.flush_dirty();
-  update_events();
+std::shared_ptr<Msg> Client::new_msg() {
+  auto m = std::make_shared<Msg>();
+  push(m);
+  return m;
 }
 
 void Client::process() {
-  pool_ = worker_.pool(pool_index_);
-  processing_ = true;
-  while (!read_closed_ && pending_.size() < pool_->config.max_pipeline) {
-    const redis::ParseResult r = parser_.parse(in_);
-    if (r == redis::ParseResult::kNeedMore) break;
-    if (r == redis::ParseResult::kError) {
-      worker_.metrics().protocol_errors.fetch_add(1, std::memory_order_relaxed);
-      read_closed_ = true;
-      reply_local(error_reply("ERR " + parser_.error()), true, true);
-      if (closed_) return;
-      in_.clear();
-      in_.shrink_to_fit();  // a hostile client's buffer goes now, not at close
-      parser_ = redis::RequestParser();
-      break;
-    }
-    dispatch();
-    if (closed_) return;
-    parser_.next();
-  }
-  processing_ = false;
-  if (parser_.start() > 0) {
-    in_.erase(0, parser_.start());
-    parser_.consume(parser_.start());
-  }
-  // A large buffer left from a big request is not kept for the connection's life.
-  if (in_.capacity() > (1u << 20) && in_.size() < (1u << 16)) in_.shrink_to_fit();
-}
-
-void Client::reply_local(std::string reply, bool count_error, bool close_after) {
-  auto m = std::make_shared<Msg>();
-  m->reply = std::move(reply);
-  m->done = true;
-  m->close_after = close_after;
-  pending_.push_back(std::move(m));
-  worker_.metrics().local_replies.fetch_add(1, std::memory_order_relaxed);
-  if (count_error) worker_.metrics().proxy_errors.fetch_add(1, std::memory_order_relaxed);
-  on_done();
+  parse_requests(parser_, [&] { return error_reply("ERR " + parser_.error()); }, [&] { dispatch(); });
 }
 
 bool Client::check_node(NodeId node, std::string_view what, std::string& error) const {
-  if (node == kNoNode) {
-    error = "ERR no backend is up for " + std::string(what) + " (every candidate is down)";
-    return false;
-  }
-  const BackendState& s = *pool_->states[node];
-  if (s.down.load(std::memory_order_relaxed)) {
-    error = "ERR backend " + s.name + " is down (retried every " +
-            std::to_string(pool_->config.server_retry_timeout_ms) + " ms)";
-    return false;
-  }
-  return true;
+  if (backend_usable(*pool_, node, what, error)) return true;
+  error = "ERR " + error;
+  return false;
 }
 
 void Client::forward_one(const redis::Command& cmd, NodeId node, const std::shared_ptr<Msg>& m) {
@@ -522,10 +289,7 @@ void Client::dispatch() {
       return;
     }
     case redis::Route::kKey: {
-      auto m = std::make_shared<Msg>();
-      m->client = this;
-      m->start = worker_.loop().now();
-      pending_.push_back(m);
+      auto m = new_msg();
       const NodeId node = pool_->route(parser_.arg(in_, 1));
       std::string error;
       if (!check_node(node, "this key", error)) {
@@ -571,10 +335,7 @@ void Client::dispatch() {
           return;
         }
       }
-      auto m = std::make_shared<Msg>();
-      m->client = this;
-      m->start = worker_.loop().now();
-      pending_.push_back(m);
+      auto m = new_msg();
       std::string error;
       if (!check_node(node, "these keys", error)) {
         m->parts.resize(1);
@@ -601,11 +362,8 @@ void Client::dispatch() {
 void Client::split(const redis::Command& cmd) {
   const std::size_t argc = parser_.argc();
   const std::size_t step = cmd.route == redis::Route::kSplitPairs ? 2 : 1;
-  auto m = std::make_shared<Msg>();
-  m->client = this;
-  m->start = worker_.loop().now();
+  auto m = new_msg();
   m->merge = cmd.merge;
-  pending_.push_back(m);
   // Group the keys by backend, keeping their order within each part.
   std::vector<NodeId> part_node;
   std::vector<std::vector<std::string_view>> part_args;
@@ -646,89 +404,6 @@ void Client::split(const redis::Command& cmd) {
     redis::append_command(bytes, part_args[p]);
     b->send(m, p, bytes);
   }
-}
-
-void Client::on_done() {
-  if (closed_) return;
-  bool close_now = false;
-  while (!pending_.empty() && pending_.front()->done) {
-    Msg& m = *pending_.front();
-    out_ += m.reply;
-    if (m.start != net::Clock::time_point{}) {
-      const auto us = std::chrono::duration_cast<std::chrono::microseconds>(net::Clock::now() - m.start).count();
-      worker_.metrics().observe_latency(static_cast<std::uint64_t>(std::max<std::int64_t>(us, 0)));
-    }
-    m.client = nullptr;
-    close_now = m.close_after;
-    pending_.pop_front();
-    if (close_now) break;
-  }
-  write();
-  if (closed_) return;
-  if (close_now || (read_closed_ && pending_.empty())) {
-    if (out_off_ == out_.size()) {
-      close();
-      return;
-    }
-    // Unsent output: close once write() has drained it.
-    for (auto& m : pending_) m->client = nullptr;
-    pending_.clear();
-    read_closed_ = true;
-  }
-  update_events();
-}
-
-void Client::write() {
-  if (!send_pending(fd_, out_, out_off_)) {
-    close();  // the client went away
-    return;
-  }
-  if (out_off_ == out_.size()) {
-    out_.clear();
-    out_off_ = 0;
-    if (out_.capacity() > (1u << 20)) out_.shrink_to_fit();
-    if (read_closed_ && pending_.empty()) {
-      close();
-      return;
-    }
-  } else if (out_off_ > (1u << 20)) {
-    out_.erase(0, out_off_);
-    out_off_ = 0;
-  }
-  update_events();
-}
-
-void Client::update_events() {
-  if (closed_) return;
-  // Backpressure: stop reading while too much is in flight or unsent to this client.
-  const bool r = !read_closed_ && pending_.size() < pool_->config.max_pipeline &&
-                 out_.size() - out_off_ < kMaxClientOutput;
-  const bool w = out_off_ < out_.size();
-  if (r && !want_read_ && !in_.empty() && !processing_) {
-    // Requests already buffered while paused: parse them now.
-    want_read_ = true;
-    process();
-    if (closed_) return;
-    worker_.flush_dirty();
-    update_events();
-    return;
-  }
-  if (r == want_read_ && w == want_write_) return;
-  want_read_ = r;
-  want_write_ = w;
-  worker_.loop().modify(fd_, (r ? EPOLLIN : 0u) | (w ? EPOLLOUT : 0u), this);
-}
-
-void Client::close() {
-  if (closed_) return;
-  closed_ = true;
-  for (auto& m : pending_) m->client = nullptr;
-  pending_.clear();
-  worker_.loop().remove(fd_);
-  ::close(fd_);
-  fd_ = -1;
-  worker_.client_closed(this);
-  worker_.loop().defer_delete(std::unique_ptr<net::Pollable>(this));
 }
 
 }  // namespace chash::proxy::redis_session

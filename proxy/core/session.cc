@@ -1,0 +1,366 @@
+#include "core/session.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/log.h"
+#include "core/worker.h"
+#include "net/socket.h"
+
+namespace chash::proxy {
+
+bool send_pending(int fd, const std::string& out, std::size_t& off) {
+  while (off < out.size()) {
+    const ssize_t n = ::send(fd, out.data() + off, out.size() - off, MSG_NOSIGNAL);
+    if (n > 0) {
+      off += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    return false;
+  }
+  return true;
+}
+
+bool backend_usable(const Pool& pool, NodeId node, std::string_view what, std::string& why) {
+  if (node == kNoNode) {
+    why = "no backend is up for " + std::string(what) + " (every candidate is down)";
+    return false;
+  }
+  const BackendState& s = *pool.states[node];
+  if (s.down.load(std::memory_order_relaxed)) {
+    why = "backend " + s.name + " is down (retried every " + std::to_string(pool.config.server_retry_timeout_ms) + " ms)";
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+// After a send: forget what was sent (at once when all of it was, else in 1 MiB steps).
+void compact_sent(std::string& out, std::size_t& off) {
+  if (off == out.size()) {
+    out.clear();
+    off = 0;
+  } else if (off > (1u << 20)) {
+    out.erase(0, off);
+    off = 0;
+  }
+}
+
+}  // namespace
+
+void Reply::finish_now() {
+  done = true;
+  if (client != nullptr) client->on_done();
+}
+
+// ---- ClientSession ------------------------------------------------------------------------------
+
+ClientSession::ClientSession(Worker& worker, std::size_t pool_index, int fd)
+    : worker_(worker), pool_index_(pool_index), pool_(worker.pool(pool_index)), fd_(fd) {
+  worker_.loop().add(fd_, EPOLLIN, this);
+  worker_.client_opened(this, pool_index_);
+}
+
+ClientSession::~ClientSession() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ClientSession::on_event(std::uint32_t events) {
+  if (closed_) return;
+  if ((events & (EPOLLHUP | EPOLLERR)) && !(events & EPOLLIN)) {
+    close();  // nothing can be read or written any more
+    return;
+  }
+  if (events & EPOLLIN) {
+    read();
+    if (closed_) return;
+  }
+  if (events & EPOLLOUT) write();
+}
+
+void ClientSession::read() {
+  if (read_closed_) {
+    // Only errors/hangups get here (EPOLLIN is off): nothing more will be written either.
+    close();
+    return;
+  }
+  for (int i = 0; i < kMaxReadsPerEvent && want_read_; ++i) {
+    const std::size_t old = in_.size();
+    in_.resize(old + kReadChunk);
+    const ssize_t n = ::recv(fd_, in_.data() + old, kReadChunk, 0);
+    if (n <= 0) {
+      in_.resize(old);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      // EOF (or reset): answer what was asked, then close.
+      read_closed_ = true;
+      if (pending_.empty()) {
+        close();
+        return;
+      }
+      break;
+    }
+    in_.resize(old + static_cast<std::size_t>(n));
+    run_process();
+    if (closed_) return;
+    if (static_cast<std::size_t>(n) < kReadChunk) break;
+  }
+  worker_.flush_dirty();
+  update_events();
+}
+
+void ClientSession::run_process() {
+  pool_ = worker_.pool(pool_index_);
+  processing_ = true;
+  process();
+  processing_ = false;
+  if (closed_) return;
+  // A large buffer left from a big request is not kept for the connection's life.
+  if (in_.capacity() > (1u << 20) && in_.size() < (1u << 16)) in_.shrink_to_fit();
+}
+
+void ClientSession::reply_local(std::string reply, bool count_error, bool close_after) {
+  auto m = std::make_shared<LocalReply>();
+  m->reply = std::move(reply);
+  m->done = true;
+  m->close_after = close_after;
+  pending_.push_back(std::move(m));
+  worker_.metrics().local_replies.fetch_add(1, std::memory_order_relaxed);
+  if (count_error) worker_.metrics().proxy_errors.fetch_add(1, std::memory_order_relaxed);
+  on_done();
+}
+
+void ClientSession::protocol_error(std::string reply) {
+  worker_.metrics().protocol_errors.fetch_add(1, std::memory_order_relaxed);
+  read_closed_ = true;
+  reply_local(std::move(reply), true, true);
+  if (closed_) return;
+  in_.clear();
+  in_.shrink_to_fit();  // a hostile client's buffer goes now, not at close
+}
+
+void ClientSession::push(const std::shared_ptr<Reply>& r) {
+  r->client = this;
+  r->start = worker_.loop().now();
+  pending_.push_back(r);
+}
+
+void ClientSession::on_done() {
+  if (closed_) return;
+  bool close_now = false;
+  while (!pending_.empty() && pending_.front()->done) {
+    Reply& m = *pending_.front();
+    out_ += m.reply;
+    if (m.start != net::Clock::time_point{}) {
+      const auto us = std::chrono::duration_cast<std::chrono::microseconds>(net::Clock::now() - m.start).count();
+      worker_.metrics().observe_latency(static_cast<std::uint64_t>(std::max<std::int64_t>(us, 0)));
+    }
+    m.client = nullptr;
+    close_now = m.close_after;
+    pending_.pop_front();
+    if (close_now) break;
+  }
+  write();
+  if (closed_) return;
+  if (close_now || (read_closed_ && pending_.empty())) {
+    if (out_off_ == out_.size()) {
+      close();
+      return;
+    }
+    // Unsent output: close once write() has drained it.
+    for (auto& m : pending_) m->client = nullptr;
+    pending_.clear();
+    read_closed_ = true;
+  }
+  update_events();
+}
+
+void ClientSession::write() {
+  if (!send_pending(fd_, out_, out_off_)) {
+    close();  // the client went away
+    return;
+  }
+  compact_sent(out_, out_off_);
+  if (out_.empty()) {
+    if (out_.capacity() > (1u << 20)) out_.shrink_to_fit();
+    if (read_closed_ && pending_.empty()) {
+      close();
+      return;
+    }
+  }
+  update_events();
+}
+
+void ClientSession::update_events() {
+  if (closed_) return;
+  // Backpressure: stop reading while too much is in flight or unsent to this client.
+  const bool r = !read_closed_ && pending_.size() < pool_->config.max_pipeline &&
+                 out_.size() - out_off_ < kMaxClientOutput;
+  const bool w = out_off_ < out_.size();
+  if (r && !want_read_ && !in_.empty() && !processing_) {
+    // Requests already buffered while paused: parse them now.
+    want_read_ = true;
+    run_process();
+    if (closed_) return;
+    worker_.flush_dirty();
+    update_events();
+    return;
+  }
+  if (r == want_read_ && w == want_write_) return;
+  want_read_ = r;
+  want_write_ = w;
+  worker_.loop().modify(fd_, (r ? EPOLLIN : 0u) | (w ? EPOLLOUT : 0u), this);
+}
+
+void ClientSession::close() {
+  if (closed_) return;
+  closed_ = true;
+  for (auto& m : pending_) m->client = nullptr;
+  pending_.clear();
+  worker_.loop().remove(fd_);
+  ::close(fd_);
+  fd_ = -1;
+  worker_.client_closed(this);
+  worker_.loop().defer_delete(std::unique_ptr<net::Pollable>(this));
+}
+
+// ---- BackendSession -----------------------------------------------------------------------------
+
+BackendSession::BackendSession(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node)
+    : worker_(worker), pool_(std::move(pool)), state_(pool_->states[node]), node_(node) {}
+
+BackendSession::~BackendSession() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool BackendSession::start(std::string& error) {
+  const ServerConfig& s = pool_->config.servers[node_];
+  fd_ = net::connect_to(s.address, error);
+  if (fd_ < 0) return false;
+  if (pool_->config.tcpkeepalive) net::set_keepalive(fd_);
+  want_write_ = true;
+  if (!worker_.loop().add(fd_, EPOLLIN | EPOLLOUT, this)) {
+    error = std::string("epoll: ") + std::strerror(errno);
+    return false;
+  }
+  connect_deadline_ = net::Clock::now() + std::chrono::milliseconds(pool_->config.timeout_ms.value_or(0));
+  handshake();
+  return true;
+}
+
+void BackendSession::enqueue(std::initializer_list<std::string_view> bytes, std::shared_ptr<Reply> msg,
+                             std::uint32_t part, std::uint32_t tag) {
+  for (const std::string_view b : bytes) out_ += b;
+  if (msg) state_->requests.fetch_add(1, std::memory_order_relaxed);
+  queue_.push_back({std::move(msg), part, tag, worker_.loop().now()});
+  worker_.mark_dirty(this);
+}
+
+void BackendSession::update_events() {
+  if (closed_) return;
+  const bool w = connecting_ || out_off_ < out_.size();
+  if (w == want_write_) return;
+  want_write_ = w;
+  worker_.loop().modify(fd_, EPOLLIN | (w ? EPOLLOUT : 0u), this);
+}
+
+void BackendSession::flush() {
+  if (closed_ || connecting_) return;
+  if (!send_pending(fd_, out_, out_off_)) {
+    fail(std::string("write: ") + std::strerror(errno));
+    return;
+  }
+  compact_sent(out_, out_off_);
+  update_events();
+}
+
+void BackendSession::on_event(std::uint32_t events) {
+  if (closed_) return;
+  if (connecting_ && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+    const int err = net::socket_error(fd_);
+    if (err != 0) {
+      fail(std::string("connect: ") + std::strerror(err));
+      return;
+    }
+    connecting_ = false;
+  }
+  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+    read();
+    if (closed_) return;
+  }
+  if (!connecting_) flush();
+}
+
+void BackendSession::read() {
+  for (int i = 0; i < kMaxReadsPerEvent; ++i) {
+    const std::size_t old = in_.size();
+    in_.resize(old + kReadChunk);
+    const ssize_t n = ::recv(fd_, in_.data() + old, kReadChunk, 0);
+    if (n <= 0) {
+      in_.resize(old);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      fail(n == 0 ? "connection closed by the server" : std::string("read: ") + std::strerror(errno));
+      return;
+    }
+    in_.resize(old + static_cast<std::size_t>(n));
+    on_input();
+    if (closed_) return;
+    if (static_cast<std::size_t>(n) < kReadChunk) break;
+  }
+  if (draining_ && queue_.empty()) close();
+}
+
+void BackendSession::check_timeout(net::Clock::time_point now) {
+  if (closed_ || !pool_->config.timeout_ms) return;
+  const auto t = std::chrono::milliseconds(*pool_->config.timeout_ms);
+  if (connecting_ && now >= connect_deadline_) {
+    state_->timeouts.fetch_add(1, std::memory_order_relaxed);
+    fail("connect timed out");
+    return;
+  }
+  if (!queue_.empty() && now - queue_.front().sent >= t) {
+    state_->timeouts.fetch_add(1, std::memory_order_relaxed);
+    fail("timed out after " + std::to_string(*pool_->config.timeout_ms) + " ms");
+  }
+}
+
+void BackendSession::drain() {
+  draining_ = true;
+  if (queue_.empty()) close();
+}
+
+void BackendSession::fail(const std::string& why) {
+  if (closed_) return;
+  record_failure(*state_, pool_->config, why);
+  log(LogLevel::kDebug, "backend connection failed", {{"pool", pool_->config.name}, {"backend", name()}, {"reason", why}});
+  const std::string err = failure_reply(why);
+  std::deque<Pending> q;
+  q.swap(queue_);
+  close();  // before completing: a completion may send more to this backend's slot
+  for (auto& p : q) {
+    if (p.msg) {
+      state_->errors.fetch_add(1, std::memory_order_relaxed);
+      p.msg->fail_part(p.part, err);
+    }
+  }
+}
+
+void BackendSession::close() {
+  if (closed_) return;
+  closed_ = true;
+  worker_.loop().remove(fd_);
+  ::close(fd_);
+  fd_ = -1;
+  worker_.backend_closed(this);  // hands ownership to the loop's deferred delete
+}
+
+}  // namespace chash::proxy

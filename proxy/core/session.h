@@ -1,0 +1,192 @@
+// chash-proxy — what the key-sharding protocols (redis, memcache) share: a client connection
+// that answers pipelined requests strictly in order, and a backend connection whose replies
+// complete the queued requests in the order they were sent.
+//
+// A protocol derives a Client from ClientSession (it parses in_ and queues Replies on
+// pending_), a Backend from BackendSession (it parses in_ and completes queue_.front()), and a
+// request type from Reply. Everything about sockets, backpressure, timeouts, failures and
+// draining lives here, once.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "core/connection.h"
+#include "core/topology.h"
+#include "net/event_loop.h"
+
+namespace chash::proxy {
+
+class Worker;
+class ClientSession;
+
+// Sends out[off..] without blocking. Returns false on a socket error (errno is kept), true when
+// everything was sent or the socket is full; `off` advances past what was sent.
+bool send_pending(int fd, const std::string& out, std::size_t& off);
+
+// Whether `node` (Pool::route's answer for `what`) can take a request; if not, `why` says so
+// ("no backend is up for key 'k' ..." / "backend r1 is down ..."), without the protocol's prefix.
+bool backend_usable(const Pool& pool, NodeId node, std::string_view what, std::string& why);
+
+inline constexpr std::size_t kReadChunk = 64 * 1024;
+inline constexpr std::size_t kMaxClientOutput = 8u << 20;  // pause reading above this much unsent
+inline constexpr int kMaxReadsPerEvent = 16;               // fairness between connections
+
+// One request's place in its client's in-order reply queue.
+struct Reply {
+  virtual ~Reply() = default;
+  ClientSession* client = nullptr;  // null once the client has gone
+  std::string reply;                // written when done (may be empty: noreply)
+  bool done = false;
+  bool close_after = false;  // quit / protocol error: close once this reply is written
+  std::uint32_t outstanding = 0;  // parts still waiting for a backend
+  net::Clock::time_point start;   // set for forwarded requests: a latency sample when written
+  // A backend could not answer part `part`; `error` is a whole error reply of the protocol.
+  virtual void fail_part(std::uint32_t part, std::string_view error) = 0;
+  // Marks the reply done and lets the client write what is now in order.
+  void finish_now();
+};
+
+// A reply the proxy makes itself.
+struct LocalReply final : Reply {
+  void fail_part(std::uint32_t, std::string_view) override {}
+};
+
+// Drops what `parser` has consumed from the front of `in` (parsers keep offsets into it).
+template <class Parser>
+void drop_consumed(std::string& in, Parser& parser) {
+  const std::size_t n = parser.start();
+  if (n == 0) return;
+  in.erase(0, n);
+  parser.consume(n);
+}
+
+class ClientSession : public net::Pollable {
+ public:
+  ClientSession(Worker& worker, std::size_t pool_index, int fd);
+  ~ClientSession() override;
+
+  void on_event(std::uint32_t events) override;
+  // A Reply of ours completed: write what is now in order.
+  void on_done();
+
+ protected:
+  // Parses and dispatches the requests buffered in in_ while can_take_more(); called with
+  // pool_ refreshed. Sets nothing else; may close the connection (check closed_).
+  virtual void process() = 0;
+
+  bool can_take_more() const noexcept {
+    return !read_closed_ && pending_.size() < pool_->config.max_pipeline;
+  }
+  // The request loop every protocol runs from process(): parse, dispatch(), repeat while
+  // can_take_more(). A parse error answers error_reply(), closes after it and resets `parser`.
+  template <class Parser, class ErrorReply, class Dispatch>
+  void parse_requests(Parser& parser, ErrorReply error_reply, Dispatch dispatch) {
+    while (can_take_more()) {
+      const auto r = parser.parse(in_);
+      using R = std::decay_t<decltype(r)>;
+      if (r == R::kNeedMore) break;
+      if (r == R::kError) {
+        protocol_error(error_reply());
+        if (closed_) return;
+        parser = Parser();
+        break;
+      }
+      dispatch();
+      if (closed_) return;
+      parser.next();
+    }
+    drop_consumed(in_, parser);
+  }
+  // Queues a reply made by the proxy (after every earlier reply).
+  void reply_local(std::string reply, bool count_error = false, bool close_after = false);
+  // An unparsable request: counts it, answers `reply` (may be empty) and closes after it; the
+  // input buffer is freed at once. The caller resets its parser.
+  void protocol_error(std::string reply);
+  // Queues `r` (a forwarded request) at the back of the reply order.
+  void push(const std::shared_ptr<Reply>& r);
+  void close();
+
+  Worker& worker_;
+  std::size_t pool_index_;
+  std::shared_ptr<const Pool> pool_;  // refreshed per batch from the worker
+  int fd_;
+  bool closed_ = false;
+  bool read_closed_ = false;  // EOF, quit or protocol error: no more requests
+  std::string in_;
+  std::deque<std::shared_ptr<Reply>> pending_;
+
+ private:
+  void read();
+  void run_process();
+  void write();
+  void update_events();
+
+  bool want_read_ = true;
+  bool processing_ = false;  // inside process(): do not re-enter it from a completion
+  bool want_write_ = false;
+  std::string out_;
+  std::size_t out_off_ = 0;
+};
+
+class BackendSession : public BackendConn {
+ public:
+  BackendSession(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node);
+  ~BackendSession() override;
+
+  // Starts connecting, then handshake(). False (with `error`) when it cannot start.
+  bool start(std::string& error) override;
+  void flush() override;
+  void check_timeout(net::Clock::time_point now) override;
+  void drain() override;
+  void on_event(std::uint32_t events) override;
+  const std::string& name() const noexcept { return state_->name; }
+
+ protected:
+  struct Pending {
+    std::shared_ptr<Reply> msg;  // null: the proxy's own handshake request
+    std::uint32_t part = 0;
+    std::uint32_t tag = 0;  // the protocol's note on how to read the reply
+    net::Clock::time_point sent;
+  };
+  // Queues the proxy's own first requests (AUTH, SELECT, ...) with enqueue(..., nullptr, ...).
+  virtual void handshake() {}
+  // New bytes are in in_: complete the queued requests they answer (in order); may fail().
+  virtual void on_input() = 0;
+  // The protocol's error reply for every request lost with this connection.
+  virtual std::string failure_reply(const std::string& why) const = 0;
+
+  // Queues a request's bytes; its reply completes msg's part `part` (msg null: handshake).
+  void enqueue(std::initializer_list<std::string_view> bytes, std::shared_ptr<Reply> msg, std::uint32_t part,
+               std::uint32_t tag);
+  // Every queued request gets failure_reply(why); the connection closes; counts a failure.
+  void fail(const std::string& why);
+  void close();
+
+  Worker& worker_;
+  std::shared_ptr<const Pool> pool_;
+  std::shared_ptr<BackendState> state_;
+  NodeId node_;
+  bool closed_ = false;
+  std::string in_;
+  std::deque<Pending> queue_;
+
+ private:
+  void read();
+  void update_events();
+
+  int fd_ = -1;
+  bool connecting_ = true;
+  bool draining_ = false;
+  bool want_write_ = false;
+  net::Clock::time_point connect_deadline_;
+  std::string out_;
+  std::size_t out_off_ = 0;
+};
+
+}  // namespace chash::proxy

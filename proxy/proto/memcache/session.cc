@@ -1,0 +1,318 @@
+#include "proto/memcache/session.h"
+
+#include <algorithm>
+
+#include "core/worker.h"
+
+namespace chash::proxy::memcache_session {
+
+namespace {
+
+// Why each refused memcached command is not proxied.
+std::string_view refusal(std::string_view name) noexcept {
+  if (name.size() == 2 && name[0] == 'm') return "meta commands are not proxied; use get/set/delete/...";
+  if (name == "flush_all" || name == "stats" || name == "cache_memlimit" || name == "lru_crawler" ||
+      name == "slabs" || name == "lru" || name == "extstore") {
+    return "it acts on every server; ask the memcached servers directly";
+  }
+  return "a server command; ask the memcached servers directly";
+}
+
+std::string server_error(std::string_view text) {
+  std::string out = "SERVER_ERROR ";
+  for (const char c : text) out += (c == '\r' || c == '\n') ? ' ' : c;  // one line
+  out += "\r\n";
+  return out;
+}
+
+void append_uint(std::string& out, std::uint64_t v) { out += std::to_string(v); }
+
+}  // namespace
+
+// ---- Msg ----------------------------------------------------------------------------------------
+
+void Msg::add_value(std::uint32_t part, std::string_view block, memcache::Span key) {
+  Part& p = parts[part];
+  p.values.push_back({{p.raw.size() + key.off, key.len}, {p.raw.size(), block.size()}});
+  p.raw += block;
+}
+
+void Msg::end_part(std::uint32_t part) {
+  (void)part;
+  if (--outstanding == 0) finish();
+}
+
+void Msg::line_part(std::uint32_t part, std::string_view line, bool error) {
+  Part& p = parts[part];
+  p.raw.assign(line);
+  p.values.clear();
+  p.error = error || retrieval;  // a retrieval answered by one line is an error
+  if (--outstanding == 0) finish();
+}
+
+void Msg::finish() {
+  if (silent) {
+    reply.clear();
+  } else if (!retrieval) {
+    reply = std::move(parts[0].raw);
+  } else {
+    // The first failed part answers the whole request, as one backend would (memcached
+    // clients read a SERVER_ERROR line in place of VALUE ... END).
+    const auto failed = std::find_if(parts.begin(), parts.end(), [](const Part& p) { return p.error; });
+    if (failed != parts.end()) {
+      reply = std::move(failed->raw);
+    } else if (parts.size() == 1) {
+      reply = std::move(parts[0].raw);
+      reply += "END\r\n";
+    } else {
+      std::size_t total = 5;
+      for (const Part& p : parts) total += p.raw.size();
+      reply.reserve(total);
+      std::vector<std::size_t> cursor(parts.size(), 0);
+      for (const auto& [part, key] : key_map) {
+        const Part& p = parts[part];
+        std::size_t& c = cursor[part];
+        if (c < p.values.size() && p.values[c].key.in(p.raw) == key.in(keys)) {
+          reply += p.values[c].block.in(p.raw);
+          ++c;
+        }
+      }
+      reply += "END\r\n";
+    }
+  }
+  parts.clear();
+  finish_now();
+}
+
+// ---- Backend ------------------------------------------------------------------------------------
+
+Backend::Backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node)
+    : BackendSession(worker, std::move(pool), node),
+      parser_(std::max(pool_->config.max_value_bytes, pool_->config.max_request_bytes)) {}
+
+void Backend::send(const std::shared_ptr<Msg>& msg, std::uint32_t part, std::initializer_list<std::string_view> bytes) {
+  enqueue(bytes, msg, part, 0);
+}
+
+std::string Backend::failure_reply(const std::string& why) const {
+  return server_error("backend " + name() + ": " + why);
+}
+
+void Backend::on_input() {
+  for (;;) {
+    if (queue_.empty()) {
+      if (in_.size() > parser_.start()) {
+        fail("reply with no request outstanding");
+        return;
+      }
+      break;
+    }
+    auto& m = static_cast<Msg&>(*queue_.front().msg);  // memcache backends send no requests of their own
+    if (!parser_started_) {
+      parser_.expect_values(m.retrieval);
+      parser_started_ = true;
+    }
+    const memcache::ParseResult r = parser_.parse(in_);
+    if (r == memcache::ParseResult::kNeedMore) break;
+    if (r == memcache::ParseResult::kError) {
+      fail(parser_.error());
+      return;
+    }
+    const memcache::Span span = parser_.span();
+    const std::string_view raw = span.in(in_);
+    if (parser_.kind() == memcache::ReplyKind::kValue) {
+      m.add_value(queue_.front().part, raw, {parser_.key().off - span.off, parser_.key().len});
+      parser_.next();
+      continue;
+    }
+    Pending p = std::move(queue_.front());
+    queue_.pop_front();
+    parser_started_ = false;
+    record_success(*state_);
+    if (parser_.kind() == memcache::ReplyKind::kEnd) {
+      m.end_part(p.part);
+    } else {
+      m.line_part(p.part, raw, parser_.is_error());
+    }
+    if (closed_) return;
+    parser_.next();
+  }
+  drop_consumed(in_, parser_);
+}
+
+// ---- Client -------------------------------------------------------------------------------------
+
+Client::Client(Worker& worker, std::size_t pool_index, int fd)
+    : ClientSession(worker, pool_index, fd),
+      limits_{pool_->config.max_value_bytes, std::min<std::size_t>(pool_->config.max_request_bytes, std::size_t{1} << 20)},
+      parser_(limits_) {}
+
+void Client::process() {
+  parse_requests(parser_, [&] { return std::string(parser_.error()); }, [&] { dispatch(); });
+}
+
+std::shared_ptr<Msg> Client::new_msg(std::uint32_t parts) {
+  auto m = std::make_shared<Msg>();
+  m->silent = parser_.noreply();
+  m->parts.resize(parts);
+  m->outstanding = parts;
+  push(m);
+  return m;
+}
+
+bool Client::route(std::string_view key, const std::shared_ptr<Msg>& m, NodeId& node) {
+  node = pool_->route(key);
+  std::string why;
+  if (backend_usable(*pool_, node, "key '" + std::string(key) + "'", why)) return true;
+  worker_.metrics().proxy_errors.fetch_add(1, std::memory_order_relaxed);
+  // The whole request fails (a multi-get's other parts are not sent).
+  m->parts.assign(1, {});
+  m->outstanding = 1;
+  m->fail_part(0, server_error(why));
+  return false;
+}
+
+void Client::forward(NodeId node, const std::shared_ptr<Msg>& m, std::uint32_t part,
+                     std::initializer_list<std::string_view> bytes) {
+  std::string error;
+  auto* b = static_cast<Backend*>(worker_.backend(pool_index_, node, error));  // a memcache pool's
+  if (b == nullptr) {
+    m->fail_part(part, server_error("backend " + pool_->states[node]->name + ": " + error));
+    return;
+  }
+  b->send(m, part, bytes);
+}
+
+void Client::dispatch() {
+  worker_.metrics().requests.fetch_add(1, std::memory_order_relaxed);
+  const std::string_view in(in_);
+  const memcache::Command cmd = parser_.command();
+  switch (cmd) {
+    case memcache::Command::kNone:
+      // Answered by the parser, as memcached would (or silenced by noreply).
+      if (!parser_.reply().empty()) reply_local(std::string(parser_.reply()), true);
+      return;
+    case memcache::Command::kVersion:
+      reply_local(std::string(kVersionReply));
+      return;
+    case memcache::Command::kQuit:
+      read_closed_ = true;
+      reply_local({}, false, true);
+      return;
+    case memcache::Command::kUnsupported: {
+      if (parser_.noreply()) return;
+      const std::string_view name = parser_.token(in, 0);
+      reply_local(server_error("unsupported command '" + std::string(name) + "': " + std::string(refusal(name)) +
+                               " (chash-proxy)"),
+                  true);
+      return;
+    }
+    case memcache::Command::kGet:
+    case memcache::Command::kGets:
+    case memcache::Command::kGat:
+    case memcache::Command::kGats:
+      retrieve();
+      return;
+    case memcache::Command::kSet:
+    case memcache::Command::kAdd:
+    case memcache::Command::kReplace:
+    case memcache::Command::kAppend:
+    case memcache::Command::kPrepend:
+    case memcache::Command::kCas: {
+      // Re-written from the parsed numbers (canonical, without noreply): the backend accepts
+      // exactly what the proxy accepted, so it always reads the data block.
+      const std::string_view key = parser_.token(in, 1);
+      auto m = new_msg(1);
+      NodeId node = kNoNode;
+      if (!route(key, m, node)) return;
+      std::string line(parser_.token(in, 0));
+      line += ' ';
+      line += key;
+      line += ' ';
+      append_uint(line, parser_.flags());
+      line += ' ';
+      line += std::to_string(parser_.exptime());
+      line += ' ';
+      const std::string_view data = parser_.data(in);
+      append_uint(line, data.size());
+      if (cmd == memcache::Command::kCas) {
+        line += ' ';
+        append_uint(line, parser_.cas_unique());
+      }
+      line += "\r\n";
+      forward(node, m, 0, {line, data, "\r\n"});
+      return;
+    }
+    case memcache::Command::kDelete:
+    case memcache::Command::kIncr:
+    case memcache::Command::kDecr:
+    case memcache::Command::kTouch: {
+      auto m = new_msg(1);
+      NodeId node = kNoNode;
+      if (!route(parser_.token(in, 1), m, node)) return;
+      std::string line(parser_.token(in, 0));
+      for (std::size_t i = 1; i < parser_.forward_end(); ++i) {
+        line += ' ';
+        line += parser_.token(in, i);
+      }
+      if (parser_.forward_zero()) line += " 0";
+      line += "\r\n";
+      forward(node, m, 0, {line});
+      return;
+    }
+  }
+}
+
+void Client::retrieve() {
+  const std::string_view in(in_);
+  const std::size_t first = parser_.first_key(), end = parser_.key_end();
+  if (first == end) {  // "gat <exptime>" with no keys: memcached answers END
+    reply_local("END\r\n");
+    return;
+  }
+  auto m = new_msg(0);
+  m->retrieval = true;
+  std::string prefix(parser_.token(in, 0));  // "get", or "gat <exptime>"
+  for (std::size_t i = 1; i < first; ++i) {
+    prefix += ' ';
+    prefix += parser_.token(in, i);
+  }
+  // Group the keys by backend, keeping their order within each part; a backend's keys are cut
+  // into lines of at most kMaxBackendLine bytes (one part each).
+  constexpr std::uint32_t kNone = ~std::uint32_t{0};
+  std::vector<std::uint32_t> open_part(pool_->states.size(), kNone);  // node -> its part being filled
+  std::vector<NodeId> part_node;
+  std::vector<std::string> lines;
+  key_parts_.clear();
+  for (std::size_t i = first; i < end; ++i) {
+    const std::string_view key = parser_.token(in, i);
+    NodeId node = kNoNode;
+    if (!route(key, m, node)) return;
+    std::uint32_t& part = open_part[node];
+    if (part == kNone || lines[part].size() + 1 + key.size() + 2 > kMaxBackendLine) {
+      part = static_cast<std::uint32_t>(part_node.size());
+      part_node.push_back(node);
+      lines.push_back(prefix);
+    }
+    lines[part] += ' ';
+    lines[part] += key;
+    key_parts_.push_back(part);
+  }
+  const auto nparts = static_cast<std::uint32_t>(part_node.size());
+  m->parts.resize(nparts);
+  m->outstanding = nparts;
+  if (nparts > 1) {
+    // Merged in the client's key order (a single part comes back in that order already).
+    for (std::size_t i = first; i < end; ++i) {
+      const std::string_view key = parser_.token(in, i);
+      m->key_map.emplace_back(key_parts_[i - first], memcache::Span{m->keys.size(), key.size()});
+      m->keys += key;
+    }
+  }
+  for (std::uint32_t p = 0; p < nparts; ++p) {
+    lines[p] += "\r\n";
+    forward(part_node[p], m, p, {lines[p]});
+  }
+}
+
+}  // namespace chash::proxy::memcache_session

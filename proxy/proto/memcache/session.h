@@ -1,0 +1,98 @@
+// chash-proxy — memcached (text protocol) client and backend connections.
+//
+// A Client parses requests (pipelined: many per read) and answers them strictly in order. A
+// storage, delete, incr/decr or touch request goes to its key's backend; a get/gets/gat/gats is
+// split into one request per backend holding its keys, and the VALUE blocks are merged back in
+// the client's key order under one END. `noreply` is stripped before forwarding and the
+// backend's answer dropped, so the backend stream never desyncs whatever the backend says.
+// version and quit are answered by the proxy; server-wide commands (stats, flush_all, ...) and
+// meta commands are refused with a SERVER_ERROR naming them, the connection kept.
+//
+// A Backend is one connection to one memcached, owned by one worker; replies complete the
+// queued requests in order. When it fails (connect error, timeout, closed mid-reply,
+// unparsable reply) every queued request is answered "SERVER_ERROR backend <name>: <why>" and
+// the connection is dropped; the next request reconnects.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/session.h"
+#include "core/topology.h"
+#include "proto/memcache/protocol.h"
+
+namespace chash::proxy::memcache_session {
+
+// The longest get/gat line sent to a memcached: it closes the connection on a gat line over
+// 2048 bytes, so a client's long multiget is cut into several requests per backend.
+inline constexpr std::size_t kMaxBackendLine = 2000;
+
+// What the proxy answers to `version` (libmemcached parses the leading numbers).
+inline constexpr std::string_view kVersionReply = "VERSION 1.6.18-chash-proxy\r\n";
+
+struct Msg final : Reply {
+  bool silent = false;     // noreply: whatever the backend says is dropped
+  bool retrieval = false;  // VALUE blocks + END
+  struct Value {
+    memcache::Span key;    // in Part::raw
+    memcache::Span block;  // the whole VALUE block, in Part::raw
+  };
+  struct Part {
+    std::string raw;  // retrieval: its VALUE blocks; otherwise the reply line
+    std::vector<Value> values;
+    bool error = false;  // raw is an error line that answers the whole request
+  };
+  std::vector<Part> parts;
+  // A retrieval split over several backends: the client's keys in order, and each one's part.
+  std::string keys;
+  std::vector<std::pair<std::uint32_t, memcache::Span>> key_map;
+
+  // From the Backend, in order: VALUE blocks (retrievals), then END or one line.
+  void add_value(std::uint32_t part, std::string_view block, memcache::Span key);
+  void end_part(std::uint32_t part);
+  void line_part(std::uint32_t part, std::string_view line, bool error);
+  void fail_part(std::uint32_t part, std::string_view error) override { line_part(part, error, true); }
+
+ private:
+  void finish();
+};
+
+class Backend final : public BackendSession {
+ public:
+  Backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node);
+
+  // Queues one request; its reply completes msg->parts[part].
+  void send(const std::shared_ptr<Msg>& msg, std::uint32_t part, std::initializer_list<std::string_view> bytes);
+
+ private:
+  void on_input() override;
+  std::string failure_reply(const std::string& why) const override;
+
+  memcache::ReplyParser parser_;
+  bool parser_started_ = false;
+};
+
+class Client final : public ClientSession {
+ public:
+  Client(Worker& worker, std::size_t pool_index, int fd);
+
+ private:
+  void process() override;
+  void dispatch();
+  void retrieve();
+  std::shared_ptr<Msg> new_msg(std::uint32_t parts);
+  // Sends part `part` of `m` to `node`, or fails that part when it cannot.
+  void forward(NodeId node, const std::shared_ptr<Msg>& m, std::uint32_t part,
+               std::initializer_list<std::string_view> bytes);
+  bool route(std::string_view key, const std::shared_ptr<Msg>& m, NodeId& node);
+
+  memcache::RequestLimits limits_;
+  memcache::RequestParser parser_;
+  std::vector<std::uint32_t> key_parts_;  // scratch for retrievals: each key's part
+};
+
+}  // namespace chash::proxy::memcache_session

@@ -1,0 +1,599 @@
+// chash-proxy end to end with memcached pools: real memcached processes on unix sockets in a
+// temporary directory, the proxy in-process on a free 127.0.0.1 port, and a small text-protocol
+// client. memcached must be installed (scripts/bootstrap.sh): these tests fail without it.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "config/config.h"
+#include "core/proxy.h"
+#include "e2e_util.h"
+#include "net/socket.h"
+#include "key_router.h"
+#include "proto/memcache/protocol.h"
+
+namespace chash::proxy {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// ---- A blocking memcached text-protocol client (5 s timeouts) --------------------------------
+
+bool is_retrieval_request(std::string_view r) {
+  return r.starts_with("get ") || r.starts_with("gets ") || r.starts_with("gat ") || r.starts_with("gats ");
+}
+
+class McClient {
+ public:
+  explicit McClient(int fd) : fd_(fd) {}
+  McClient(McClient&& o) noexcept : fd_(std::exchange(o.fd_, -1)), in_(std::move(o.in_)) {}
+  ~McClient() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool ok() const { return fd_ >= 0; }
+  bool send(std::string_view bytes) { return testing::send_all(fd_, bytes); }
+  // One whole reply: a retrieval's VALUE blocks up to END (or its error line), else one line.
+  // "<eof>" / "<bad reply ...>" mark what went wrong.
+  std::string read(bool retrieval) {
+    memcache::ReplyParser p(std::size_t{64} << 20);
+    p.expect_values(retrieval);
+    std::string out;
+    for (;;) {
+      const auto r = p.parse(in_);
+      if (r == memcache::ParseResult::kDone) {
+        out += p.span().in(in_);
+        const auto kind = p.kind();
+        p.next();
+        in_.erase(0, p.start());
+        p.consume(p.start());
+        if (kind != memcache::ReplyKind::kValue) return out;
+        continue;
+      }
+      if (r == memcache::ParseResult::kError) return out + "<bad reply: " + p.error() + ">";
+      char buf[65536];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return out + "<eof>";
+      in_.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  std::string call(std::string_view request) {
+    send(request);
+    return read(is_retrieval_request(request));
+  }
+  bool closed_by_peer() { return testing::closed_by_peer(fd_); }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+  std::string in_;
+};
+
+std::string value(std::string_view key, std::string_view data, int flags = 0) {
+  return "VALUE " + std::string(key) + " " + std::to_string(flags) + " " + std::to_string(data.size()) + "\r\n" +
+         std::string(data) + "\r\n";
+}
+std::string set(std::string_view key, std::string_view data, std::string_view verb = "set") {
+  return std::string(verb) + " " + std::string(key) + " 0 0 " + std::to_string(data.size()) + "\r\n" +
+         std::string(data) + "\r\n";
+}
+
+// ---- memcached processes ---------------------------------------------------------------------
+
+class MemcachedServer {
+ public:
+  MemcachedServer(fs::path dir, std::string name) : dir_(std::move(dir)), name_(std::move(name)) {}
+  ~MemcachedServer() { stop(); }
+  std::string socket() const { return (dir_ / (name_ + ".sock")).string(); }
+  bool start() {
+    const std::string sock = socket();
+    std::vector<std::string> args = {"memcached", "-s", sock, "-U", "0", "-t", "1", "-m", "64"};
+    if (::geteuid() == 0) {  // memcached refuses to run as root without -u
+      args.push_back("-u");
+      args.push_back("root");
+    }
+    return process_.start(args, [&] {
+      const int fd = testing::dial_unix(sock);
+      if (fd < 0) return false;
+      ::close(fd);
+      return true;
+    });
+  }
+  void stop() {
+    if (!process_.running()) return;
+    process_.stop();
+    ::unlink(socket().c_str());
+  }
+  McClient client() const { return McClient(testing::dial_unix(socket())); }
+
+ private:
+  fs::path dir_;
+  std::string name_;
+  testing::ChildProcess process_;
+};
+
+bool have_memcached() { return testing::have_program("memcached"); }
+
+class MemcacheE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // scripts/bootstrap.sh installs memcached; without it these tests must fail, not pass.
+    ASSERT_TRUE(have_memcached()) << "memcached not installed (run scripts/bootstrap.sh)";
+    ::signal(SIGPIPE, SIG_IGN);
+    dir_ = testing::make_test_dir("chash-proxy-mc");
+    start_servers(3);
+  }
+  void TearDown() override {
+    proxy_.stop();
+    servers_.clear();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  void start_servers(int n) {
+    for (int i = static_cast<int>(servers_.size()) + 1; i <= n; ++i) {
+      servers_.push_back(std::make_unique<MemcachedServer>(dir_, "m" + std::to_string(i)));
+      ASSERT_TRUE(servers_.back()->start()) << "memcached m" << i << " did not start";
+    }
+  }
+  // A memcache pool (nutcracker's default protocol: no `redis:` key).
+  std::string yaml(const std::string& extra, int nservers = 3) {
+    std::string y = "alpha:\n  listen: 127.0.0.1:0\n" + extra + "  servers:\n";
+    for (int i = 1; i <= nservers; ++i) {
+      y += "    - " + servers_[static_cast<std::size_t>(i - 1)]->socket() + ":1 m" + std::to_string(i) + "\n";
+    }
+    return y;
+  }
+  void start_proxy(const std::string& y, unsigned workers = 2) { proxy_.start(dir_, y, workers); }
+  McClient client() { return McClient(testing::dial_tcp(proxy_->port(0))); }
+  const Pool& pool() { return *proxy_->topology()->pools[0]; }
+  // Which server holds `key`, by asking each directly ("" if none, "many" if several).
+  std::string holder(const std::string& key) {
+    std::string found;
+    for (std::size_t i = 0; i < servers_.size(); ++i) {
+      auto c = servers_[i]->client();
+      if (c.call("get " + key + "\r\n").starts_with("VALUE ")) {
+        found = found.empty() ? "m" + std::to_string(i + 1) : "many";
+      }
+    }
+    return found;
+  }
+  // A key (k0..k999) the router sends to `node`.
+  std::string key_on(NodeId node, const std::string& prefix = "k") {
+    for (int i = 0; i < 1000; ++i) {
+      const std::string k = prefix + std::to_string(i);
+      if (pool().router.route(k) == node) return k;
+    }
+    return "";
+  }
+
+  fs::path dir_;
+  std::vector<std::unique_ptr<MemcachedServer>> servers_;
+  testing::ProxyRunner proxy_;
+};
+
+TEST_F(MemcacheE2E, RoutingEqualsKeyRouterAndChashRoute) {
+  start_proxy(yaml(""));
+  ASSERT_EQ(pool().config.protocol, PoolProtocol::kMemcache);
+  auto c = client();
+  std::vector<std::string> keys;
+  for (int i = 0; i < 300; ++i) keys.push_back("user:" + std::to_string(i * 7919));
+  for (const auto& k : keys) ASSERT_EQ(c.call(set(k, "v")), "STORED\r\n") << k;
+  const auto router = cli::KeyRouter::build(pool().config.routing, pool().config.nodes());
+  std::map<std::string, int> per_server;
+  for (const auto& k : keys) {
+    const std::string want = "m" + std::to_string(router.route(k) + 1);
+    EXPECT_EQ(holder(k), want) << k;
+    ++per_server[want];
+  }
+  EXPECT_EQ(per_server.size(), 3u);
+#ifdef CHASH_CLI_PATH
+  // The same keys through `chash route` (nutcracker's defaults: ketama, fnv1a_64).
+  std::string in;
+  for (const auto& k : keys) in += k + "\n";
+  std::ofstream(dir_ / "keys.txt") << in;
+  const std::string cmd = std::string(CHASH_CLI_PATH) + " route --preset twemproxy --hash fnv1a_64 --nodes m1,m2,m3 < " +
+                          (dir_ / "keys.txt").string() + " > " + (dir_ / "route.txt").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream out(dir_ / "route.txt");
+  std::string line;
+  std::size_t i = 0;
+  while (std::getline(out, line) && i < keys.size()) {
+    EXPECT_NE(line.find(holder(keys[i])), std::string::npos) << keys[i] << ": " << line;
+    ++i;
+  }
+  EXPECT_EQ(i, keys.size());
+#endif
+}
+
+// preset: ketama is libmemcached's mapping: the keys of a vector file made by the real
+// libmemcached end to end (tests/compat/libmemcached/generate.sh) land on the same servers.
+TEST_F(MemcacheE2E, KetamaPresetEqualsLibmemcached) {
+  start_servers(5);
+  std::string source = CHASH_PROXY_DOCS;  // <source>/docs/PROXY.md
+  source.erase(source.size() - std::string_view("/docs/PROXY.md").size());
+  std::ifstream vf(source + "/tests/compat/vectors/ketama__e2e.tsv");
+  ASSERT_TRUE(vf.good());
+  std::vector<std::pair<std::string, std::uint32_t>> nodes;
+  std::vector<std::pair<std::string, std::string>> expect;  // key, node name
+  std::string line;
+  while (std::getline(vf, line)) {
+    if (line.empty() || line[0] == '#' || line.starts_with("@preset")) continue;
+    std::istringstream ss(line);
+    if (line.starts_with("@node")) {
+      std::string tag, name;
+      std::uint32_t w = 0;
+      ss >> tag >> name >> w;
+      nodes.emplace_back(name, w);
+      continue;
+    }
+    std::string hex, node;
+    ss >> hex >> node;
+    std::string key;
+    for (std::size_t i = 0; i + 1 < hex.size(); i += 2) key += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    bool ok = !key.empty() && key.size() <= 250;
+    for (const char ch : key) ok = ok && static_cast<unsigned char>(ch) > 0x20 && ch != 0x7f;
+    if (ok) expect.emplace_back(key, node);
+  }
+  ASSERT_EQ(nodes.size(), 5u);
+  ASSERT_GT(expect.size(), 1500u);
+  std::string y = "alpha:\n  listen: 127.0.0.1:0\n  protocol: memcache\n  preset: ketama\n  servers:\n";
+  std::map<std::string, std::size_t> server_of;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    y += "    - " + servers_[i]->socket() + ":" + std::to_string(nodes[i].second) + " " + nodes[i].first + "\n";
+    server_of[nodes[i].first] = i;
+  }
+  start_proxy(y);
+  auto c = client();
+  std::string batch;
+  for (const auto& [k, n] : expect) batch += set(k, "1", "set") ;
+  ASSERT_TRUE(c.send(batch));
+  for (std::size_t i = 0; i < expect.size(); ++i) ASSERT_EQ(c.read(false), "STORED\r\n") << i;
+  std::vector<McClient> direct;
+  for (auto& s : servers_) direct.push_back(s->client());
+  std::size_t agree = 0;
+  for (const auto& [k, n] : expect) {
+    const bool there = direct[server_of[n]].call("get " + k + "\r\n").starts_with("VALUE ");
+    EXPECT_TRUE(there) << "key " << k << " not on " << n;
+    agree += there ? 1 : 0;
+  }
+  EXPECT_EQ(agree, expect.size());
+}
+
+TEST_F(MemcacheE2E, EveryCommandWithRealReplies) {
+  start_proxy(yaml(""));
+  auto c = client();
+  EXPECT_EQ(c.call(set("a", "hello")), "STORED\r\n");
+  EXPECT_EQ(c.call("get a\r\n"), value("a", "hello") + "END\r\n");
+  EXPECT_EQ(c.call("get nope\r\n"), "END\r\n");
+  EXPECT_EQ(c.call(set("a", "x", "add")), "NOT_STORED\r\n");
+  EXPECT_EQ(c.call(set("b", "x", "replace")), "NOT_STORED\r\n");
+  EXPECT_EQ(c.call(set("b", "1", "add")), "STORED\r\n");
+  EXPECT_EQ(c.call(set("a", "!", "append")), "STORED\r\n");
+  EXPECT_EQ(c.call(set("a", "<", "prepend")), "STORED\r\n");
+  EXPECT_EQ(c.call("get a\r\n"), value("a", "<hello!") + "END\r\n");
+  EXPECT_EQ(c.call(set("nokey", "!", "append")), "NOT_STORED\r\n");
+  EXPECT_EQ(c.call("set f 42 0 2\r\nhi\r\n"), "STORED\r\n");
+  EXPECT_EQ(c.call("get f\r\n"), value("f", "hi", 42) + "END\r\n");
+  // gets / cas: a stale unique is EXISTS, a missing key NOT_FOUND.
+  const std::string gets = c.call("gets a\r\n");
+  ASSERT_TRUE(gets.starts_with("VALUE a 0 7 ")) << gets;
+  const std::string unique = gets.substr(12, gets.find("\r\n") - 12);
+  EXPECT_EQ(c.call("cas a 0 0 1 " + unique + "\r\nz\r\n"), "STORED\r\n");
+  EXPECT_EQ(c.call("cas a 0 0 1 " + unique + "\r\nw\r\n"), "EXISTS\r\n");
+  EXPECT_EQ(c.call("cas missing 0 0 1 1\r\nw\r\n"), "NOT_FOUND\r\n");
+  EXPECT_EQ(c.call("get a\r\n"), value("a", "z") + "END\r\n");
+  // incr / decr.
+  EXPECT_EQ(c.call("incr b 41\r\n"), "42\r\n");
+  EXPECT_EQ(c.call("decr b 50\r\n"), "0\r\n");
+  EXPECT_EQ(c.call("incr nope 1\r\n"), "NOT_FOUND\r\n");
+  EXPECT_EQ(c.call("incr a 1\r\n"), "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+  EXPECT_EQ(c.call("incr b abc\r\n"), "CLIENT_ERROR invalid numeric delta argument\r\n");
+  // touch / gat / gats / delete.
+  EXPECT_EQ(c.call("touch a 100\r\n"), "TOUCHED\r\n");
+  EXPECT_EQ(c.call("touch nope 100\r\n"), "NOT_FOUND\r\n");
+  EXPECT_EQ(c.call("touch a abc\r\n"), "CLIENT_ERROR invalid exptime argument\r\n");
+  EXPECT_EQ(c.call("gat 100 a nope\r\n"), value("a", "z") + "END\r\n");
+  EXPECT_TRUE(c.call("gats 100 a\r\n").starts_with("VALUE a 0 1 "));
+  EXPECT_EQ(c.call("gat abc a\r\n"), "CLIENT_ERROR invalid exptime argument\r\n");
+  EXPECT_EQ(c.call("gat 0\r\n"), "END\r\n");
+  EXPECT_EQ(c.call("delete a\r\n"), "DELETED\r\n");
+  EXPECT_EQ(c.call("delete a\r\n"), "NOT_FOUND\r\n");
+  EXPECT_EQ(c.call("delete b 0\r\n"), "DELETED\r\n");
+  EXPECT_EQ(c.call("delete b 5\r\n"), "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n");
+  // Local answers and refusals; the connection stays.
+  EXPECT_EQ(c.call("version\r\n"), "VERSION 1.6.18-chash-proxy\r\n");
+  for (const std::string cmd : {"stats", "flush_all", "verbosity 1", "mg a v", "shutdown"}) {
+    const std::string r = c.call(cmd + "\r\n");
+    EXPECT_TRUE(r.starts_with("SERVER_ERROR unsupported command '" + cmd.substr(0, cmd.find(' ')) + "'")) << r;
+  }
+  EXPECT_EQ(c.call("ms a 2\r\nxy\r\n").substr(0, 34), "SERVER_ERROR unsupported command '");
+  EXPECT_EQ(c.call("bogus\r\n"), "ERROR\r\n");
+  EXPECT_EQ(c.call("\r\n"), "ERROR\r\n");
+  EXPECT_EQ(c.call("get " + std::string(251, 'k') + "\r\n"), "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(c.call("set k 0 0 abc\r\n"), "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(c.call("set k 0 0 3\r\nabcde\r\n"), "CLIENT_ERROR bad data chunk\r\n");
+  EXPECT_EQ(c.read(false), "ERROR\r\n");  // "de" ended the block; the "\r\n" after it is an empty command
+  EXPECT_EQ(c.call("get a\r\n"), "END\r\n");
+  EXPECT_EQ(c.call("quit\r\n"), "<eof>");
+}
+
+TEST_F(MemcacheE2E, NoreplyThenALaterCommandStaysInSync) {
+  start_proxy(yaml(""));
+  auto c = client();
+  ASSERT_TRUE(c.send("set n 0 0 1 noreply\r\n5\r\nincr n 3 noreply\r\nadd n 0 0 1 noreply\r\nx\r\n"
+                     "delete gone noreply\r\nincr n noreply\r\ntouch n 100 noreply\r\nincr zzz 1 noreply\r\n"
+                     "set big 0 0 2000000 noreply\r\n" + std::string(2000000, 'b') + "\r\n"
+                     "flush_all noreply\r\ndelete n 5 noreply\r\nincr n abc noreply\r\n"));
+  EXPECT_EQ(c.call("get n\r\n"), value("n", "8") + "END\r\n");
+  ASSERT_TRUE(c.send("delete n noreply\r\nget n\r\n"));
+  EXPECT_EQ(c.read(true), "END\r\n");
+  EXPECT_EQ(c.call("version\r\n"), "VERSION 1.6.18-chash-proxy\r\n");
+  // The backends' streams are in sync too: a direct check on every server.
+  for (auto& s : servers_) EXPECT_EQ(s->client().call("version\r\n").substr(0, 8), "VERSION ");
+}
+
+TEST_F(MemcacheE2E, PipelinedMixedCommandsInOneWriteAnswerInOrder) {
+  start_proxy(yaml(""));
+  auto c = client();
+  std::string batch, want;
+  for (int i = 0; i < 500; ++i) {
+    const std::string k = "p" + std::to_string(i), v = std::to_string(i);
+    batch += set(k, v) + "get " + k + " nope" + std::to_string(i) + "\r\n" + "incr " + k + " 1\r\n" +
+             "set q 0 0 1 noreply\r\nq\r\n" + "version\r\n" + "delete " + k + "\r\n" + "bogus\r\n";
+    want += "STORED\r\n" + value(k, v) + "END\r\n" + std::to_string(i + 1) + "\r\n" +
+            "VERSION 1.6.18-chash-proxy\r\nDELETED\r\nERROR\r\n";
+  }
+  ASSERT_TRUE(c.send(batch));
+  const std::string got = testing::recv_until(c.fd(), [&](const std::string& s) { return s.size() >= want.size(); });
+  EXPECT_EQ(got, want);
+}
+
+TEST_F(MemcacheE2E, MultiGetAcrossBackendsInKeyOrderWithMisses) {
+  start_proxy(yaml(""));
+  auto c = client();
+  std::string get = "get", gets_line = "gets", want;
+  std::set<NodeId> nodes;
+  for (int i = 0; i < 60; ++i) {
+    const std::string k = "m" + std::to_string(i);
+    if (i % 3 != 0) {
+      ASSERT_EQ(c.call(set(k, "v" + std::to_string(i))), "STORED\r\n");
+    }
+    get += " " + k;
+    if (i % 3 != 0) want += value(k, "v" + std::to_string(i));
+    nodes.insert(pool().router.route(k));
+  }
+  ASSERT_GE(nodes.size(), 2u);  // the keys really are spread over the backends
+  EXPECT_EQ(c.call(get + "\r\n"), want + "END\r\n");
+  // Duplicates are answered each time, in place.
+  EXPECT_EQ(c.call("get m1 m2 m1 m0 m1\r\n"), value("m1", "v1") + value("m2", "v2") + value("m1", "v1") +
+                                                  value("m1", "v1") + "END\r\n");
+  // gat across backends.
+  EXPECT_EQ(c.call("gat 100 m1 m2 m4 m3\r\n"),
+            value("m1", "v1") + value("m2", "v2") + value("m4", "v4") + "END\r\n");
+  // A long multiget (memcached itself closes a gat line over 2048 bytes): cut into several
+  // requests per backend, merged in order.
+  std::string lots, lots_want;
+  for (int i = 0; i < 1500; ++i) {
+    const std::string k = "long:key:" + std::to_string(i);
+    if (i % 2 == 0) {
+      ASSERT_TRUE(c.send(set(k, std::to_string(i))));
+    }
+    lots += " " + k;
+    if (i % 2 == 0) lots_want += value(k, std::to_string(i));
+  }
+  for (int i = 0; i < 750; ++i) ASSERT_EQ(c.read(false), "STORED\r\n");
+  ASSERT_GT(lots.size(), 15000u);  // far over 2048
+  EXPECT_EQ(c.call("gat 100" + lots + "\r\n"), lots_want + "END\r\n");
+  EXPECT_EQ(c.call("get" + lots + "\r\n"), lots_want + "END\r\n");
+  for (auto& s : servers_) EXPECT_EQ(s->client().call("version\r\n").substr(0, 8), "VERSION ");
+}
+
+long rss_kb() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
+}
+
+TEST_F(MemcacheE2E, TooLargeValueIsRefusedAndTheConnectionStaysUsable) {
+  start_proxy(yaml("  max_value_bytes: 1048576\n"));
+  auto c = client();
+  const long before = rss_kb();
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(c.call(set("big", std::string((1 << 20) + 1, 'x'))), "SERVER_ERROR object too large for cache\r\n");
+  }
+  // A huge announced size is swallowed as it streams, never buffered.
+  ASSERT_TRUE(c.send("set huge 0 0 50000000\r\n"));
+  EXPECT_EQ(c.read(false), "SERVER_ERROR object too large for cache\r\n");
+  const std::string chunk(1 << 20, 'y');
+  for (int i = 0; i < 47; ++i) ASSERT_TRUE(c.send(chunk));
+  ASSERT_TRUE(c.send(std::string(50000000 - 47 * (1 << 20), 'y') + "\r\n"));
+  EXPECT_EQ(c.call(set("small", std::string(1000, 's'))), "STORED\r\n");
+  EXPECT_EQ(c.call("get small\r\n"), value("small", std::string(1000, 's')) + "END\r\n");
+  // Just under the proxy's limit: memcached's own limit (item overhead included) answers.
+  const std::string r = c.call(set("edge", std::string(1 << 20, 'e')));
+  EXPECT_TRUE(r == "STORED\r\n" || r == "SERVER_ERROR object too large for cache\r\n") << r;
+  EXPECT_EQ(c.call(set("ok", std::string(500000, 'o'))), "STORED\r\n");
+  EXPECT_EQ(c.call("get ok\r\n"), value("ok", std::string(500000, 'o')) + "END\r\n");
+  EXPECT_LT(rss_kb() - before, 64 * 1024);
+}
+
+TEST_F(MemcacheE2E, BinaryAndGarbageClientsAreClosedOthersServed) {
+  start_proxy(yaml(""));
+  auto good = client();
+  ASSERT_EQ(good.call(set("g", "1")), "STORED\r\n");
+  {
+    auto bin = client();  // a binary-protocol GET
+    ASSERT_TRUE(bin.send(std::string("\x80\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00"
+                                     "\x00\x00\x00\x00\x00\x00\x00\x00k",
+                                     25)));
+    EXPECT_TRUE(bin.closed_by_peer());
+  }
+  {
+    auto junk = client();  // no newline, ever
+    junk.send(std::string(4096, 'j'));
+    EXPECT_EQ(junk.read(false), "CLIENT_ERROR line too long\r\n");
+    EXPECT_TRUE(junk.closed_by_peer());
+  }
+  {
+    auto noisy = client();  // garbage lines are answered ERROR, the connection kept
+    EXPECT_EQ(noisy.call("\x01\x02\x03\r\n"), "ERROR\r\n");
+    EXPECT_EQ(noisy.call("get g\r\n"), value("g", "1") + "END\r\n");
+  }
+  EXPECT_EQ(good.call("get g\r\n"), value("g", "1") + "END\r\n");
+  EXPECT_GE(proxy_->metrics().protocol_errors.load(), 2u);
+}
+
+TEST_F(MemcacheE2E, PipeliningWithoutReadingIsBounded) {
+  start_proxy(yaml("  max_pipeline: 64\n"), 1);
+  auto c = client();
+  ASSERT_EQ(c.call(set("v", std::string(100000, 'v'))), "STORED\r\n");
+  const long before = rss_kb();
+  constexpr int kN = 3000;  // 300 MB of replies if nothing pushed back
+  std::string batch;
+  for (int i = 0; i < kN; ++i) batch += "get v\r\n";
+  std::thread writer([&] { c.send(batch); });
+  std::this_thread::sleep_for(500ms);
+  const long during = rss_kb();
+  const std::string one = value("v", std::string(100000, 'v')) + "END\r\n";
+  std::size_t got = 0;
+  char buf[1 << 16];
+  while (got < one.size() * kN) {
+    const ssize_t n = ::recv(c.fd(), buf, sizeof buf, 0);
+    ASSERT_GT(n, 0);
+    got += static_cast<std::size_t>(n);
+  }
+  writer.join();
+  EXPECT_EQ(got, one.size() * kN);
+  EXPECT_LT(during - before, 100 * 1024) << "RSS grew from " << before << " kB to " << during << " kB";
+}
+
+TEST_F(MemcacheE2E, KilledBackendIsEjectedOthersUnaffectedAndItComesBack) {
+  start_proxy(yaml("  timeout: 500\n  auto_eject_hosts: true\n  server_failure_limit: 1\n"
+                   "  server_retry_timeout: 300\n"));
+  const std::string k1 = key_on(0), k2 = key_on(1);
+  auto c = client();
+  ASSERT_EQ(c.call(set(k1, "a")), "STORED\r\n");
+  ASSERT_EQ(c.call(set(k2, "b")), "STORED\r\n");
+  servers_[0]->stop();
+  std::string r = c.call("get " + k1 + "\r\n");
+  if (!r.starts_with("SERVER_ERROR backend m1")) {
+    EXPECT_EQ(r, "END\r\n") << r;  // already rerouted
+  }
+  // Ejected: m1's keys go to their next choice; the others stay.
+  EXPECT_EQ(c.call(set(k1, "moved")), "STORED\r\n");
+  EXPECT_EQ(c.call("get " + k1 + " " + k2 + "\r\n"), value(k1, "moved") + value(k2, "b") + "END\r\n");
+  EXPECT_EQ(holder(k2), "m2");
+  ASSERT_TRUE(servers_[0]->start());
+  bool back = false;
+  for (int i = 0; i < 100 && !back; ++i) {  // the `version` probe brings it back
+    std::this_thread::sleep_for(50ms);
+    back = !pool().states[0]->down.load();
+  }
+  ASSERT_TRUE(back);
+  EXPECT_EQ(c.call("get " + k1 + "\r\n"), "END\r\n");  // a fresh m1
+  EXPECT_EQ(c.call(set(k1, "home")), "STORED\r\n");
+  EXPECT_EQ(holder(k1), "many");
+  EXPECT_GE(pool().states[0]->ejections.load(), 1u);
+}
+
+TEST_F(MemcacheE2E, WithoutAutoEjectADownBackendFailsFastAndMultiGetFailsWhole) {
+  start_proxy(yaml("  timeout: 500\n  server_failure_limit: 1\n  server_retry_timeout: 60000\n"));
+  const std::string k1 = key_on(0), k2 = key_on(1);
+  auto c = client();
+  ASSERT_EQ(c.call(set(k2, "ok")), "STORED\r\n");
+  servers_[0]->stop();
+  EXPECT_TRUE(c.call("get " + k1 + "\r\n").starts_with("SERVER_ERROR backend m1")) << k1;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(c.call(set(k1, "x")).starts_with("SERVER_ERROR backend m1 is down"));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 200ms);
+  EXPECT_TRUE(c.call("get " + k2 + " " + k1 + "\r\n").starts_with("SERVER_ERROR backend m1 is down"));
+  EXPECT_EQ(c.call("get " + k2 + "\r\n"), value(k2, "ok") + "END\r\n");
+}
+
+TEST_F(MemcacheE2E, SilentBackendTimesOutWithinTheTimeout) {
+  // A "backend" that accepts connections and never answers.
+  const std::string hole = (dir_ / "hole.sock").string();
+  std::string error;
+  const int lfd = net::listen_on(parse_address(hole, "test"), 16, error);
+  ASSERT_GE(lfd, 0);
+  std::string y = "alpha:\n  listen: 127.0.0.1:0\n  timeout: 300\n  server_failure_limit: 5\n  servers:\n    - " + hole +
+                  ":1 hole\n";
+  start_proxy(y);
+  auto c = client();
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(c.call("get k\r\n"), "SERVER_ERROR backend hole: timed out after 300 ms\r\n");
+  EXPECT_EQ(c.call("set k 0 0 1 noreply\r\nx\r\nversion\r\n"), "VERSION 1.6.18-chash-proxy\r\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms);
+  EXPECT_GE(pool().states[0]->timeouts.load(), 2u);
+  ::close(lfd);
+}
+
+TEST_F(MemcacheE2E, ReloadAddsAServer) {
+  start_proxy(yaml("", 2));
+  auto c = client();
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(c.call(set("r" + std::to_string(i), "v")), "STORED\r\n");
+  proxy_.rewrite(yaml("", 3));
+  std::string message;
+  ASSERT_TRUE(proxy_->reload_from_file(message)) << message;
+  EXPECT_NE(message.find("+m3"), std::string::npos) << message;
+  std::this_thread::sleep_for(100ms);
+  const auto router = cli::KeyRouter::build(pool().config.routing, pool().config.nodes());
+  int on_m3 = 0;
+  for (int i = 100; i < 300; ++i) {
+    const std::string k = "r" + std::to_string(i);
+    ASSERT_EQ(c.call(set(k, "v")), "STORED\r\n");
+    EXPECT_EQ(holder(k), "m" + std::to_string(router.route(k) + 1)) << k;
+    on_m3 += router.route(k) == 2 ? 1 : 0;
+  }
+  EXPECT_GT(on_m3, 0);
+}
+
+TEST_F(MemcacheE2E, BoundedLoadFromManyClients) {
+  start_proxy(yaml(""), 2);
+  constexpr int kThreads = 8, kOps = 1500;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto c = client();
+      for (int i = 0; i < kOps; ++i) {
+        const std::string k = "t" + std::to_string(t) + ":" + std::to_string(i % 200);
+        const std::string v = std::to_string(i);
+        if (c.call(set(k, v)) != "STORED\r\n") ++failures;
+        if (c.call("get " + k + " t0:1 t1:2 t2:3\r\n").find(value(k, v)) == std::string::npos) ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(failures.load(), 0);
+  std::printf("[ load ] %d round trips in %.2f s (%.0f/s)\n", kThreads * kOps * 2, secs, kThreads * kOps * 2 / secs);
+  // libmemcached's memslap against the proxy (text protocol), bounded in count and time.
+  ASSERT_TRUE(testing::have_program("memcslap")) << "memcslap not installed (libmemcached-tools)";
+  const std::string cmd = "timeout 60 memcslap --servers=127.0.0.1:" + std::to_string(proxy_->port(0)) +
+                          " --concurrency=4 --execute-number=2000 --test=set > " + (dir_ / "slap.txt").string() +
+                          " 2>&1 && timeout 60 memcslap --servers=127.0.0.1:" + std::to_string(proxy_->port(0)) +
+                          " --concurrency=4 --execute-number=2000 --test=get >> " + (dir_ / "slap.txt").string() + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  std::stringstream ss;
+  ss << std::ifstream(dir_ / "slap.txt").rdbuf();
+  std::printf("%s", ss.str().c_str());
+  auto c = client();
+  EXPECT_EQ(c.call("version\r\n"), "VERSION 1.6.18-chash-proxy\r\n");
+}
+
+}  // namespace
+}  // namespace chash::proxy

@@ -1,0 +1,271 @@
+// memcached text-protocol parsers: every request and reply shape, memcached's answers to bad
+// requests (checked against memcached 1.6.18), and the same results whether the bytes arrive
+// whole or split at any byte.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "proto/memcache/protocol.h"
+
+namespace chash::proxy::memcache {
+namespace {
+
+// One parsed request, flattened for comparison.
+std::string describe(const RequestParser& p, std::string_view buf) {
+  std::string s = std::to_string(static_cast<int>(p.command())) + "|";
+  if (p.command() == Command::kNone) return s + "reply=" + std::string(p.reply());
+  for (std::size_t i = 0; i < p.token_count(); ++i) s += std::string(p.token(buf, i)) + ",";
+  s += "|keys=" + std::to_string(p.first_key()) + ".." + std::to_string(p.key_end());
+  s += "|fwd=" + std::to_string(p.forward_end()) + (p.forward_zero() ? "+0" : "");
+  if (p.noreply()) s += "|noreply";
+  if (is_storage(p.command())) {
+    s += "|" + std::to_string(p.flags()) + " " + std::to_string(p.exptime()) + " " + std::to_string(p.cas_unique());
+    s += "|data=" + std::string(p.data(buf));
+  }
+  return s;
+}
+
+// Parses `input` fed in pieces of `step` bytes (0: whole); "FATAL:<reply>" ends the list on kError.
+std::vector<std::string> parse_all(std::string_view input, std::size_t step = 0, RequestLimits limits = {}) {
+  RequestParser p(limits);
+  std::vector<std::string> out;
+  std::string buf;
+  std::size_t off = 0;
+  while (off < input.size()) {
+    const std::size_t n = step == 0 ? input.size() : std::min(step, input.size() - off);
+    buf.append(input.substr(off, n));
+    off += n;
+    for (;;) {
+      const ParseResult r = p.parse(buf);
+      if (r == ParseResult::kNeedMore) break;
+      if (r == ParseResult::kError) {
+        out.push_back("FATAL:" + std::string(p.error()));
+        return out;
+      }
+      out.push_back(describe(p, buf));
+      p.next();
+      const std::size_t drop = p.start();
+      buf.erase(0, drop);
+      p.consume(drop);
+    }
+  }
+  return out;
+}
+
+std::string reply_of(std::string_view input) {
+  const auto r = parse_all(input);
+  return r.empty() ? "<none>" : r.front();
+}
+
+std::string none(std::string_view reply) { return "0|reply=" + std::string(reply); }
+
+TEST(MemcacheParserTest, StorageCommandsCarryTheirNumbersAndData) {
+  RequestParser p;
+  std::string buf = "set k 5 -1 3\r\nabc\r\n";
+  ASSERT_EQ(p.parse(buf), ParseResult::kDone);
+  EXPECT_EQ(p.command(), Command::kSet);
+  EXPECT_EQ(p.token(buf, 1), "k");
+  EXPECT_EQ(p.flags(), 5u);
+  EXPECT_EQ(p.exptime(), -1);
+  EXPECT_EQ(p.data(buf), "abc");
+  EXPECT_EQ(p.end(), buf.size());
+  const auto cas = parse_all("cas k 0 0 1 77 noreply\r\nx\r\n");
+  ASSERT_EQ(cas.size(), 1u);
+  EXPECT_NE(cas[0].find("|noreply|0 0 77|data=x"), std::string::npos) << cas[0];
+  // Empty values and "\n"-only command lines are fine (the data block still needs \r\n).
+  EXPECT_NE(reply_of("set k 0 0 0\r\n\r\n").find("data="), std::string::npos);
+  EXPECT_NE(reply_of("set k 0 0 1\nx\r\n").find("data=x"), std::string::npos);
+}
+
+TEST(MemcacheParserTest, RetrievalsListTheirKeys) {
+  const auto r = parse_all("get a b  c\r\ngets x\r\ngat 100 k1 k2\r\ngats -1 k\r\n get spaced\r\n");
+  ASSERT_EQ(r.size(), 5u);
+  EXPECT_EQ(r[0], "1|get,a,b,c,|keys=1..4|fwd=4");
+  EXPECT_EQ(r[1], "2|gets,x,|keys=1..2|fwd=2");
+  EXPECT_EQ(r[2], "3|gat,100,k1,k2,|keys=2..4|fwd=4");
+  EXPECT_EQ(r[3], "4|gats,-1,k,|keys=2..3|fwd=3");
+  EXPECT_EQ(r[4], "1|get,spaced,|keys=1..2|fwd=2");
+  EXPECT_EQ(reply_of("gat 0\r\n"), "3|gat,0,|keys=2..2|fwd=2");  // no keys: the session says END
+  EXPECT_EQ(reply_of("gat abc k\r\n"), none("CLIENT_ERROR invalid exptime argument\r\n"));
+}
+
+TEST(MemcacheParserTest, AnswersBadRequestsAsMemcachedDoes) {
+  EXPECT_EQ(reply_of("\r\n"), none("ERROR\r\n"));
+  EXPECT_EQ(reply_of("foo bar\r\n"), none("ERROR\r\n"));
+  EXPECT_EQ(reply_of("GET k\r\n"), none("ERROR\r\n"));  // case-sensitive, as memcached
+  EXPECT_EQ(reply_of("get\r\n"), none("ERROR\r\n"));
+  EXPECT_EQ(reply_of("gat\r\n"), none("ERROR\r\n"));
+  EXPECT_EQ(reply_of("set k 0 0\r\n"), none("ERROR\r\n"));
+  EXPECT_EQ(reply_of("touch k\r\n"), none("ERROR\r\n"));
+  EXPECT_EQ(reply_of("delete a b c d\r\n"), none("ERROR\r\n"));
+  EXPECT_EQ(reply_of("get " + std::string(251, 'k') + "\r\n"), none("CLIENT_ERROR bad command line format\r\n"));
+  EXPECT_EQ(reply_of("get " + std::string(250, 'k') + "\r\n").substr(0, 2), "1|");
+  EXPECT_EQ(reply_of("get a\x01" "b\r\n"), none("CLIENT_ERROR bad command line format\r\n"));
+  EXPECT_EQ(reply_of("get a\tb\r\n"), none("CLIENT_ERROR bad command line format\r\n"));
+  EXPECT_EQ(reply_of("set k -1 0 1\r\nx\r\n"), none("CLIENT_ERROR bad command line format\r\n"));
+  EXPECT_EQ(reply_of("set k 0 abc 1\r\nx\r\n"), none("CLIENT_ERROR bad command line format\r\n"));
+  EXPECT_EQ(reply_of("cas k 0 0 1 abc\r\nx\r\n"), none("CLIENT_ERROR bad command line format\r\n"));
+  // A negative length: memcached does not swallow the block; it is read as the next command.
+  const auto neg = parse_all("set k 0 0 -1\r\nxx\r\nget k\r\n");
+  ASSERT_EQ(neg.size(), 3u);
+  EXPECT_EQ(neg[0], none("CLIENT_ERROR bad command line format\r\n"));
+  EXPECT_EQ(neg[1], none("ERROR\r\n"));
+  EXPECT_EQ(neg[2].substr(0, 2), "1|");
+  // Data longer than announced: bad data chunk, then the rest is read as a command.
+  const auto chunk = parse_all("set k 0 0 3\r\nabcde\r\nget k\r\n");
+  ASSERT_EQ(chunk.size(), 3u);
+  EXPECT_EQ(chunk[0], none("CLIENT_ERROR bad data chunk\r\n"));
+  EXPECT_EQ(chunk[1], none("ERROR\r\n"));
+}
+
+TEST(MemcacheParserTest, TooLargeValueIsRefusedAndSwallowed) {
+  RequestLimits lim;
+  lim.max_value_bytes = 100;
+  const std::string big = "set k 0 0 101\r\n" + std::string(101, 'v') + "\r\nget k\r\n";
+  for (std::size_t step : {0u, 1u, 7u}) {
+    const auto r = parse_all(big, step, lim);
+    ASSERT_EQ(r.size(), 2u) << step;
+    EXPECT_EQ(r[0], none("SERVER_ERROR object too large for cache\r\n"));
+    EXPECT_EQ(r[1], "1|get,k,|keys=1..2|fwd=2");
+  }
+  // noreply silences it, as in memcached.
+  EXPECT_EQ(parse_all("set k 0 0 101 noreply\r\n" + std::string(103, 'v'), 0, lim)[0], none(""));
+}
+
+TEST(MemcacheParserTest, SwallowedBytesAreNotBuffered) {
+  RequestLimits lim;
+  lim.max_value_bytes = 10;
+  RequestParser p(lim);
+  std::string buf = "set k 0 0 1000000\r\n";
+  ASSERT_EQ(p.parse(buf), ParseResult::kDone);
+  p.next();
+  for (int i = 0; i < 100; ++i) {
+    buf.append(10000, 'x');
+    EXPECT_EQ(p.parse(buf), ParseResult::kNeedMore);
+    EXPECT_EQ(p.start(), buf.size());  // everything so far may be dropped
+    const std::size_t drop = p.start();
+    buf.erase(0, drop);
+    p.consume(drop);
+  }
+  buf += "\r\nversion\r\n";
+  ASSERT_EQ(p.parse(buf), ParseResult::kDone);
+  EXPECT_EQ(p.command(), Command::kVersion);
+}
+
+TEST(MemcacheParserTest, NoreplyIsStrippedWithoutDesyncingTheBackend) {
+  EXPECT_EQ(reply_of("set k 0 0 1 noreply\r\nx\r\n"), "5|set,k,0,0,1,noreply,|keys=1..2|fwd=5|noreply|0 0 0|data=x");
+  EXPECT_EQ(reply_of("set k 0 0 1 whatever\r\nx\r\n"), "5|set,k,0,0,1,whatever,|keys=1..2|fwd=5|0 0 0|data=x");
+  EXPECT_EQ(reply_of("incr k 5 noreply\r\n"), "12|incr,k,5,noreply,|keys=1..2|fwd=3|noreply");
+  EXPECT_EQ(reply_of("touch k 10 noreply\r\n"), "14|touch,k,10,noreply,|keys=1..2|fwd=3|noreply");
+  EXPECT_EQ(reply_of("delete k noreply\r\n"), "11|delete,k,noreply,|keys=1..2|fwd=2+0|noreply");
+  EXPECT_EQ(reply_of("delete k 0 noreply\r\n"), "11|delete,k,0,noreply,|keys=1..2|fwd=2+0|noreply");
+  EXPECT_EQ(reply_of("delete noreply\r\n"), "11|delete,noreply,|keys=1..2|fwd=2+0|noreply");
+  EXPECT_EQ(reply_of("delete k 0\r\n"), "11|delete,k,0,|keys=1..2|fwd=3");
+  // The argument is "noreply" itself: memcached's error is silenced; nothing is forwarded.
+  EXPECT_EQ(reply_of("incr k noreply\r\n"), none(""));
+  EXPECT_EQ(reply_of("incr k noreply noreply\r\n"), none(""));
+  EXPECT_EQ(reply_of("delete k 5 noreply\r\n"), none(""));
+  EXPECT_EQ(reply_of("get k noreply\r\n"), "1|get,k,noreply,|keys=1..3|fwd=3");  // a key, for get
+  EXPECT_EQ(reply_of("flush_all noreply\r\n"), "17|flush_all,noreply,|keys=0..0|fwd=0|noreply");
+}
+
+TEST(MemcacheParserTest, LongLinesAndBinaryClientsAreFatal) {
+  EXPECT_EQ(parse_all(std::string(3000, 'x')), std::vector<std::string>{"FATAL:CLIENT_ERROR line too long\r\n"});
+  EXPECT_EQ(parse_all("delete " + std::string(3000, 'k') + "\r\n"),
+            std::vector<std::string>{"FATAL:CLIENT_ERROR line too long\r\n"});
+  // A multiget may be long (up to max_get_line).
+  std::string get = "get";
+  for (int i = 0; i < 1000; ++i) get += " key" + std::to_string(i);
+  EXPECT_EQ(parse_all(get + "\r\n").front().substr(0, 2), "1|");
+  RequestLimits small;
+  small.max_get_line = 4096;
+  EXPECT_EQ(parse_all(get + "\r\n", 100, small).front(), "FATAL:CLIENT_ERROR line too long\r\n");
+  EXPECT_EQ(parse_all(std::string("\x80\x00\x00\x00", 4)), std::vector<std::string>{"FATAL:"});
+  EXPECT_EQ(parse_all("version\r\n\x80"), (std::vector<std::string>{"15|version,|keys=0..0|fwd=0", "FATAL:"}));
+}
+
+TEST(MemcacheParserTest, SplitAtEveryByteGivesTheSameRequests) {
+  const std::string stream =
+      "set a 1 2 3\r\nabc\r\nget a b c\r\ngets a\r\nadd b 0 0 2 noreply\r\nxy\r\nappend a 0 0 1\r\nz\r\n"
+      "prepend a 0 0 1\r\ny\r\ncas a 0 0 1 99\r\nq\r\nincr n 5\r\ndecr n 2 noreply\r\ntouch a 10\r\n"
+      "gat 5 a b\r\ngats 6 c\r\ndelete a\r\ndelete b noreply\r\nversion\r\nbogus\r\n\r\nstats\r\n"
+      "set k 0 0 3\r\nabcde\r\nset big 0 0 5000000\r\n" + std::string(5000002, 'b') + "quit\r\n";
+  const auto whole = parse_all(stream);
+  ASSERT_EQ(whole.size(), 22u);
+  for (std::size_t step = 1; step <= 13; ++step) EXPECT_EQ(parse_all(stream, step), whole) << step;
+  // Every single split point of the small part.
+  const std::string small = stream.substr(0, stream.find("set big"));
+  const auto small_whole = parse_all(small);
+  for (std::size_t cut = 1; cut < small.size(); ++cut) {
+    RequestParser p;
+    std::vector<std::string> got;
+    std::string buf;
+    for (const std::string_view piece : {std::string_view(small).substr(0, cut), std::string_view(small).substr(cut)}) {
+      buf += piece;
+      while (p.parse(buf) == ParseResult::kDone) {
+        got.push_back(describe(p, buf));
+        p.next();
+      }
+    }
+    ASSERT_EQ(got, small_whole) << "cut at " << cut;
+  }
+}
+
+// ---- Replies ------------------------------------------------------------------------------------
+
+std::vector<std::string> replies(std::string_view input, bool values, std::size_t step = 0) {
+  ReplyParser p(1000);
+  std::vector<std::string> out;
+  std::string buf;
+  std::size_t off = 0;
+  p.expect_values(values);
+  while (off < input.size()) {
+    const std::size_t n = step == 0 ? input.size() : std::min(step, input.size() - off);
+    buf.append(input.substr(off, n));
+    off += n;
+    for (;;) {
+      const ParseResult r = p.parse(buf);
+      if (r == ParseResult::kNeedMore) break;
+      if (r == ParseResult::kError) {
+        out.push_back("FATAL:" + p.error());
+        return out;
+      }
+      std::string s = std::to_string(static_cast<int>(p.kind())) + (p.is_error() ? "!" : "") + ":" +
+                      std::string(p.span().in(buf));
+      if (p.kind() == ReplyKind::kValue) s += "key=" + std::string(p.key().in(buf));
+      out.push_back(s);
+      p.next();
+      const std::size_t drop = p.start();
+      buf.erase(0, drop);
+      p.consume(drop);
+    }
+  }
+  return out;
+}
+
+TEST(MemcacheParserTest, ReplyParserReadsValuesAndLines) {
+  const std::string get = "VALUE a 0 3\r\nabc\r\nVALUE bb 5 0 123\r\n\r\nVALUE c 1 5\r\nEND\r\n\r\nEND\r\n";
+  const auto whole = replies(get, true);
+  ASSERT_EQ(whole.size(), 4u);
+  EXPECT_EQ(whole[0], "0:VALUE a 0 3\r\nabc\r\nkey=a");
+  EXPECT_EQ(whole[1], "0:VALUE bb 5 0 123\r\n\r\nkey=bb");
+  EXPECT_EQ(whole[2], "0:VALUE c 1 5\r\nEND\r\n\r\nkey=c");  // "END" inside a value is data
+  EXPECT_EQ(whole[3], "1:END\r\n");
+  for (std::size_t step = 1; step < 8; ++step) EXPECT_EQ(replies(get, true, step), whole);
+  EXPECT_EQ(replies("CLIENT_ERROR invalid exptime argument\r\n", true)[0], "2!:CLIENT_ERROR invalid exptime argument\r\n");
+  for (const char* line : {"STORED", "NOT_STORED", "EXISTS", "NOT_FOUND", "DELETED", "TOUCHED", "42", "ERROR",
+                           "SERVER_ERROR out of memory", "VERSION 1.6.18"}) {
+    EXPECT_EQ(replies(std::string(line) + "\r\n", false)[0].substr(0, 1), "2") << line;
+  }
+  EXPECT_EQ(replies("BOGUS\r\n", false)[0].substr(0, 6), "FATAL:");
+  EXPECT_EQ(replies("END\r\n", false)[0].substr(0, 6), "FATAL:");       // END only ends a retrieval
+  EXPECT_EQ(replies("STORED\r\n", true)[0].substr(0, 6), "FATAL:");
+  EXPECT_EQ(replies("VALUE a 0 3\r\nabcd\r\n", true)[0].substr(0, 6), "FATAL:");
+  EXPECT_EQ(replies("VALUE a 0 1001\r\n", true)[0].substr(0, 6), "FATAL:");  // over the limit
+  EXPECT_EQ(replies("VALUE a 0\r\n", true)[0].substr(0, 6), "FATAL:");
+  EXPECT_EQ(replies(std::string(9000, 'x'), true)[0].substr(0, 6), "FATAL:");
+}
+
+}  // namespace
+}  // namespace chash::proxy::memcache
