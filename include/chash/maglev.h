@@ -2,9 +2,10 @@
 // Load Balancer", NSDI, section 3.4), weighted as Envoy's maglev load balancer does it: a node of
 // weight w takes a turn in w of every max_weight rounds of the table fill.
 //
-// A lookup is one read of a prime-sized table (default 65537, Envoy's default): O(1), 4 bytes per
-// entry. Balance is near perfect (each node owns M/N +-1 entries unweighted); the price is
-// minimal but non-zero disruption: removing a node moves its keys and a small fraction of others.
+// A lookup is one read of a prime-sized table (default 65537, Envoy's default): O(1); entries
+// take 1 byte up to 256 nodes, 2 up to 65,536, else 4 (chash/node_ids.h). Balance is near
+// perfect (each node owns M/N +-1 entries unweighted); the price is minimal but non-zero
+// disruption: removing a node moves its keys and a small fraction of others.
 // Offset and skip per node come from the node hash of its name with seeds 0 and 1.
 // Next choices: the owners of the following table entries.
 #pragma once
@@ -14,7 +15,9 @@
 #include <vector>
 
 #include "chash/hash.h"
+#include "chash/internal/fastmod.h"
 #include "chash/node.h"
+#include "chash/node_ids.h"
 #include "chash/placement.h"
 
 namespace chash {
@@ -32,14 +35,22 @@ class MaglevTable {
 
   static MaglevTable build(std::span<const Node> nodes, const Options& options = {});
 
-  // Reduction: `%` by the prime table size.
-  NodeId pick(std::uint64_t hash) const noexcept { return table_[hash % table_.size()]; }
+  // The entry of `hash`: hash % table size, computed by Barrett reduction with the table's
+  // precomputed reciprocal (internal/fastmod.h: exact for every 64-bit hash, no `div`).
+  std::size_t entry_of(std::uint64_t hash) const noexcept {
+    return static_cast<std::size_t>(mod_(hash));
+  }
+  // always_inline: left to GCC, the 3-way entry width makes it big enough not to be inlined into
+  // callers' loops, which costs a call per lookup.
+  [[gnu::always_inline]] NodeId pick(std::uint64_t hash) const noexcept {
+    return table_[entry_of(hash)];
+  }
 
   template <class F>
   void visit(std::uint64_t hash, F&& f) const {
     internal::SeenSet seen(node_count_);
     const std::size_t m = table_.size();
-    std::size_t i = static_cast<std::size_t>(hash % m);
+    std::size_t i = entry_of(hash);
     for (std::size_t step = 0; step < m && seen.size() < drawable_; ++step) {
       const NodeId id = table_[i];
       if (seen.insert(id) && !f(id)) return;
@@ -48,10 +59,11 @@ class MaglevTable {
   }
 
   std::size_t node_count() const noexcept { return node_count_; }
-  std::span<const NodeId> entries() const noexcept { return table_; }
+  NodeIdsView entries() const noexcept { return table_.view(); }
 
  private:
-  std::vector<NodeId> table_;
+  PackedNodeIds table_;
+  internal::FastMod64 mod_;  // x % table_.size()
   std::size_t drawable_ = 0;
   std::size_t node_count_ = 0;
 };

@@ -61,7 +61,8 @@ MaglevTable MaglevTable::build(std::span<const Node> nodes, const Options& optio
   MaglevTable t;
   t.node_count_ = nodes.size();
   t.drawable_ = entries.size();
-  t.table_.assign(static_cast<std::size_t>(m), kNoNode);
+  std::vector<NodeId> table(static_cast<std::size_t>(m), kNoNode);
+  t.mod_ = internal::FastMod64(m);
   // Population (paper, Pseudocode 1), with Envoy's weighting: in round r a node of weight w takes
   // a turn when r * w has reached its target, which then grows by max_weight — so a node of the
   // largest weight fills every round and one of a third of it every third round.
@@ -72,15 +73,16 @@ MaglevTable MaglevTable::build(std::span<const Node> nodes, const Options& optio
       if (round * e.weight < e.target) continue;
       e.target += max_weight;
       std::uint64_t c = (e.offset + e.next * e.skip) % m;
-      while (t.table_[c] != kNoNode) {
+      while (table[c] != kNoNode) {
         ++e.next;
         c = (e.offset + e.next * e.skip) % m;
       }
-      t.table_[c] = e.id;
+      table[c] = e.id;
       ++e.next;
       ++filled;
     }
   }
+  t.table_.assign(table.size(), nodes.size(), [&](std::size_t i) { return table[i]; });
   return t;
 }
 

@@ -206,11 +206,11 @@ constexpr std::uint64_t kDefaultTableSize = 65537;  // MaglevTable::DefaultTable
 class EnvoyMaglev final : public EnvoyPreset {
  public:
   EnvoyMaglev(std::vector<NodeId> table, std::size_t node_count, std::size_t hosts)
-      : EnvoyPreset(node_count, hosts), table_(std::move(table)) {}
+      : EnvoyPreset(node_count, hosts), table_(std::move(table)), mod_(table_.size()) {}
 
   NodeId choose_host(std::uint64_t hash, std::uint32_t attempt) const noexcept override {
     if (attempt > 0) hash ^= ~0ULL - attempt + 1;
-    return table_[hash % table_.size()];
+    return table_[mod_(hash)];  // hash % M, by Barrett reduction (chash/internal/fastmod.h)
   }
   std::size_t entry_count() const noexcept override { return table_.size(); }
   std::pair<std::uint64_t, NodeId> entry(std::size_t i) const noexcept override {
@@ -220,6 +220,7 @@ class EnvoyMaglev final : public EnvoyPreset {
  private:
   std::uint64_t attempt_limit() const noexcept override { return 64; }
   std::vector<NodeId> table_;
+  internal::FastMod64 mod_;
 };
 
 std::unique_ptr<Preset> build_maglev(std::span<const Node> nodes, std::uint64_t m) {

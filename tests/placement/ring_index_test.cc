@@ -1,7 +1,10 @@
-// The top-bits index of a ring (BasicRing::index_of) must find exactly the point the plain binary
-// search finds (plain_index_of): random and adversarial rings, wrap-around, ties, both successor
-// rules, tiny and huge rings, 32- and 64-bit positions.
+// The top-bits index of a ring (BasicRing::index_of, and index_of_by_lines, pick_batch's count)
+// must find exactly the point the plain binary search finds (plain_index_of): random and
+// adversarial rings, wrap-around, ties, both successor rules, tiny and huge rings, 32- and 64-bit
+// positions.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include <limits>
 #include <random>
@@ -30,6 +33,7 @@ void expect_index_matches_plain(const Ring& r, std::uint64_t seed, int random_pr
   for (int i = 0; i < random_probes; ++i) probes.push_back(rng());
   for (const std::uint64_t h : probes) {
     ASSERT_EQ(r.index_of(h), r.plain_index_of(h)) << "hash " << h << " points " << r.point_count();
+    ASSERT_EQ(r.index_of_by_lines(h), r.plain_index_of(h)) << "hash " << h;
     ASSERT_EQ(r.pick(h), r.owners()[r.plain_index_of(h)]);
   }
 }
@@ -76,6 +80,7 @@ TYPED_TEST(RingIndexTest, HugeRingMatchesThePlainSearch) {
   for (int i = 0; i < 200000; ++i) {
     const std::uint64_t h = rng();
     ASSERT_EQ(r.index_of(h), r.plain_index_of(h)) << h;
+    ASSERT_EQ(r.index_of_by_lines(h), r.plain_index_of(h)) << h;
   }
 }
 
@@ -145,6 +150,41 @@ TEST(RingIndexTest, IndexCostsAFewBytesPerPoint) {
   EXPECT_LE(per_point, 8.0 + 8.0 / RingTable::kPointsPerBucket);
 }
 
+TEST(RingIndexTest, RingMemoryIsAtMostEightBytesPerPoint) {
+  // 4-byte positions, 16-bit owners, the index: 6.5 to 7 bytes per point (issue 5's target <= 8).
+  std::vector<Node> nodes;
+  for (int i = 0; i < 1000; ++i) nodes.push_back({numbered("10.0.0.", i), 1});
+  const RingTable r = RingTable::build(nodes);
+  const double per_point = static_cast<double>(r.memory_bytes()) / static_cast<double>(r.point_count());
+  EXPECT_LE(per_point, 7.1);
+}
+
+TYPED_TEST(RingIndexTest, OwnersRoundTripNarrowAndWide) {
+  // Owners are stored in 1 byte up to 256 nodes, 2 up to 65,536, else 4: each gives back exactly
+  // the owners supplied (in position order) and looks up as the plain search does.
+  using Ring = BasicRing<TypeParam>;
+  for (const std::size_t nodes : {std::size_t{3}, std::size_t{256}, std::size_t{257},
+                                  std::size_t{65536}, std::size_t{65537}, std::size_t{200000}}) {
+    auto pts = random_points<TypeParam>(50000, nodes, nodes);
+    for (std::size_t i = 0; i < 16; ++i) {
+      pts[i].node = static_cast<NodeId>((nodes - 1 - i) % nodes);  // the top ids
+    }
+    const Ring r = Ring::from_points(pts, nodes);
+    std::stable_sort(pts.begin(), pts.end(),
+                     [](const auto& a, const auto& b) { return a.position < b.position; });
+    ASSERT_EQ(r.owners().size(), pts.size());
+    std::size_t i = 0;
+    for (const NodeId o : r.owners()) {
+      ASSERT_EQ(o, pts[i].node) << i;
+      ASSERT_EQ(r.owner(i), pts[i].node);
+      ++i;
+    }
+    EXPECT_EQ(r.owners().to_vector().size(), pts.size());
+    EXPECT_EQ(r.owners().width(), nodes <= 256 ? 1u : nodes <= 65536 ? 2u : 4u);
+    expect_index_matches_plain(r, nodes, 5000);
+  }
+}
+
 TEST(RingIndexTest, MovedFromRingStillAnswers) {
   RingTable a = RingTable::build(std::vector<Node>{{"a", 1}, {"b", 1}});
   RingTable b = std::move(a);
@@ -152,6 +192,8 @@ TEST(RingIndexTest, MovedFromRingStillAnswers) {
   RingTable c;
   c = b;  // a copy keeps its index
   expect_index_matches_plain(c, 2, 1000);
+  EXPECT_EQ(a.point_count(), 0u);  // NOLINT(bugprone-use-after-move): moved-from is empty
+  EXPECT_TRUE(a.positions().empty());
 }
 
 }  // namespace
