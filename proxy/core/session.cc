@@ -14,6 +14,16 @@
 
 namespace chash::proxy {
 
+ssize_t recv_append(int fd, std::string& in) {
+  // recv() into a per-thread scratch chunk and append only what arrived. Growing `in` by the
+  // chunk first (resize) zero-fills 64 KiB per read — twice per proxied request, which cost
+  // ~3 µs of CPU per request (make bench-proxy, GET unpipelined, 1 worker).
+  static thread_local char scratch[kReadChunk];
+  const ssize_t n = ::recv(fd, scratch, sizeof scratch, 0);
+  if (n > 0) in.append(scratch, static_cast<std::size_t>(n));
+  return n;
+}
+
 bool send_pending(int fd, const std::string& out, std::size_t& off) {
   while (off < out.size()) {
     const ssize_t n = ::send(fd, out.data() + off, out.size() - off, MSG_NOSIGNAL);
@@ -93,11 +103,8 @@ void ClientSession::read() {
     return;
   }
   for (int i = 0; i < kMaxReadsPerEvent && want_read_; ++i) {
-    const std::size_t old = in_.size();
-    in_.resize(old + kReadChunk);
-    const ssize_t n = ::recv(fd_, in_.data() + old, kReadChunk, 0);
+    const ssize_t n = recv_append(fd_, in_);
     if (n <= 0) {
-      in_.resize(old);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
       // EOF (or reset): answer what was asked, then close.
@@ -108,12 +115,11 @@ void ClientSession::read() {
       }
       break;
     }
-    in_.resize(old + static_cast<std::size_t>(n));
     run_process();
     if (closed_) return;
     if (static_cast<std::size_t>(n) < kReadChunk) break;
   }
-  worker_.flush_dirty();
+  // Backends are written once per event batch (Worker: loop batch_end), not per client.
   update_events();
 }
 
@@ -154,8 +160,7 @@ void ClientSession::push(const std::shared_ptr<Reply>& r) {
 }
 
 void ClientSession::on_done() {
-  if (closed_) return;
-  bool close_now = false;
+  if (closed_ || closing_) return;
   while (!pending_.empty() && pending_.front()->done) {
     Reply& m = *pending_.front();
     out_ += m.reply;
@@ -164,13 +169,22 @@ void ClientSession::on_done() {
       worker_.metrics().observe_latency(static_cast<std::uint64_t>(std::max<std::int64_t>(us, 0)));
     }
     m.client = nullptr;
-    close_now = m.close_after;
+    closing_ = m.close_after;
     pending_.pop_front();
-    if (close_now) break;
+    if (closing_) break;
   }
+  if (!output_scheduled_) {
+    output_scheduled_ = true;
+    worker_.schedule_output(this);
+  }
+}
+
+void ClientSession::flush_output() {
+  output_scheduled_ = false;
+  if (closed_) return;
   write();
   if (closed_) return;
-  if (close_now || (read_closed_ && pending_.empty())) {
+  if (closing_ || (read_closed_ && pending_.empty())) {
     if (out_off_ == out_.size()) {
       close();
       return;
@@ -210,7 +224,6 @@ void ClientSession::update_events() {
     want_read_ = true;
     run_process();
     if (closed_) return;
-    worker_.flush_dirty();
     update_events();
     return;
   }
@@ -225,6 +238,7 @@ void ClientSession::close() {
   closed_ = true;
   for (auto& m : pending_) m->client = nullptr;
   pending_.clear();
+  if (output_scheduled_) worker_.cancel_output(this);
   worker_.loop().remove(fd_);
   ::close(fd_);
   fd_ = -1;
@@ -301,17 +315,13 @@ void BackendSession::on_event(std::uint32_t events) {
 
 void BackendSession::read() {
   for (int i = 0; i < kMaxReadsPerEvent; ++i) {
-    const std::size_t old = in_.size();
-    in_.resize(old + kReadChunk);
-    const ssize_t n = ::recv(fd_, in_.data() + old, kReadChunk, 0);
+    const ssize_t n = recv_append(fd_, in_);
     if (n <= 0) {
-      in_.resize(old);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
       fail(n == 0 ? "connection closed by the server" : std::string("read: ") + std::strerror(errno));
       return;
     }
-    in_.resize(old + static_cast<std::size_t>(n));
     on_input();
     if (closed_) return;
     if (static_cast<std::size_t>(n) < kReadChunk) break;

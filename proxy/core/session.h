@@ -8,6 +8,8 @@
 // draining lives here, once.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
@@ -28,6 +30,8 @@ class ClientSession;
 // Sends out[off..] without blocking. Returns false on a socket error (errno is kept), true when
 // everything was sent or the socket is full; `off` advances past what was sent.
 bool send_pending(int fd, const std::string& out, std::size_t& off);
+// One recv() of up to kReadChunk bytes appended to `in`; returns recv()'s result.
+ssize_t recv_append(int fd, std::string& in);
 
 // Whether `node` (Pool::route's answer for `what`) can take a request; if not, `why` says so
 // ("no backend is up for key 'k' ..." / "backend r1 is down ..."), without the protocol's prefix.
@@ -72,8 +76,10 @@ class ClientSession : public net::Pollable {
   ~ClientSession() override;
 
   void on_event(std::uint32_t events) override;
-  // A Reply of ours completed: write what is now in order.
+  // A Reply of ours completed: queue what is now in order; the worker writes it at the end of
+  // the event batch (flush_output), so a burst of completions costs one send().
   void on_done();
+  void flush_output();
 
  protected:
   // Parses and dispatches the requests buffered in in_ while can_take_more(); called with
@@ -130,6 +136,8 @@ class ClientSession : public net::Pollable {
   bool want_read_ = true;
   bool processing_ = false;  // inside process(): do not re-enter it from a completion
   bool want_write_ = false;
+  bool output_scheduled_ = false;  // in the worker's list for flush_output()
+  bool closing_ = false;           // a close_after reply is queued: nothing more is written
   std::string out_;
   std::size_t out_off_ = 0;
 };

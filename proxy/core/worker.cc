@@ -9,6 +9,7 @@
 
 #include "core/log.h"
 #include "core/protocols.h"
+#include "core/session.h"
 #include "net/socket.h"
 
 namespace chash::proxy {
@@ -57,6 +58,7 @@ Worker::Worker(unsigned index, std::vector<int> listen_fds, std::shared_ptr<cons
                Metrics& metrics)
     : index_(index), metrics_(metrics) {
   apply_topology(std::move(topology));
+  loop_.set_batch_end([this] { flush_dirty(); });
   for (std::size_t i = 0; i < listen_fds.size(); ++i) {
     listeners_.push_back(std::make_unique<Listener>(*this, i, listen_fds[i]));
     loop_.add(listen_fds[i], EPOLLIN | EPOLLEXCLUSIVE, listeners_.back().get());
@@ -183,8 +185,9 @@ void Worker::mark_dirty(BackendConn* b) {
 }
 
 void Worker::flush_dirty() {
-  // A flush may fail a backend, complete Msgs and mark others dirty: loop until quiet.
-  while (!dirty_.empty()) {
+  // A flush may fail a backend, complete replies and mark others dirty; writing a client's
+  // replies may resume its paused input and queue more backend requests: loop until quiet.
+  while (!dirty_.empty() || !outputs_.empty()) {
     std::vector<BackendConn*> batch;
     batch.swap(dirty_);
     for (BackendConn* b : batch) {
@@ -192,7 +195,14 @@ void Worker::flush_dirty() {
       b->set_dirty(false);
       b->flush();
     }
+    std::vector<ClientSession*> clients;
+    clients.swap(outputs_);
+    for (ClientSession* c : clients) c->flush_output();  // closed clients cancel themselves
   }
+}
+
+void Worker::cancel_output(ClientSession* c) {
+  outputs_.erase(std::remove(outputs_.begin(), outputs_.end(), c), outputs_.end());
 }
 
 void Worker::backend_closed(BackendConn* b) {

@@ -22,6 +22,7 @@
 namespace chash::proxy {
 
 class Worker;
+class ClientSession;
 
 // Per-worker, per-pool state a protocol may keep (e.g. a tcp pool's round-robin position).
 // Reset when a reload changes the pool's servers.
@@ -59,6 +60,9 @@ class Worker {
   void mark_dirty(BackendConn* b);
   void flush_dirty();
   void backend_closed(BackendConn* b);  // forget it (it deletes itself)
+  // Clients with replies to write, written (flush_output) after the backends at batch end.
+  void schedule_output(ClientSession* c) { outputs_.push_back(c); }
+  void cancel_output(ClientSession* c);
   // Client bookkeeping: the accept path has counted the client (process and pool); closing
   // uncounts it. The worker deletes clients still open when it is destroyed.
   void client_opened(net::Pollable* c, std::size_t pool_index);
@@ -79,6 +83,7 @@ class Worker {
   std::shared_ptr<const Topology> topology_;
   std::vector<WorkerPool> pools_;
   std::vector<BackendConn*> dirty_;
+  std::vector<ClientSession*> outputs_;
   std::unordered_set<BackendConn*> all_backends_;
   std::unordered_map<net::Pollable*, std::shared_ptr<PoolShared>> clients_;
 };

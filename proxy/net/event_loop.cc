@@ -115,8 +115,10 @@ void EventLoop::run_once(std::chrono::milliseconds max_wait) {
   for (int i = 0; i < n; ++i) {
     static_cast<Pollable*>(events[i].data.ptr)->on_event(events[i].events);
   }
+  if (batch_end_) batch_end_();
   graveyard_.clear();
   run_timers();
+  if (batch_end_) batch_end_();
   graveyard_.clear();
 }
 

@@ -46,6 +46,10 @@ class EventLoop {
   // Frees `p` after the current batch of events (or at once when not dispatching).
   void defer_delete(std::unique_ptr<Pollable> p);
 
+  // Runs after each batch of events (and of timers): where a worker writes the requests the
+  // batch queued for its backends, so requests from many clients leave in one send().
+  void set_batch_end(std::function<void()> fn) { batch_end_ = std::move(fn); }
+
   // Thread-safe: runs fn on the loop's thread.
   void post(std::function<void()> fn);
 
@@ -70,6 +74,7 @@ class EventLoop {
   std::map<std::pair<Clock::time_point, TimerId>, std::function<void()>> timers_;
   std::map<TimerId, Clock::time_point> timer_index_;
   std::vector<std::unique_ptr<Pollable>> graveyard_;
+  std::function<void()> batch_end_;
   std::unique_ptr<Waker> waker_;
   std::mutex posted_mu_;
   std::vector<std::function<void()>> posted_;
