@@ -216,17 +216,20 @@ void ClientSession::write() {
 void ClientSession::update_events() {
   if (closed_) return;
   // Backpressure: stop reading while too much is in flight or unsent to this client.
-  const bool r = !read_closed_ && pending_.size() < pool_->config.max_pipeline &&
-                 out_.size() - out_off_ < kMaxClientOutput;
-  const bool w = out_off_ < out_.size();
+  auto readable = [this] {
+    return !read_closed_ && pending_.size() < pool_->config.max_pipeline && out_.size() - out_off_ < kMaxClientOutput;
+  };
+  bool r = readable();
   if (r && !want_read_ && !in_.empty() && !processing_) {
-    // Requests already buffered while paused: parse them now.
-    want_read_ = true;
+    // Requests buffered while paused: parse them now (what they leave incomplete waits for
+    // more bytes). want_read_ keeps describing the epoll registration, so the comparison below
+    // re-arms EPOLLIN whenever reading may go on (a bug once set the flag without re-arming:
+    // a client whose buffered requests ran out while paused hung).
     run_process();
     if (closed_) return;
-    update_events();
-    return;
+    r = readable();
   }
+  const bool w = out_off_ < out_.size();
   if (r == want_read_ && w == want_write_) return;
   want_read_ = r;
   want_write_ = w;
@@ -327,6 +330,12 @@ void BackendSession::read() {
     if (static_cast<std::size_t>(n) < kReadChunk) break;
   }
   if (draining_ && queue_.empty()) close();
+}
+
+bool BackendSession::nothing_unasked(std::size_t parsed) {
+  if (in_.size() <= parsed) return true;
+  fail("reply with no request outstanding");
+  return false;
 }
 
 void BackendSession::check_timeout(net::Clock::time_point now) {

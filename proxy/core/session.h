@@ -174,6 +174,9 @@ class BackendSession : public BackendConn {
                std::uint32_t tag);
   // Every queued request gets failure_reply(why); the connection closes; counts a failure.
   void fail(const std::string& why);
+  // With no request queued, every byte past `parsed` is a reply nobody asked for: fails the
+  // connection and returns false (the stream can no longer be matched to requests).
+  bool nothing_unasked(std::size_t parsed);
   void close();
 
   Worker& worker_;

@@ -187,6 +187,32 @@ class ChildProcess {
   pid_t pid_ = -1;
 };
 
+// A server process listening on a unix socket: ready once the socket accepts; stopping it
+// removes the socket file.
+class UnixSocketServer {
+ public:
+  explicit UnixSocketServer(std::string socket) : socket_(std::move(socket)) {}
+  ~UnixSocketServer() { stop(); }
+  const std::string& socket() const { return socket_; }
+  bool start(std::vector<std::string> argv) {
+    return process_.start(std::move(argv), [this] {
+      const int fd = dial_unix(socket_);
+      if (fd < 0) return false;
+      ::close(fd);
+      return true;
+    });
+  }
+  void stop() {
+    if (!process_.running()) return;
+    process_.stop();
+    ::unlink(socket_.c_str());
+  }
+
+ private:
+  std::string socket_;
+  ChildProcess process_;
+};
+
 // A per-test temporary directory, removed at the end.
 inline fs::path make_test_dir(const std::string& prefix) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();

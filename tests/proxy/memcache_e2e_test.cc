@@ -91,34 +91,21 @@ std::string set(std::string_view key, std::string_view data, std::string_view ve
 
 class MemcachedServer {
  public:
-  MemcachedServer(fs::path dir, std::string name) : dir_(std::move(dir)), name_(std::move(name)) {}
-  ~MemcachedServer() { stop(); }
-  std::string socket() const { return (dir_ / (name_ + ".sock")).string(); }
+  MemcachedServer(const fs::path& dir, const std::string& name) : server_((dir / (name + ".sock")).string()) {}
+  const std::string& socket() const { return server_.socket(); }
   bool start() {
-    const std::string sock = socket();
-    std::vector<std::string> args = {"memcached", "-s", sock, "-U", "0", "-t", "1", "-m", "64"};
+    std::vector<std::string> args = {"memcached", "-s", socket(), "-U", "0", "-t", "1", "-m", "64"};
     if (::geteuid() == 0) {  // memcached refuses to run as root without -u
       args.push_back("-u");
       args.push_back("root");
     }
-    return process_.start(args, [&] {
-      const int fd = testing::dial_unix(sock);
-      if (fd < 0) return false;
-      ::close(fd);
-      return true;
-    });
+    return server_.start(args);
   }
-  void stop() {
-    if (!process_.running()) return;
-    process_.stop();
-    ::unlink(socket().c_str());
-  }
+  void stop() { server_.stop(); }
   McClient client() const { return McClient(testing::dial_unix(socket())); }
 
  private:
-  fs::path dir_;
-  std::string name_;
-  testing::ChildProcess process_;
+  testing::UnixSocketServer server_;
 };
 
 bool have_memcached() { return testing::have_program("memcached"); }

@@ -101,10 +101,7 @@ std::string Backend::failure_reply(const std::string& why) const {
 void Backend::on_input() {
   for (;;) {
     if (queue_.empty()) {
-      if (in_.size() > parser_.start()) {
-        fail("reply with no request outstanding");
-        return;
-      }
+      if (!nothing_unasked(parser_.start())) return;  // failed the connection
       break;
     }
     auto& m = static_cast<Msg&>(*queue_.front().msg);  // memcache backends send no requests of their own

@@ -143,10 +143,7 @@ void Backend::on_input() {
   // Complete every whole reply in the buffer, in order.
   for (;;) {
     if (queue_.empty()) {
-      if (in_.size() > parser_.start()) {
-        fail("reply with no request outstanding");
-        return;
-      }
+      if (!nothing_unasked(parser_.start())) return;  // failed the connection
       break;
     }
     if (!parser_started_) {
