@@ -195,14 +195,21 @@ void BM_Throughput(benchmark::State& s, Algorithm a, std::size_t n) {
 
 constexpr std::size_t kBatch = 1024;
 
-void BM_PickOne(benchmark::State& s, Algorithm a, std::size_t n) {
+// Picks kBatch consecutive key hashes per iteration, either one call per key or one
+// pick_batch() call: the same keys, output and bookkeeping, so the two differ only there.
+template <bool kUseBatch>
+void pick_blocks(benchmark::State& s, Algorithm a, std::size_t n) {
   const auto& hs = key_hashes();
   std::vector<NodeId> out(kBatch);
   std::size_t at = 0;
   std::visit(
       [&](const auto& t) {
         for (auto _ : s) {
-          for (std::size_t i = 0; i < kBatch; ++i) out[i] = t.pick(hs[at + i]);
+          if constexpr (kUseBatch) {
+            pick_batch(t, std::span<const std::uint64_t>(hs.data() + at, kBatch), out);
+          } else {
+            for (std::size_t i = 0; i < kBatch; ++i) out[i] = t.pick(hs[at + i]);
+          }
           benchmark::DoNotOptimize(out.data());
           benchmark::ClobberMemory();
           at = (at + kBatch) & (hs.size() - 1);
@@ -212,22 +219,8 @@ void BM_PickOne(benchmark::State& s, Algorithm a, std::size_t n) {
   s.SetItemsProcessed(static_cast<std::int64_t>(s.iterations() * kBatch));
 }
 
-void BM_PickBatch(benchmark::State& s, Algorithm a, std::size_t n) {
-  const auto& hs = key_hashes();
-  std::vector<NodeId> out(kBatch);
-  std::size_t at = 0;
-  std::visit(
-      [&](const auto& t) {
-        for (auto _ : s) {
-          pick_batch(t, std::span<const std::uint64_t>(hs.data() + at, kBatch), out);
-          benchmark::DoNotOptimize(out.data());
-          benchmark::ClobberMemory();
-          at = (at + kBatch) & (hs.size() - 1);
-        }
-      },
-      table(a, n));
-  s.SetItemsProcessed(static_cast<std::int64_t>(s.iterations() * kBatch));
-}
+void BM_PickOne(benchmark::State& s, Algorithm a, std::size_t n) { pick_blocks<false>(s, a, n); }
+void BM_PickBatch(benchmark::State& s, Algorithm a, std::size_t n) { pick_blocks<true>(s, a, n); }
 
 void BM_PickN(benchmark::State& s, Algorithm a, std::size_t n) {
   const auto& hs = key_hashes();

@@ -131,6 +131,16 @@ inline std::string http(std::uint16_t port, const std::string& request) {
   return out;
 }
 
+// This process's resident memory in KiB (/proc/self/status VmRSS), for "memory stays flat".
+inline long rss_kb() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
+}
+
 inline bool have_program(const std::string& name) {
   return std::system(("command -v " + name + " >/dev/null 2>&1").c_str()) == 0;
 }

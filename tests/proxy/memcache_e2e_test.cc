@@ -384,14 +384,7 @@ TEST_F(MemcacheE2E, MultiGetAcrossBackendsInKeyOrderWithMisses) {
   for (auto& s : servers_) EXPECT_EQ(s->client().call("version\r\n").substr(0, 8), "VERSION ");
 }
 
-long rss_kb() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return 0;
-}
+using testing::rss_kb;
 
 TEST_F(MemcacheE2E, TooLargeValueIsRefusedAndTheConnectionStaysUsable) {
   start_proxy(yaml("  max_value_bytes: 1048576\n"));

@@ -360,14 +360,7 @@ TEST_F(ProxyE2E, MalformedClientsGetAnErrorAndAreClosed) {
   EXPECT_GE(proxy_->metrics().protocol_errors.load(), 3u);
 }
 
-long rss_kb() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return 0;
-}
+using testing::rss_kb;
 
 TEST_F(ProxyE2E, HugeBulkAnnouncementIsRefusedAndMemoryStaysFlat) {
   start_proxy(yaml("  max_request_bytes: 1048576\n"));
