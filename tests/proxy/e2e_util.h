@@ -131,6 +131,20 @@ inline std::string http(std::uint16_t port, const std::string& request) {
   return out;
 }
 
+// ThreadSanitizer's RSS includes shadow memory (several bytes per byte touched): memory
+// bounds measured with rss_kb() say little about the program there.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kThreadSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kThreadSanitizer = true;
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+
 // This process's resident memory in KiB (/proc/self/status VmRSS), for "memory stays flat".
 inline long rss_kb() {
   std::ifstream f("/proc/self/status");
