@@ -493,9 +493,17 @@ std::string Proxy::prometheus() const {
   return o;
 }
 
+std::uint64_t Proxy::applied_version() const {
+  std::uint64_t v = topology()->version;
+  for (const auto& w : workers_) v = std::min(v, w->applied_version());
+  return v;
+}
+
 std::string Proxy::status_json() const {
   const auto t = topology();
-  std::string o = "{\"version\":" + std::to_string(t->version) + ",\"workers\":" + std::to_string(worker_count_) +
+  std::string o = "{\"version\":" + std::to_string(t->version) +
+                  ",\"applied_version\":" + std::to_string(applied_version()) +
+                  ",\"workers\":" + std::to_string(worker_count_) +
                   ",\"requests\":" + std::to_string(metrics_.requests.load()) +
                   ",\"clients\":" + std::to_string(metrics_.clients_open.load()) + ",\"pools\":[";
   for (std::size_t p = 0; p < t->pools.size(); ++p) {

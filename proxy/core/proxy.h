@@ -55,6 +55,9 @@ class Proxy {
   std::uint16_t port(std::size_t pool) const;  // TCP port of pool i (0 for unix sockets)
   std::uint16_t admin_port() const;
   std::shared_ptr<const Topology> topology() const;
+  // The oldest topology version a worker still routes with; equal to topology()->version once
+  // every worker has applied the last reload (workers swap between events, on their threads).
+  std::uint64_t applied_version() const;
   const Metrics& metrics() const noexcept { return metrics_; }
   unsigned worker_count() const noexcept { return worker_count_; }
 

@@ -130,6 +130,7 @@ void Worker::apply_topology(std::shared_ptr<const Topology> t) {
     if (same) next[i].state = std::move(pools_[i].state);
   }
   pools_ = std::move(next);
+  applied_version_.store(t->version, std::memory_order_release);
   topology_ = std::move(t);
 }
 

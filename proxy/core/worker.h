@@ -6,6 +6,7 @@
 // dispatcher thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,6 +48,9 @@ class Worker {
   void start();  // spawns the thread
   void stop();   // thread-safe; joins
   void set_topology(std::shared_ptr<const Topology> t);  // thread-safe
+  // The version of the topology this worker routes with (thread-safe): a reload has taken
+  // effect on this worker once this reaches the new version.
+  std::uint64_t applied_version() const noexcept { return applied_version_.load(std::memory_order_acquire); }
 
   // ---- On the worker's thread --------------------------------------------------------------
   net::EventLoop& loop() noexcept { return loop_; }
@@ -81,6 +85,7 @@ class Worker {
   std::thread thread_;
   std::vector<std::unique_ptr<Listener>> listeners_;
   std::shared_ptr<const Topology> topology_;
+  std::atomic<std::uint64_t> applied_version_{0};
   std::vector<WorkerPool> pools_;
   std::vector<BackendConn*> dirty_;
   std::vector<ClientSession*> outputs_;

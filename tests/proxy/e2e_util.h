@@ -31,6 +31,21 @@ namespace chash::proxy::testing {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
+// Waits up to 5 s for `pred`: for what the proxy does on its own threads after the event a
+// test saw (never a fixed sleep, which a loaded or sanitized run can outlast).
+inline bool eventually(const std::function<bool()>& pred) {
+  for (int i = 0; i < 500; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return pred();
+}
+
+// True once every worker routes with the proxy's current topology (after a reload).
+inline bool reload_applied(const Proxy& proxy) {
+  return eventually([&] { return proxy.applied_version() == proxy.topology()->version; });
+}
+
 inline void set_timeouts(int fd, int seconds = 5) {
   timeval tv{seconds, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);

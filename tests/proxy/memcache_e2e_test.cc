@@ -560,7 +560,7 @@ TEST_F(MemcacheE2E, ReloadAddsAServer) {
   std::string message;
   ASSERT_TRUE(proxy_->reload_from_file(message)) << message;
   EXPECT_NE(message.find("+m3"), std::string::npos) << message;
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(testing::reload_applied(*proxy_));
   const auto router = cli::KeyRouter::build(pool().config.routing, pool().config.nodes());
   int on_m3 = 0;
   for (int i = 100; i < 300; ++i) {

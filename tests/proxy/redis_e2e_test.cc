@@ -504,7 +504,7 @@ TEST_F(ProxyE2E, ReloadAddsAndRemovesAServer) {
   ASSERT_TRUE(proxy_->reload_from_file(message)) << message;
   EXPECT_NE(message.find("+r3"), std::string::npos) << message;
   EXPECT_NE(message.find("% of keys move"), std::string::npos) << message;
-  std::this_thread::sleep_for(100ms);  // workers apply it between events
+  ASSERT_TRUE(testing::reload_applied(*proxy_));  // workers apply it between events
   const auto router = cli::KeyRouter::build(proxy_->topology()->pools[0]->config.routing,
                                             proxy_->topology()->pools[0]->config.nodes());
   for (int i = 200; i < 400; ++i) {
@@ -520,7 +520,7 @@ TEST_F(ProxyE2E, ReloadAddsAndRemovesAServer) {
   proxy_.rewrite(yaml("", 2));
   ASSERT_TRUE(proxy_->reload_from_file(message)) << message;
   EXPECT_NE(message.find("-r3"), std::string::npos) << message;
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(testing::reload_applied(*proxy_));
   const std::size_t on_r3 = servers_[2]->keys().size();
   for (int i = 400; i < 500; ++i) ASSERT_EQ(c.call({"SET", "r" + std::to_string(i), "v"}), "+OK\r\n");
   EXPECT_EQ(servers_[2]->keys().size(), on_r3);
@@ -554,7 +554,7 @@ TEST_F(ProxyE2E, AdminPostReloadAppliesAndRefuses) {
   EXPECT_NE(r.find("HTTP/1.1 200"), std::string::npos) << r;
   EXPECT_NE(r.find("+r3"), std::string::npos) << r;
   EXPECT_NE(r.find("% of keys move"), std::string::npos) << r;
-  std::this_thread::sleep_for(100ms);  // workers apply it between events
+  ASSERT_TRUE(testing::reload_applied(*proxy_));  // workers apply it between events
   for (int i = 100; i < 300; ++i) ASSERT_EQ(c.call({"SET", "p" + std::to_string(i * 2654435761u), "v"}), "+OK\r\n");
   EXPECT_FALSE(servers_[2]->keys().empty());
   EXPECT_NE(http(proxy_->admin_port(), "GET /status HTTP/1.0\r\n\r\n").find("\"version\":2"), std::string::npos);
@@ -619,11 +619,11 @@ TEST_F(ProxyE2E, BinarySighupReloadsAndSigtermStops) {
   ASSERT_EQ(::kill(p.pid(), SIGHUP), 0);
   bool reloaded = false;
   for (int i = 0; i < 200 && !reloaded; ++i) {
-    reloaded = http(admin, "GET /status HTTP/1.0\r\n\r\n").find("\"version\":2") != std::string::npos;
+    // applied_version: every worker routes with it, not just the control thread.
+    reloaded = http(admin, "GET /status HTTP/1.0\r\n\r\n").find("\"applied_version\":2") != std::string::npos;
     if (!reloaded) std::this_thread::sleep_for(25ms);
   }
   ASSERT_TRUE(reloaded);
-  std::this_thread::sleep_for(100ms);
   for (int i = 100; i < 300; ++i) ASSERT_EQ(c.call({"SET", "h" + std::to_string(i * 2654435761u), "v"}), "+OK\r\n");
   EXPECT_FALSE(servers_[2]->keys().empty());
   // fnv1a of keys this alike clusters on nutcracker's ring: spread them (i * a large odd number).

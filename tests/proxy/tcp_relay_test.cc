@@ -32,6 +32,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using testing::eventually;
 using testing::dial_tcp;
 using testing::send_all;
 
@@ -278,14 +279,6 @@ class TcpRelayTest : public ::testing::Test {
     return cli::KeyRouter::build(pc.routing, pc.nodes());
   }
   const Pool& pool() { return *proxy_->topology()->pools[0]; }
-  // Waits up to 5 s for `pred`.
-  static bool eventually(const std::function<bool()>& pred) {
-    for (int i = 0; i < 500; ++i) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(10ms);
-    }
-    return pred();
-  }
   bool all_idle() {
     return eventually([&] {
       for (const auto& s : pool().states) {
@@ -625,7 +618,7 @@ TEST_F(TcpRelayTest, ReloadAddingABackendMovesOnlyItsShare) {
   proxy_.rewrite(yaml("", {}, 4));
   std::string message;
   ASSERT_TRUE(proxy_->reload_from_file(message)) << message;
-  std::this_thread::sleep_for(200ms);  // workers swap the snapshot on their own threads
+  ASSERT_TRUE(testing::reload_applied(*proxy_));  // workers swap the snapshot on their own threads
   const auto r4 = router();
   ASSERT_EQ(pool().states.size(), 4u);
   const auto after = map_sources();
