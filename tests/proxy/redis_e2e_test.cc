@@ -478,12 +478,13 @@ TEST_F(ProxyE2E, BackendTimeoutAnswersWithinTheTimeout) {
   start_proxy(yaml("  timeout: 300\n  server_failure_limit: 5\n"));
   const auto& pool = *proxy_->topology()->pools[0];
   const std::string k1 = key_on(pool.router, 0);
-  // Freeze r1 with DEBUG SLEEP on a direct connection.
-  std::thread sleeper([&] {
-    RespClient d(RespClient::dial_unix(servers_[0]->socket()));
-    d.call({"DEBUG", "SLEEP", "1.5"});
-  });
-  std::this_thread::sleep_for(100ms);
+  // Freeze r1 with DEBUG SLEEP on a direct connection: sent before the proxied GET (an idle
+  // redis picks it up within microseconds; the 50 ms covers a loaded machine).
+  RespClient d(RespClient::dial_unix(servers_[0]->socket()));
+  ASSERT_TRUE(d.ok());
+  d.send({"DEBUG", "SLEEP", "1.5"});
+  std::thread sleeper([&] { d.read_reply(); });
+  std::this_thread::sleep_for(50ms);
   auto c = client();
   const auto t0 = std::chrono::steady_clock::now();
   const std::string r = c.call({"GET", k1});
