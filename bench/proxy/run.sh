@@ -250,6 +250,48 @@ redis_bench() {  # redis_bench TARGET WORKERS PORT PGID|-
   done
 }
 
+# key_proxies PROTO BENCH FRONT PORT1 PORT2 PORT3: BENCH (redis_bench | mc_bench) direct to the
+# first backend, then through nutcracker and chash-proxy (each WORKERS count) on the same
+# nutcracker.yml: ketama, fnv1a_64, the three backends, listening on FRONT.
+key_proxies() {
+  local proto=$1 bench=$2 front=$3 redis=false prefix=m
+  shift 3
+  [ "$proto" = redis ] && redis=true prefix=r
+  cat >"$tmp/$proto.yml" <<YML
+$proto:
+  listen: $HOST:$front
+  hash: fnv1a_64
+  distribution: ketama
+  redis: $redis
+  timeout: 2000
+  server_connections: 1
+  auto_eject_hosts: false
+  servers:
+    - $HOST:$1:1 ${prefix}1
+    - $HOST:$2:1 ${prefix}2
+    - $HOST:$3:1 ${prefix}3
+YML
+  "$bench" "direct (${prefix}1)" "" "$1" -
+  local stats pid w
+  stats=$(free_ports 1)
+  if start "nutcracker-$proto" "$PIN_PROXY" "$front" nutcracker -c "$tmp/$proto.yml" -s "$stats" -a "$HOST"; then
+    pid=$started
+    "$bench" nutcracker 1 "$front" "$pid"
+    stop "$pid"
+  else
+    na "$proto" nutcracker 1 "$why"
+  fi
+  for w in $WORKERS; do
+    if start "chash-proxy-$proto-w$w" "$PIN_PROXY" "$front" "$CHASH_PROXY" -c "$tmp/$proto.yml" --workers "$w" --log-level warn; then
+      pid=$started
+      "$bench" chash-proxy "$w" "$front" "$pid"
+      stop "$pid"
+    else
+      na "$proto" chash-proxy "$w" "$why"
+    fi
+  done
+}
+
 run_redis() {
   echo "redis: 3 redis-servers; redis-benchmark -c $CLIENTS -n $REQUESTS -r $KEYSPACE -d $DATA_SIZE" >&2
   local ports r i
@@ -263,39 +305,7 @@ run_redis() {
       return 0
     fi
   done
-  cat >"$tmp/redis.yml" <<YML
-alpha:
-  listen: $HOST:$front
-  hash: fnv1a_64
-  distribution: ketama
-  redis: true
-  timeout: 2000
-  server_connections: 1
-  auto_eject_hosts: false
-  servers:
-    - $HOST:${ports[0]}:1 r1
-    - $HOST:${ports[1]}:1 r2
-    - $HOST:${ports[2]}:1 r3
-YML
-  redis_bench "direct (r1)" "" "${ports[0]}" -
-  local stats
-  stats=$(free_ports 1)
-  if start nutcracker-redis "$PIN_PROXY" "$front" nutcracker -c "$tmp/redis.yml" -s "$stats" -a "$HOST"; then
-    local pid=$started
-    redis_bench nutcracker 1 "$front" "$pid"
-    stop "$pid"
-  else
-    na redis nutcracker 1 "$why"
-  fi
-  for w in $WORKERS; do
-    if start "chash-proxy-redis-w$w" "$PIN_PROXY" "$front" "$CHASH_PROXY" -c "$tmp/redis.yml" --workers "$w" --log-level warn; then
-      local pid=$started
-      redis_bench chash-proxy "$w" "$front" "$pid"
-      stop "$pid"
-    else
-      na redis chash-proxy "$w" "$why"
-    fi
-  done
+  key_proxies redis redis_bench "$front" "${ports[@]:0:3}"
   for r in ${pids[@]+"${pids[@]}"}; do stop "$r"; done
 }
 
@@ -338,39 +348,7 @@ run_memcache() {
       return 0
     fi
   done
-  cat >"$tmp/memcache.yml" <<YML
-beta:
-  listen: $HOST:$front
-  hash: fnv1a_64
-  distribution: ketama
-  redis: false
-  timeout: 2000
-  server_connections: 1
-  auto_eject_hosts: false
-  servers:
-    - $HOST:${ports[0]}:1 m1
-    - $HOST:${ports[1]}:1 m2
-    - $HOST:${ports[2]}:1 m3
-YML
-  mc_bench "direct (m1)" "" "${ports[0]}" -
-  local stats
-  stats=$(free_ports 1)
-  if start nutcracker-memcache "$PIN_PROXY" "$front" nutcracker -c "$tmp/memcache.yml" -s "$stats" -a "$HOST"; then
-    local pid=$started
-    mc_bench nutcracker 1 "$front" "$pid"
-    stop "$pid"
-  else
-    na memcache nutcracker 1 "$why"
-  fi
-  for w in $WORKERS; do
-    if start "chash-proxy-memcache-w$w" "$PIN_PROXY" "$front" "$CHASH_PROXY" -c "$tmp/memcache.yml" --workers "$w" --log-level warn; then
-      local pid=$started
-      mc_bench chash-proxy "$w" "$front" "$pid"
-      stop "$pid"
-    else
-      na memcache chash-proxy "$w" "$why"
-    fi
-  done
+  key_proxies memcache mc_bench "$front" "${ports[@]:0:3}"
   local r
   for r in ${pids[@]+"${pids[@]}"}; do stop "$r"; done
 }

@@ -26,9 +26,11 @@ std::string describe(const RequestParser& p, std::string_view buf) {
   return s;
 }
 
-// Parses `input` fed in pieces of `step` bytes (0: whole); "FATAL:<reply>" ends the list on kError.
-std::vector<std::string> parse_all(std::string_view input, std::size_t step = 0, RequestLimits limits = {}) {
-  RequestParser p(limits);
+// Feeds `input` to `p` in pieces of `step` bytes (0: whole) and appends `describe_one(buf)` for
+// every message it completes; "FATAL:<error>" ends the list on kError. Both parsers share the
+// incremental contract: parse, next(), then drop start() bytes and consume() them.
+template <class Parser, class Describe>
+std::vector<std::string> feed(Parser& p, std::string_view input, std::size_t step, Describe describe_one) {
   std::vector<std::string> out;
   std::string buf;
   std::size_t off = 0;
@@ -43,7 +45,7 @@ std::vector<std::string> parse_all(std::string_view input, std::size_t step = 0,
         out.push_back("FATAL:" + std::string(p.error()));
         return out;
       }
-      out.push_back(describe(p, buf));
+      out.push_back(describe_one(buf));
       p.next();
       const std::size_t drop = p.start();
       buf.erase(0, drop);
@@ -51,6 +53,12 @@ std::vector<std::string> parse_all(std::string_view input, std::size_t step = 0,
     }
   }
   return out;
+}
+
+// Requests of `input` fed in pieces of `step` bytes, described.
+std::vector<std::string> parse_all(std::string_view input, std::size_t step = 0, RequestLimits limits = {}) {
+  RequestParser p(limits);
+  return feed(p, input, step, [&](const std::string& buf) { return describe(p, buf); });
 }
 
 std::string reply_of(std::string_view input) {
@@ -216,32 +224,13 @@ TEST(MemcacheParserTest, SplitAtEveryByteGivesTheSameRequests) {
 
 std::vector<std::string> replies(std::string_view input, bool values, std::size_t step = 0) {
   ReplyParser p(1000);
-  std::vector<std::string> out;
-  std::string buf;
-  std::size_t off = 0;
   p.expect_values(values);
-  while (off < input.size()) {
-    const std::size_t n = step == 0 ? input.size() : std::min(step, input.size() - off);
-    buf.append(input.substr(off, n));
-    off += n;
-    for (;;) {
-      const ParseResult r = p.parse(buf);
-      if (r == ParseResult::kNeedMore) break;
-      if (r == ParseResult::kError) {
-        out.push_back("FATAL:" + p.error());
-        return out;
-      }
-      std::string s = std::to_string(static_cast<int>(p.kind())) + (p.is_error() ? "!" : "") + ":" +
-                      std::string(p.span().in(buf));
-      if (p.kind() == ReplyKind::kValue) s += "key=" + std::string(p.key().in(buf));
-      out.push_back(s);
-      p.next();
-      const std::size_t drop = p.start();
-      buf.erase(0, drop);
-      p.consume(drop);
-    }
-  }
-  return out;
+  return feed(p, input, step, [&](const std::string& buf) {
+    std::string s = std::to_string(static_cast<int>(p.kind())) + (p.is_error() ? "!" : "") + ":" +
+                    std::string(p.span().in(buf));
+    if (p.kind() == ReplyKind::kValue) s += "key=" + std::string(p.key().in(buf));
+    return s;
+  });
 }
 
 TEST(MemcacheParserTest, ReplyParserReadsValuesAndLines) {
