@@ -65,7 +65,7 @@ int main() {
   }
 
   std::printf("\n3. A node fails (ring, 5 nodes, cache-2 down):\n");
-  chash::Router router(chash::Cluster(chash::Algorithm::kRing, nodes_named(5)));
+  chash::SharedCluster router(chash::Cluster(chash::Algorithm::kRing, nodes_named(5)));
   const auto before = router.snapshot();
   router.mark_down("cache-2");
   const auto after = router.snapshot();

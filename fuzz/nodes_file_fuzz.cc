@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "chash/error.h"
-#include "key_router.h"
+#include "nodes.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {

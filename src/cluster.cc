@@ -9,17 +9,16 @@ namespace chash {
 
 // ---- Snapshot ----------------------------------------------------------------------------------
 
-Snapshot::Snapshot(std::vector<Node> nodes, std::vector<bool> removed,
-                   std::shared_ptr<const AnyTable> table, DownSet down, std::uint64_t version)
-    : nodes_(std::move(nodes)),
+Snapshot::Snapshot(Router router, std::vector<bool> removed, DownSet down, std::uint64_t version)
+    : router_(std::move(router)),
       removed_(std::move(removed)),
-      table_(std::move(table)),
       down_(std::move(down)),
       version_(version) {}
 
 NodeId Snapshot::find(std::string_view name) const noexcept {
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (!removed_[i] && nodes_[i].name == name) return static_cast<NodeId>(i);
+  const auto nodes = router_.nodes();
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (!removed_[i] && nodes[i].name == name) return static_cast<NodeId>(i);
   }
   return kNoNode;
 }
@@ -33,8 +32,26 @@ std::string tombstone_name(NodeId id) {
 
 // ---- Cluster -----------------------------------------------------------------------------------
 
-Cluster::Cluster(Algorithm algorithm, std::vector<Node> nodes, TableOptions options)
-    : algorithm_(algorithm), options_(std::move(options)) {
+Cluster::Cluster(Algorithm algorithm, std::vector<Node> nodes, TableOptions options,
+                 KeyPolicy key_policy)
+    : algorithm_(algorithm), options_(std::move(options)), key_policy_(key_policy) {
+  std::vector<bool> removed(nodes.size(), false);
+  DownSet down(nodes.size());
+  rebuild(std::move(nodes), std::move(removed), {}, std::move(down));
+}
+
+Cluster::Cluster(const RoutingSpec& spec, std::vector<Node> nodes) {
+  if (!spec.preset.empty()) {
+    throw Error(ErrorCode::kUnsupported,
+                "membership changes keep tombstones, which a preset's peer does not have; for "
+                "preset " + spec.preset + " build a new Router from the changed node list");
+  }
+  // Router::build checks the spec; its table options and key policy are then ours.
+  const Router checked = Router::build(spec, nodes);
+  algorithm_ = algorithm_of(*checked.table());
+  options_ = Router::table_options(spec, algorithm_);
+  key_policy_ = checked.key_policy();
+  balance_factor_ = checked.balance_factor();
   std::vector<bool> removed(nodes.size(), false);
   DownSet down(nodes.size());
   rebuild(std::move(nodes), std::move(removed), {}, std::move(down));
@@ -56,16 +73,16 @@ void Cluster::rebuild(std::vector<Node> nodes, std::vector<bool> removed,
     options.slots.previous = std::make_shared<SlotTable>(std::get<SlotTable>(snapshot_->table()));
   }
   // Throws before anything changes.
-  auto table = std::make_shared<const AnyTable>(build_table(algorithm_, nodes, options));
+  Router router = Router::build(algorithm_, nodes, options, key_policy_, balance_factor_);
   removal_order_ = std::move(removal_order);
-  snapshot_ = std::make_shared<const Snapshot>(std::move(nodes), std::move(removed),
-                                               std::move(table), std::move(down), ++version_);
+  snapshot_ = std::make_shared<const Snapshot>(std::move(router), std::move(removed),
+                                               std::move(down), ++version_);
 }
 
 void Cluster::publish_state(DownSet down) {
-  snapshot_ = std::make_shared<const Snapshot>(snapshot_->nodes(), snapshot_->removed(),
-                                               snapshot_->shared_table(), std::move(down),
-                                               ++version_);
+  // Same router (its table is shared), new down set.
+  snapshot_ = std::make_shared<const Snapshot>(snapshot_->router(), snapshot_->removed(),
+                                               std::move(down), ++version_);
 }
 
 NodeId Cluster::add(Node node) {
@@ -76,7 +93,7 @@ NodeId Cluster::add(Node node) {
     throw Error(ErrorCode::kDuplicateNode,
                 "node " + internal::quote_name(node.name) + " is already in the cluster");
   }
-  std::vector<Node> nodes = snapshot_->nodes();
+  std::vector<Node> nodes(snapshot_->nodes().begin(), snapshot_->nodes().end());
   std::vector<bool> removed = snapshot_->removed();
   std::vector<NodeId> order = removal_order_;
   DownSet down = snapshot_->down();
@@ -99,7 +116,7 @@ NodeId Cluster::add(Node node) {
 
 void Cluster::remove(std::string_view name) {
   const NodeId id = require(name);
-  std::vector<Node> nodes = snapshot_->nodes();
+  std::vector<Node> nodes(snapshot_->nodes().begin(), snapshot_->nodes().end());
   std::vector<bool> removed = snapshot_->removed();
   // Keep a tombstone under a reserved name, so the name itself can be added again.
   nodes[id].name = tombstone_name(id);
@@ -114,7 +131,7 @@ void Cluster::remove(std::string_view name) {
 
 void Cluster::set_weight(std::string_view name, std::uint32_t weight) {
   const NodeId id = require(name);
-  std::vector<Node> nodes = snapshot_->nodes();
+  std::vector<Node> nodes(snapshot_->nodes().begin(), snapshot_->nodes().end());
   std::vector<bool> removed = snapshot_->removed();
   const bool was_drained = nodes[id].weight == 0;
   nodes[id].weight = weight;
@@ -138,7 +155,7 @@ void Cluster::mark_up(std::string_view name) {
   publish_state(std::move(down));
 }
 
-// ---- Router ------------------------------------------------------------------------------------
+// ---- SharedCluster ------------------------------------------------------------------------------------
 
 // One hazard pointer per Reader.
 struct internal::ReaderSlot {
@@ -146,17 +163,17 @@ struct internal::ReaderSlot {
   bool in_use = false;
 };
 
-Router::Router(Cluster cluster)
+SharedCluster::SharedCluster(Cluster cluster)
     : cluster_(std::move(cluster)), current_(cluster_.snapshot()), current_ptr_(current_.get()) {}
 
-Router::~Router() = default;
+SharedCluster::~SharedCluster() = default;
 
-std::shared_ptr<const Snapshot> Router::snapshot() const {
+std::shared_ptr<const Snapshot> SharedCluster::snapshot() const {
   std::lock_guard<std::mutex> lock(write_mu_);
   return current_;
 }
 
-void Router::publish() {
+void SharedCluster::publish() {
   retired_.push_back(std::move(current_));
   current_ = cluster_.snapshot();
   current_ptr_.store(current_.get(), std::memory_order_seq_cst);
@@ -172,7 +189,7 @@ void Router::publish() {
 }
 
 template <class F>
-auto Router::mutate(F&& f) {
+auto SharedCluster::mutate(F&& f) {
   std::lock_guard<std::mutex> lock(write_mu_);
   if constexpr (std::is_void_v<decltype(f())>) {
     f();
@@ -184,39 +201,39 @@ auto Router::mutate(F&& f) {
   }
 }
 
-NodeId Router::add(Node node) { return mutate([&] { return cluster_.add(std::move(node)); }); }
-void Router::remove(std::string_view name) { mutate([&] { cluster_.remove(name); }); }
-void Router::set_weight(std::string_view name, std::uint32_t weight) {
+NodeId SharedCluster::add(Node node) { return mutate([&] { return cluster_.add(std::move(node)); }); }
+void SharedCluster::remove(std::string_view name) { mutate([&] { cluster_.remove(name); }); }
+void SharedCluster::set_weight(std::string_view name, std::uint32_t weight) {
   mutate([&] { cluster_.set_weight(name, weight); });
 }
-void Router::mark_down(std::string_view name) { mutate([&] { cluster_.mark_down(name); }); }
-void Router::mark_up(std::string_view name) { mutate([&] { cluster_.mark_up(name); }); }
+void SharedCluster::mark_down(std::string_view name) { mutate([&] { cluster_.mark_down(name); }); }
+void SharedCluster::mark_up(std::string_view name) { mutate([&] { cluster_.mark_up(name); }); }
 
-Router::Reader::Reader(const Router& router) : router_(&router), slot_(nullptr) {
-  std::lock_guard<std::mutex> lock(router.write_mu_);
-  for (auto& s : router.slots_) {
+SharedCluster::Reader::Reader(const SharedCluster& shared) : shared_(&shared), slot_(nullptr) {
+  std::lock_guard<std::mutex> lock(shared.write_mu_);
+  for (auto& s : shared.slots_) {
     if (!s->in_use) {
       slot_ = s.get();
       break;
     }
   }
   if (slot_ == nullptr) {
-    router.slots_.push_back(std::make_unique<internal::ReaderSlot>());
-    slot_ = router.slots_.back().get();
+    shared.slots_.push_back(std::make_unique<internal::ReaderSlot>());
+    slot_ = shared.slots_.back().get();
   }
   slot_->in_use = true;
 }
 
-Router::Reader::~Reader() {
-  std::lock_guard<std::mutex> lock(router_->write_mu_);
+SharedCluster::Reader::~Reader() {
+  std::lock_guard<std::mutex> lock(shared_->write_mu_);
   slot_->hazard.store(nullptr, std::memory_order_release);
   slot_->in_use = false;
 }
 
-const Snapshot& Router::Reader::protect(const Snapshot* p) noexcept {
+const Snapshot& SharedCluster::Reader::protect(const Snapshot* p) noexcept {
   for (;;) {
     slot_->hazard.store(p, std::memory_order_seq_cst);
-    const Snapshot* again = router_->current_ptr_.load(std::memory_order_seq_cst);
+    const Snapshot* again = shared_->current_ptr_.load(std::memory_order_seq_cst);
     if (again == p) break;
     p = again;
   }

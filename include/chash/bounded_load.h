@@ -1,5 +1,6 @@
 // chash — consistent hashing with bounded loads (Mirrokni, Thorup & Zadimoghaddam 2018,
-// "Consistent Hashing with Bounded Loads", SODA), as a decorator over any placement table.
+// "Consistent Hashing with Bounded Loads", SODA): the capacity rule, and a decorator over any
+// placement table.
 //
 // A key goes to its first choice unless that node already carries more than its share of the
 // current load; then to the next choice in the table's preference order, and so on. The share is
@@ -9,11 +10,14 @@
 //   eligible(node) <=> load(node) < slots(node)
 // so with factor 125 no node carries more than ~1.25x its weighted average — Envoy's
 // hash_balance_factor has the same meaning. factor >= 100; some node is always eligible.
-// Loads come from the caller (requests in flight, connections): the decorator keeps no state.
+// Loads come from the caller (requests in flight, connections): nothing here keeps state.
+// chash::Router offers the same rule over every table and preset (Router::route_bounded), as
+// Envoy wires its bounded-load balancer over ring hash and maglev.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "chash/error.h"
@@ -22,6 +26,41 @@
 
 namespace chash {
 
+// The capacity rule for one lookup: built from the current total load and the total weight of
+// the nodes that are up, asked per candidate.
+class LoadBound {
+ public:
+  // Throws Error for factor < 100.
+  static void check_factor(std::uint32_t balance_factor) {
+    if (balance_factor < 100) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "balance factor must be >= 100 (percent of the average load), got " +
+                      std::to_string(balance_factor));
+    }
+  }
+
+  // Precondition: factor >= 100 (check_factor), up_weight > 0.
+  LoadBound(std::uint32_t balance_factor, std::uint64_t total_load,
+            std::uint64_t up_weight) noexcept
+      : up_weight_(up_weight) {
+    const std::uint64_t slots_total = ((total_load + 1) * balance_factor + 99) / 100;
+    per_weight_ = slots_total / up_weight;
+    remainder_ = slots_total % up_weight;
+  }
+
+  // May a node of `weight` carrying `load` take one more?
+  bool eligible(std::uint64_t load, std::uint64_t weight) const noexcept {
+    const std::uint64_t slots =
+        per_weight_ * weight + (weight * remainder_ + up_weight_ - 1) / up_weight_;
+    return load < slots;
+  }
+
+ private:
+  std::uint64_t up_weight_;
+  std::uint64_t per_weight_ = 0;
+  std::uint64_t remainder_ = 0;
+};
+
 template <PlacementTable T>
 class BoundedLoad {
  public:
@@ -29,11 +68,7 @@ class BoundedLoad {
   BoundedLoad(const T& table, std::span<const Node> nodes, std::uint32_t balance_factor,
               const DownSet& down = {})
       : table_(&table), factor_(balance_factor), down_(down) {
-    if (balance_factor < 100) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "balance factor must be >= 100 (percent of the average load), got " +
-                      std::to_string(balance_factor));
-    }
+    LoadBound::check_factor(balance_factor);
     weights_.reserve(nodes.size());
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       weights_.push_back(nodes[i].weight);
@@ -46,18 +81,14 @@ class BoundedLoad {
   NodeId pick(std::uint64_t hash, std::span<const std::uint64_t> loads,
               std::uint64_t total_load) const {
     if (total_weight_ == 0) return kNoNode;
-    const std::uint64_t slots_total = ((total_load + 1) * factor_ + 99) / 100;
-    const std::uint64_t per_weight = slots_total / total_weight_;
-    const std::uint64_t remainder = slots_total % total_weight_;
+    const LoadBound bound(factor_, total_load, total_weight_);
     NodeId chosen = kNoNode;
     NodeId first_up = kNoNode;
     table_->visit(hash, [&](NodeId id) {
       if (down_.contains(id)) return true;
       if (first_up == kNoNode) first_up = id;
-      const std::uint64_t w = weights_[id];
-      const std::uint64_t slots = per_weight * w + (w * remainder + total_weight_ - 1) / total_weight_;
       const std::uint64_t load = id < loads.size() ? loads[id] : 0;
-      if (load < slots) {
+      if (bound.eligible(load, weights_[id])) {
         chosen = id;
         return false;
       }

@@ -1,13 +1,15 @@
-// chash — umbrella header: key hashing, every placement algorithm, membership and routing.
+// chash — umbrella header: key hashing, every placement algorithm, presets, the router,
+// membership.
 //
 // Example:
 //   #include "chash/chash.h"
 //   std::vector<chash::Node> nodes = {{"cache-a", 1}, {"cache-b", 1}, {"cache-c", 2}};
-//   chash::Router router(chash::Cluster(chash::Algorithm::kRing, nodes));
-//   chash::Router::Reader reader(router);             // one per thread
-//   chash::NodeId id = reader.pick(chash::hash::xxh3_64("user:42"));
+//   chash::RoutingSpec spec;  spec.algorithm = "ring";
+//   chash::SharedCluster cluster(chash::Cluster(spec, nodes));
+//   chash::SharedCluster::Reader reader(cluster);      // one per thread
+//   chash::NodeId id = reader.route("user:42");
 //   std::string_view owner = reader.current().name(id);
-//   router.mark_down("cache-b");                       // only cache-b's keys move
+//   cluster.mark_down("cache-b");                      // only cache-b's keys move
 #pragma once
 
 #include "chash/bounded_load.h"
@@ -22,7 +24,9 @@
 #include "chash/multiprobe.h"
 #include "chash/node.h"
 #include "chash/placement.h"
+#include "chash/preset.h"
 #include "chash/redis_slots.h"
 #include "chash/rendezvous.h"
 #include "chash/ring.h"
+#include "chash/router.h"
 #include "chash/table.h"

@@ -1,11 +1,12 @@
-// chash — membership and failover over any algorithm, and a router that publishes it to readers
-// as immutable snapshots.
+// chash — membership and failover over any native algorithm, published to concurrent readers as
+// immutable snapshots.
 //
 // Cluster is a single-writer description of the node set: add / remove / set_weight / mark_down /
-// mark_up, each producing a new Snapshot (table + node names + down set). NodeIds are stable for
-// the Cluster's life: a removed node stays behind as a tombstone (weight 0), so position-based
-// algorithms (jump, memento, modulo, slots) keep every other node's place, and the next add()
-// reuses the most recently removed position (memento restores in that order).
+// mark_up, each producing a new Snapshot (a chash::Router over the current nodes, plus the down
+// set). NodeIds are stable for the Cluster's life: a removed node stays behind as a tombstone
+// (weight 0), so position-based algorithms (jump, memento, modulo, slots) keep every other node's
+// place, and the next add() reuses the most recently removed position (memento restores in that
+// order).
 //
 // Removed positions are renamed "\0removed#<id>" (names with that prefix are reserved).
 //   - remove / set_weight(0): the node is drained — its keys move (the algorithm decides where;
@@ -13,10 +14,13 @@
 //   - mark_down: the node keeps its place; only its keys move, each to its next choice that is
 //     up; mark_up brings exactly those keys back.
 //
-// Router wraps a Cluster for concurrent use: writers are serialized by a mutex and publish a new
-// snapshot; readers never lock. A Router::Reader (one per thread) reads the current snapshot with
-// one atomic load and protects it with a hazard pointer only when it changed — the steady state
-// has no shared writes at all.
+// SharedCluster wraps a Cluster for concurrent use: writers are serialized by a mutex and publish
+// a new snapshot; readers never lock. A SharedCluster::Reader (one per thread) reads the current
+// snapshot with one atomic load and protects it with a hazard pointer only when it changed — the
+// steady state has no shared writes at all.
+//
+// There is one thing called a router: chash::Router (chash/router.h), the immutable key -> node
+// object. A Snapshot holds one; Cluster and SharedCluster only manage which Router is current.
 #pragma once
 
 #include <atomic>
@@ -29,41 +33,45 @@
 
 #include "chash/hash.h"
 #include "chash/node.h"
+#include "chash/router.h"
 #include "chash/table.h"
 
 namespace chash {
 
 class Snapshot {
  public:
-  Snapshot(std::vector<Node> nodes, std::vector<bool> removed,
-           std::shared_ptr<const AnyTable> table, DownSet down, std::uint64_t version);
+  Snapshot(Router router, std::vector<bool> removed, DownSet down, std::uint64_t version);
 
-  // The owner of `hash`: its first choice that is up; kNoNode if none is.
+  // The owner of `key`: its first choice that is up; kNoNode if none is.
+  NodeId route(std::string_view key) const noexcept { return router_.route(key, down_); }
+  // Up to out.size() distinct nodes for `key` that are up, in preference order (replicas).
+  std::size_t route_n(std::string_view key, std::span<NodeId> out) const noexcept {
+    return router_.route_n(key, out, [this](NodeId id) { return !down_.contains(id); });
+  }
+  // The same for a precomputed key hash (router().key_hash(key)).
   NodeId pick(std::uint64_t hash) const noexcept {
-    if (down_.empty()) return chash::pick(*table_, hash);
-    return pick_up(*table_, hash, down_);
+    if (down_.empty()) return chash::pick(table(), hash);
+    return pick_up(table(), hash, down_);
   }
-  // Up to out.size() distinct nodes that are up, in preference order (replicas).
   std::size_t pick_n(std::uint64_t hash, std::span<NodeId> out) const {
-    return pick_n_up(*table_, hash, down_, out);
+    return pick_n_up(table(), hash, down_, out);
   }
 
-  std::string_view name(NodeId id) const noexcept { return nodes_[id].name; }
-  const std::vector<Node>& nodes() const noexcept { return nodes_; }
+  const Router& router() const noexcept { return router_; }
+  std::string_view name(NodeId id) const noexcept { return router_.name(id); }
+  std::span<const Node> nodes() const noexcept { return router_.nodes(); }
   bool is_removed(NodeId id) const noexcept { return removed_[id]; }
   const std::vector<bool>& removed() const noexcept { return removed_; }
   bool is_down(NodeId id) const noexcept { return down_.contains(id); }
-  const AnyTable& table() const noexcept { return *table_; }
-  const std::shared_ptr<const AnyTable>& shared_table() const noexcept { return table_; }
+  const AnyTable& table() const noexcept { return *router_.table(); }
   const DownSet& down() const noexcept { return down_; }
   std::uint64_t version() const noexcept { return version_; }
   // The id of the live (not removed) node called `name`, or kNoNode.
   NodeId find(std::string_view name) const noexcept;
 
  private:
-  std::vector<Node> nodes_;  // by NodeId; removed nodes have weight 0
+  Router router_;  // shares its table with snapshots that differ only in state
   std::vector<bool> removed_;
-  std::shared_ptr<const AnyTable> table_;  // shared between snapshots that differ only in state
   DownSet down_;
   std::uint64_t version_;
 };
@@ -71,7 +79,11 @@ class Snapshot {
 class Cluster {
  public:
   // Throws Error for an invalid node list or options.
-  Cluster(Algorithm algorithm, std::vector<Node> nodes, TableOptions options = {});
+  Cluster(Algorithm algorithm, std::vector<Node> nodes, TableOptions options = {},
+          KeyPolicy key_policy = {});
+  // From a routing spec with an algorithm (a preset's node list is the peer's config, with no
+  // tombstones: rebuild it with Router::build instead). Throws Error(kUnsupported) for a preset.
+  Cluster(const RoutingSpec& spec, std::vector<Node> nodes);
 
   // Each mutation validates, rebuilds the table and returns the new snapshot; on error it throws
   // and the cluster is unchanged.
@@ -92,6 +104,8 @@ class Cluster {
 
   Algorithm algorithm_;
   TableOptions options_;
+  KeyPolicy key_policy_;
+  std::uint32_t balance_factor_ = 0;
   std::vector<NodeId> removal_order_;  // removed positions, oldest first
   std::shared_ptr<const Snapshot> snapshot_;
   std::uint64_t version_ = 0;
@@ -101,12 +115,12 @@ namespace internal {
 struct ReaderSlot;
 }  // namespace internal
 
-class Router {
+class SharedCluster {
  public:
-  explicit Router(Cluster cluster);
-  ~Router();
-  Router(const Router&) = delete;
-  Router& operator=(const Router&) = delete;
+  explicit SharedCluster(Cluster cluster);
+  ~SharedCluster();
+  SharedCluster(const SharedCluster&) = delete;
+  SharedCluster& operator=(const SharedCluster&) = delete;
 
   // Writers: serialized; each publishes a new snapshot atomically. Throws as Cluster does.
   NodeId add(Node node);
@@ -122,26 +136,27 @@ class Router {
 
   // A per-thread, lock-free view. current() is one atomic load while nothing changes; after a
   // change it protects the new snapshot with a hazard pointer (Michael 2004) so writers free old
-  // snapshots only when no reader still uses them. A Reader must not outlive its Router and is
+  // snapshots only when no reader still uses them. A Reader must not outlive its SharedCluster and is
   // used by one thread at a time; a reference from current() is valid until the next call.
   class Reader {
    public:
-    explicit Reader(const Router& router);
+    explicit Reader(const SharedCluster& cluster);
     ~Reader();
     Reader(const Reader&) = delete;
     Reader& operator=(const Reader&) = delete;
 
     const Snapshot& current() noexcept {
-      const Snapshot* p = router_->current_ptr_.load(std::memory_order_acquire);
+      const Snapshot* p = shared_->current_ptr_.load(std::memory_order_acquire);
       if (p == protected_) return *p;  // already protected by our hazard pointer
       return protect(p);
     }
+    NodeId route(std::string_view key) noexcept { return current().route(key); }
     NodeId pick(std::uint64_t hash) noexcept { return current().pick(hash); }
 
    private:
     const Snapshot& protect(const Snapshot* p) noexcept;
 
-    const Router* router_;
+    const SharedCluster* shared_;
     internal::ReaderSlot* slot_;
     const Snapshot* protected_ = nullptr;
   };

@@ -68,6 +68,10 @@ constexpr std::uint32_t ketama_point(const Md5Digest& d, int i) noexcept {
 std::uint32_t crc32(std::string_view data) noexcept;
 // CRC-16/XMODEM as in Redis crc16.c (poly 0x1021, init 0): "123456789" -> 0x31C3.
 std::uint16_t crc16_xmodem(std::string_view data) noexcept;
+// Redis Cluster's key slot (cluster.c keyHashSlot): CRC-16/XMODEM of the key's {hash tag}, or of
+// the whole key, modulo 16384. "123456789" -> 0x31C3 & 0x3FFF = 12739; "{user1000}.following"
+// and "{user1000}.followers" share a slot.
+std::uint16_t redis_slot(std::string_view key) noexcept;
 
 // ---- FNV (Fowler/Noll/Vo), Jenkins, Hsieh ------------------------------------------------------
 // FNV and one-at-a-time are the published algorithms over unsigned bytes. libmemcached and
@@ -139,6 +143,9 @@ enum class KeyHash : std::uint8_t {
   kJenkins,       // "jenkins": lookup3 hashlittle, initval 13
   kHsieh,         // "hsieh"
   kJava,          // "java": String.hashCode() as an unsigned 32-bit value
+  kRedisSlot,     // "redis_slot": Redis Cluster's slot (0..16383), {hash tag} rules included —
+                  // the key hash of the "slots" algorithm and of anything that must agree
+                  // with a Redis Cluster
 };
 
 inline constexpr KeyHash kAllKeyHashes[] = {
@@ -146,7 +153,7 @@ inline constexpr KeyHash kAllKeyHashes[] = {
     KeyHash::kMurmur64A, KeyHash::kMurmur2, KeyHash::kMd5,      KeyHash::kCrc32,
     KeyHash::kCrc16,   KeyHash::kFnv1_32,  KeyHash::kFnv1a_32,  KeyHash::kFnv1_64,
     KeyHash::kFnv1a_64, KeyHash::kOneAtATime, KeyHash::kJenkins, KeyHash::kHsieh,
-    KeyHash::kJava};
+    KeyHash::kJava,    KeyHash::kRedisSlot};
 
 std::uint64_t hash_key(KeyHash h, std::string_view key) noexcept;
 std::string_view key_hash_name(KeyHash h) noexcept;

@@ -18,18 +18,20 @@
 //                                   and only its keys move, to their next choice.
 //
 // Hot path contract: pick() and visit() do not allocate or throw. visit() tracks visited nodes in
-// an inline buffer of kInlineSeen ids; only a walk past that many distinct nodes (pick_n with a
-// large n, or more than kInlineSeen consecutive down choices) allocates a bitmap.
+// an inline buffer of kInlineSeen ids; a walk past that many distinct nodes (pick_n with a large
+// n, or more than kInlineSeen consecutive down choices) uses a bitmap from a per-thread pool
+// (internal/scratch.h): only the first such walk on a thread allocates.
 #pragma once
 
 #include <algorithm>
 #include <concepts>
 #include <cstdint>
-#include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "chash/hash.h"
+#include "chash/internal/scratch.h"
 #include "chash/node.h"
 
 namespace chash {
@@ -91,7 +93,8 @@ class SeenSet {
         return true;
       }
       // Spill: rare (more than kInlineSeen distinct nodes visited).
-      bitmap_ = std::make_unique<std::uint64_t[]>((node_count_ + 63) / 64);
+      bitmap_.emplace(node_count_);
+      bits_ = bitmap_->words();
       for (std::size_t i = 0; i < n_; ++i) mark(inline_[i]);
     }
     if (test(id)) return false;
@@ -109,13 +112,14 @@ class SeenSet {
   std::size_t size() const noexcept { return n_; }
 
  private:
-  bool test(NodeId id) const noexcept { return (bitmap_[id / 64] >> (id % 64) & 1u) != 0; }
-  void mark(NodeId id) noexcept { bitmap_[id / 64] |= std::uint64_t{1} << (id % 64); }
+  bool test(NodeId id) const noexcept { return (bits_[id / 64] >> (id % 64) & 1u) != 0; }
+  void mark(NodeId id) noexcept { bits_[id / 64] |= std::uint64_t{1} << (id % 64); }
 
   std::size_t node_count_;
   std::size_t n_ = 0;
   NodeId inline_[kInlineSeen]{};
-  std::unique_ptr<std::uint64_t[]> bitmap_;
+  std::uint64_t* bits_ = nullptr;
+  std::optional<ScratchBitmap> bitmap_;
 };
 
 // Derives the attempt-th independent hash from a key hash (attempt >= 1). Used by algorithms

@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "chash/node.h"
@@ -30,6 +31,8 @@ struct PresetOptions {
   std::optional<std::string> hash;      // the peer's own hash setting, spelled as the peer does
   std::optional<std::string> hash_tag;  // two characters, as twemproxy's hash_tag ("{}")
   std::optional<std::uint32_t> vnodes;  // points / replicas per node, where the peer has them
+  // The peer's own behaviour settings, in its spelling (e.g. libmemcached's distribution).
+  std::vector<std::pair<std::string, std::string>> settings;
 };
 
 class Preset {

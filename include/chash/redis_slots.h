@@ -27,8 +27,8 @@ namespace chash {
 
 inline constexpr std::uint32_t kRedisSlots = 16384;
 
-// The key's hash slot, with Redis's hash tag rules.
-std::uint16_t redis_key_slot(std::string_view key) noexcept;
+// The key's hash slot, with Redis's hash tag rules (the key hash KeyHash::kRedisSlot).
+inline std::uint16_t redis_key_slot(std::string_view key) noexcept { return hash::redis_slot(key); }
 // The bytes Redis hashes for `key`: the hash tag's contents, or the whole key.
 std::string_view redis_hash_tag(std::string_view key) noexcept;
 

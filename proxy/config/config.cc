@@ -422,7 +422,7 @@ ProxyConfig parse_config(std::string_view yaml, const std::string& source) {
     } else if (preset) {
       p.routing.preset = ctx.scalar(*preset, "preset");
     } else if (algorithm) {
-      p.routing.algo = ctx.scalar(*algorithm, "algorithm");
+      p.routing.algorithm = ctx.scalar(*algorithm, "algorithm");
     } else {
       p.routing.preset = "twemproxy";  // nutcracker's default distribution
     }
@@ -431,7 +431,7 @@ ProxyConfig parse_config(std::string_view yaml, const std::string& source) {
     p.server_password = server_auth ? server_auth : redis_auth;
     // Build the router once so a config that parses also routes.
     try {
-      (void)chash::cli::KeyRouter::build(p.routing, p.nodes());
+      (void)chash::Router::build(p.routing, p.nodes());
     } catch (const Error& e) {
       fail_at(source, p.line, where + ": " + e.what());
     }

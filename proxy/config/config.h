@@ -29,7 +29,7 @@
 #include <string_view>
 #include <vector>
 
-#include "key_router.h"
+#include "chash/router.h"
 
 namespace chash::proxy {
 
@@ -77,8 +77,8 @@ struct PoolConfig {
   int backlog = 512;
   PoolProtocol protocol = PoolProtocol::kMemcache;  // nutcracker's default (redis: false)
 
-  // Routing, given to chash::cli::KeyRouter (the same code as `chash route`).
-  chash::cli::RoutingSpec routing;
+  // Routing, given to chash::Router (the same code as `chash route`).
+  chash::RoutingSpec routing;
 
   std::optional<std::string> client_password;  // redis_auth / client_auth
   std::optional<std::string> server_password;  // redis_auth / server_auth

@@ -256,6 +256,14 @@ BackendSession::BackendSession(Worker& worker, std::shared_ptr<const Pool> pool,
 
 BackendSession::~BackendSession() {
   if (fd_ >= 0) ::close(fd_);
+  state_->inflight.fetch_sub(static_cast<std::int64_t>(queue_.size()), std::memory_order_relaxed);
+}
+
+BackendSession::Pending BackendSession::take_front() {
+  Pending p = std::move(queue_.front());
+  queue_.pop_front();
+  state_->inflight.fetch_sub(1, std::memory_order_relaxed);
+  return p;
 }
 
 bool BackendSession::start(std::string& error) {
@@ -278,6 +286,7 @@ void BackendSession::enqueue(std::initializer_list<std::string_view> bytes, std:
   for (const std::string_view b : bytes) out_ += b;
   if (msg) state_->requests.fetch_add(1, std::memory_order_relaxed);
   queue_.push_back({std::move(msg), part, tag, worker_.loop().now()});
+  state_->inflight.fetch_add(1, std::memory_order_relaxed);
   worker_.mark_dirty(this);
 }
 
@@ -364,6 +373,7 @@ void BackendSession::fail(const std::string& why) {
   const std::string err = failure_reply(why);
   std::deque<Pending> q;
   q.swap(queue_);
+  state_->inflight.fetch_sub(static_cast<std::int64_t>(q.size()), std::memory_order_relaxed);
   close();  // before completing: a completion may send more to this backend's slot
   for (auto& p : q) {
     if (p.msg) {

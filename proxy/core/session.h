@@ -172,6 +172,8 @@ class BackendSession : public BackendConn {
   // Queues a request's bytes; its reply completes msg's part `part` (msg null: handshake).
   void enqueue(std::initializer_list<std::string_view> bytes, std::shared_ptr<Reply> msg, std::uint32_t part,
                std::uint32_t tag);
+  // Removes the oldest queued request (its reply arrived); keeps BackendState::inflight.
+  Pending take_front();
   // Every queued request gets failure_reply(why); the connection closes; counts a failure.
   void fail(const std::string& why);
   // With no request queued, every byte past `parsed` is a reply nobody asked for: fails the

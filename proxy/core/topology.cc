@@ -26,26 +26,7 @@ void record_failure(BackendState& s, const PoolConfig& pool, std::string_view wh
 }
 
 Pool::Pool(const PoolConfig& c, std::vector<std::shared_ptr<BackendState>> s, std::shared_ptr<PoolShared> sh)
-    : config(c), router(chash::cli::KeyRouter::build(c.routing, c.nodes())), states(std::move(s)), shared(std::move(sh)) {}
-
-NodeId Pool::route(std::string_view key) const {
-  const NodeId id = router.route(key);
-  if (id == kNoNode || !states[id]->down.load(std::memory_order_relaxed)) return id;
-  if (!config.auto_eject_hosts) return id;
-  // Walk the key's preference list for the first backend that is up.
-  NodeId small[16];
-  std::span<NodeId> out(small);
-  std::vector<NodeId> big;
-  if (states.size() > 16) {
-    big.resize(states.size());
-    out = big;
-  }
-  const std::size_t n = router.route_n(key, out);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!states[out[i]]->down.load(std::memory_order_relaxed)) return out[i];
-  }
-  return kNoNode;
-}
+    : config(c), router(chash::Router::build(c.routing, c.nodes())), states(std::move(s)), shared(std::move(sh)) {}
 
 std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const Topology* previous,
                                                std::uint64_t version) {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "key_router.h"
+#include "chash/router.h"
 
 namespace chash::proxy {
 
@@ -34,6 +34,9 @@ struct BackendState {
   std::atomic<std::uint64_t> timeouts{0};
   // Open tcp relays to this backend, across workers (least-conn; /metrics).
   std::atomic<std::int64_t> active{0};
+  // Requests sent to this backend and not yet answered, across workers (redis, memcache): the
+  // load hash_balance_factor bounds.
+  std::atomic<std::int64_t> inflight{0};
   // Consecutive successful health probes while down (it returns at the pool's `rise`).
   std::atomic<std::uint32_t> probe_successes{0};
   // Steady-clock ms of the last probe of a backend that is up (health_check_interval).
@@ -58,14 +61,41 @@ struct Pool {
   Pool(const PoolConfig& c, std::vector<std::shared_ptr<BackendState>> s,
        std::shared_ptr<PoolShared> sh = std::make_shared<PoolShared>());
   PoolConfig config;
-  chash::cli::KeyRouter router;
+  chash::Router router;
   std::vector<std::shared_ptr<BackendState>> states;  // by NodeId (= index in config.servers)
   std::shared_ptr<PoolShared> shared;
 
   // The backend for `key`: the router's choice; when that backend is down and auto_eject_hosts
-  // is on, its next choice that is up (only a down backend's keys move); kNoNode when every
-  // candidate is down. With auto-eject off a down backend is still returned (callers fail fast).
-  NodeId route(std::string_view key) const;
+  // is on, its next choice that is up (the router's failover: only a down backend's keys move);
+  // kNoNode when every candidate is down. With auto-eject off a down backend is still returned
+  // (callers fail fast). With hash_balance_factor, the first choice whose load (load()) is under
+  // the factor times the average (chash::LoadBound).
+  NodeId route(std::string_view key) const noexcept {
+    if (!config.auto_eject_hosts) return route_if(key, [](NodeId) { return true; });
+    return route_if(key, [this](NodeId id) { return up(id); });
+  }
+  // The same among the backends for which usable(id) is true.
+  template <class Usable>
+  NodeId route_if(std::string_view key, Usable&& usable) const noexcept {
+    if (router.balance_factor() == 0) return router.route(key, usable);
+    std::uint64_t total = 0, up_weight = 0;
+    for (NodeId i = 0; i < states.size(); ++i) {
+      if (!usable(i)) continue;
+      total += load(i);
+      up_weight += config.servers[i].weight;
+    }
+    return router.route_bounded(
+        key, usable, [this](NodeId id) { return load(id); }, total, up_weight);
+  }
+
+  bool up(NodeId id) const noexcept { return !states[id]->down.load(std::memory_order_relaxed); }
+  // What bounded loads count: open relays for tcp pools, requests in flight otherwise.
+  std::uint64_t load(NodeId id) const noexcept {
+    const std::int64_t n = config.protocol == PoolProtocol::kTcp
+                               ? states[id]->active.load(std::memory_order_relaxed)
+                               : states[id]->inflight.load(std::memory_order_relaxed);
+    return n > 0 ? static_cast<std::uint64_t>(n) : 0;
+  }
 };
 
 struct Topology {
@@ -74,7 +104,7 @@ struct Topology {
 };
 
 // Builds a topology for `config`, reusing the BackendStates of `previous` by pool and backend
-// name. Throws chash::Error as KeyRouter::build does.
+// name. Throws chash::Error as chash::Router::build does.
 std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const Topology* previous,
                                                std::uint64_t version);
 

@@ -84,4 +84,8 @@ std::uint16_t crc16_xmodem(std::string_view data) noexcept {
   return static_cast<std::uint16_t>(crc);
 }
 
+std::uint16_t redis_slot(std::string_view key) noexcept {
+  return static_cast<std::uint16_t>(crc16_xmodem(hash_tag(key, '{', '}')) & 0x3FFFu);
+}
+
 }  // namespace chash::hash

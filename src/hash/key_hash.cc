@@ -53,6 +53,8 @@ std::uint64_t hash_key(KeyHash h, std::string_view key) noexcept {
       return hash::hsieh(key);
     case KeyHash::kJava:
       return static_cast<std::uint32_t>(hash::java_string_hashcode(key));
+    case KeyHash::kRedisSlot:
+      return hash::redis_slot(key);
   }
   // Not a KeyHash enumerator (a cast from a bad integer): fall back to the default hash.
   return hash::xxh3_64(key);
@@ -94,6 +96,8 @@ std::string_view key_hash_name(KeyHash h) noexcept {
       return "hsieh";
     case KeyHash::kJava:
       return "java";
+    case KeyHash::kRedisSlot:
+      return "redis_slot";
   }
   return "unknown";
 }

@@ -13,9 +13,6 @@ std::string_view redis_hash_tag(std::string_view key) noexcept {
   return hash_tag(key, '{', '}');
 }
 
-std::uint16_t redis_key_slot(std::string_view key) noexcept {
-  return static_cast<std::uint16_t>(hash::crc16_xmodem(redis_hash_tag(key)) & 0x3FFF);
-}
 
 namespace {
 

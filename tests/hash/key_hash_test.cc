@@ -20,7 +20,7 @@ TEST(KeyHashTest, EveryNameRoundTrips) {
     EXPECT_TRUE(names.insert(name).second) << "duplicate name " << name;
     EXPECT_EQ(parse_key_hash(name), h) << name;
   }
-  EXPECT_EQ(names.size(), 17u);
+  EXPECT_EQ(names.size(), 18u);
 }
 
 TEST(KeyHashTest, NamesAreTheDocumentedOnes) {
@@ -75,6 +75,22 @@ TEST(KeyHashTest, DispatchMatchesTheFunctions) {
     EXPECT_EQ(hash_key(KeyHash::kJenkins, key), jenkins_lookup3(key, 13));
     EXPECT_EQ(hash_key(KeyHash::kHsieh, key), hsieh(key));
     EXPECT_EQ(hash_key(KeyHash::kJava, key), static_cast<std::uint32_t>(java_string_hashcode(key)));
+    EXPECT_EQ(hash_key(KeyHash::kRedisSlot, key), crc16_xmodem(key) & 0x3FFFu);
+  }
+}
+
+// Redis Cluster's slot as a key hash: CRC-16 of the {tag} (Redis cluster spec check values).
+TEST(KeyHashTest, RedisSlotFollowsRedisHashTags) {
+  EXPECT_EQ(parse_key_hash("redis_slot"), KeyHash::kRedisSlot);
+  EXPECT_EQ(hash_key(KeyHash::kRedisSlot, "123456789"), 0x31C3u & 0x3FFFu);
+  EXPECT_EQ(hash_key(KeyHash::kRedisSlot, "{user1000}.following"),
+            hash_key(KeyHash::kRedisSlot, "{user1000}.followers"));
+  EXPECT_EQ(hash_key(KeyHash::kRedisSlot, "foo{bar}"), hash_key(KeyHash::kRedisSlot, "bar"));
+  // "{}" holds nothing: the whole key is hashed.
+  EXPECT_EQ(hash_key(KeyHash::kRedisSlot, "foo{}{bar}"),
+            hash::crc16_xmodem("foo{}{bar}") & 0x3FFFu);
+  for (int i = 0; i < 256; ++i) {
+    EXPECT_LT(hash_key(KeyHash::kRedisSlot, "key-" + std::to_string(i)), 16384u);
   }
 }
 

@@ -69,7 +69,7 @@ beta:
 )", "t.yml");
   EXPECT_EQ(c.workers, 3u);
   ASSERT_TRUE(c.admin);
-  EXPECT_EQ(c.pools[0].routing.algo, "jump");
+  EXPECT_EQ(c.pools[0].routing.algorithm, "jump");
   EXPECT_EQ(c.pools[0].client_password, "a");
   EXPECT_EQ(c.pools[0].server_password, "b");
   EXPECT_EQ(c.pools[0].servers[0].password, "px");

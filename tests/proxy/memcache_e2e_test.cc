@@ -18,7 +18,7 @@
 #include "core/proxy.h"
 #include "e2e_util.h"
 #include "net/socket.h"
-#include "key_router.h"
+#include "chash/router.h"
 #include "proto/memcache/protocol.h"
 
 namespace chash::proxy {
@@ -167,14 +167,14 @@ class MemcacheE2E : public ::testing::Test {
   testing::ProxyRunner proxy_;
 };
 
-TEST_F(MemcacheE2E, RoutingEqualsKeyRouterAndChashRoute) {
+TEST_F(MemcacheE2E, RoutingEqualsTheLibraryRouterAndChashRoute) {
   start_proxy(yaml(""));
   ASSERT_EQ(pool().config.protocol, PoolProtocol::kMemcache);
   auto c = client();
   std::vector<std::string> keys;
   for (int i = 0; i < 300; ++i) keys.push_back("user:" + std::to_string(i * 7919));
   for (const auto& k : keys) ASSERT_EQ(c.call(set(k, "v")), "STORED\r\n") << k;
-  const auto router = cli::KeyRouter::build(pool().config.routing, pool().config.nodes());
+  const auto router = chash::Router::build(pool().config.routing, pool().config.nodes());
   std::map<std::string, int> per_server;
   for (const auto& k : keys) {
     const std::string want = "m" + std::to_string(router.route(k) + 1);
@@ -562,7 +562,7 @@ TEST_F(MemcacheE2E, ReloadAddsAServer) {
   ASSERT_TRUE(proxy_->reload_from_file(message)) << message;
   EXPECT_NE(message.find("+m3"), std::string::npos) << message;
   ASSERT_TRUE(testing::reload_applied(*proxy_));
-  const auto router = cli::KeyRouter::build(pool().config.routing, pool().config.nodes());
+  const auto router = chash::Router::build(pool().config.routing, pool().config.nodes());
   int on_m3 = 0;
   for (int i = 100; i < 300; ++i) {
     const std::string k = "r" + std::to_string(i);

@@ -21,7 +21,7 @@
 
 #include "config/config.h"
 #include "core/proxy.h"
-#include "key_router.h"
+#include "chash/router.h"
 #include "proto/redis/resp.h"
 #include "e2e_util.h"
 
@@ -176,7 +176,7 @@ class ProxyE2E : public ::testing::Test {
   testing::ProxyRunner proxy_;
 };
 
-TEST_F(ProxyE2E, RoutingEqualsKeyRouterAndChashRoute) {
+TEST_F(ProxyE2E, RoutingEqualsTheLibraryRouterAndChashRoute) {
   start_proxy(yaml("  distribution: ketama\n  hash: fnv1a_64\n  hash_tag: \"{}\"\n"));
   auto c = client();
   std::vector<std::string> keys;
@@ -185,7 +185,7 @@ TEST_F(ProxyE2E, RoutingEqualsKeyRouterAndChashRoute) {
   keys.push_back("{tag}b");
   keys.push_back("x{tag}y");
   for (const auto& k : keys) ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
-  const auto router = cli::KeyRouter::build(proxy_->topology()->pools[0]->config.routing,
+  const auto router = chash::Router::build(proxy_->topology()->pools[0]->config.routing,
                                             proxy_->topology()->pools[0]->config.nodes());
   std::map<std::string, std::string> where;
   for (std::size_t i = 0; i < servers_.size(); ++i) {
@@ -214,10 +214,10 @@ TEST_F(ProxyE2E, RoutingEqualsKeyRouterAndChashRoute) {
 #endif
 }
 
-TEST_F(ProxyE2E, NativeAlgorithmRoutesAsKeyRouter) {
+TEST_F(ProxyE2E, NativeAlgorithmRoutesAsTheLibraryRouter) {
   start_proxy(yaml("  algorithm: jump\n  hash: xxh3\n"), 1);
   auto c = client();
-  const auto router = cli::KeyRouter::build(proxy_->topology()->pools[0]->config.routing,
+  const auto router = chash::Router::build(proxy_->topology()->pools[0]->config.routing,
                                             proxy_->topology()->pools[0]->config.nodes());
   for (int i = 0; i < 100; ++i) {
     const std::string k = "k" + std::to_string(i);
@@ -419,7 +419,7 @@ TEST_F(ProxyE2EBackendAuth, WrongBackendPasswordIsAnErrorNamingTheBackend) {
 }
 
 // The key that the given server holds among k0..k999.
-std::string key_on(const cli::KeyRouter& router, NodeId node) {
+std::string key_on(const chash::Router& router, NodeId node) {
   for (int i = 0; i < 1000; ++i) {
     const std::string k = "k" + std::to_string(i);
     if (router.route(k) == node) return k;
@@ -506,7 +506,7 @@ TEST_F(ProxyE2E, ReloadAddsAndRemovesAServer) {
   EXPECT_NE(message.find("+r3"), std::string::npos) << message;
   EXPECT_NE(message.find("% of keys move"), std::string::npos) << message;
   ASSERT_TRUE(testing::reload_applied(*proxy_));  // workers apply it between events
-  const auto router = cli::KeyRouter::build(proxy_->topology()->pools[0]->config.routing,
+  const auto router = chash::Router::build(proxy_->topology()->pools[0]->config.routing,
                                             proxy_->topology()->pools[0]->config.nodes());
   for (int i = 200; i < 400; ++i) {
     const std::string k = "r" + std::to_string(i);

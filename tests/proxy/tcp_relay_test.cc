@@ -25,7 +25,7 @@
 #include "config/config.h"
 #include "core/proxy.h"
 #include "e2e_util.h"
-#include "key_router.h"
+#include "chash/router.h"
 
 namespace chash::proxy {
 namespace {
@@ -274,9 +274,9 @@ class TcpRelayTest : public ::testing::Test {
     for (int i = 0; i < n; ++i) out.push_back(which(source(i)));
     return out;
   }
-  cli::KeyRouter router() {
+  chash::Router router() {
     const auto& pc = proxy_->topology()->pools[0]->config;
-    return cli::KeyRouter::build(pc.routing, pc.nodes());
+    return chash::Router::build(pc.routing, pc.nodes());
   }
   const Pool& pool() { return *proxy_->topology()->pools[0]; }
   bool all_idle() {
@@ -345,7 +345,7 @@ TEST_F(TcpRelayTest, DefaultHashIsNginxHashConsistentOnTheClientAddress) {
   }
 }
 
-TEST_F(TcpRelayTest, AlgorithmRoutesTheAddressAsKeyRouter) {
+TEST_F(TcpRelayTest, AlgorithmRoutesTheAddressAsTheLibraryRouter) {
   for (const std::string algo : {"jump", "ring"}) {
     start_proxy(yaml("  algorithm: " + algo + "\n"));
     const auto first = map_sources();

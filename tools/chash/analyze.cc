@@ -20,7 +20,7 @@ void run_analyze(const AnalyzeArgs& a) {
   require_routing(a.spec, a.nodes);
   require_key_input(a.keys);
   const auto nodes = a.nodes.load();
-  const KeyRouter router = KeyRouter::build(a.spec, nodes);
+  const Router router = Router::build(a.spec, nodes);
   LoadCounter load(nodes.size());
   {
     KeySource src(a.keys);

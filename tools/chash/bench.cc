@@ -106,18 +106,18 @@ void run_bench(const BenchArgs& a) {
       if (n == 0 || n > kMaxNodes) throw Error(ErrorCode::kInvalidArgument, "--node-counts values must be 1.." + std::to_string(kMaxNodes));
       const std::vector<Node> nodes = bench::make_nodes(n);
       RoutingSpec spec;
-      if (a.preset.empty()) spec.algo = name; else spec.preset = name;
+      if (a.preset.empty()) spec.algorithm = name; else spec.preset = name;
       if (a.vnodes && (name == "ring" || name == "ring64" || !a.preset.empty())) spec.vnodes = a.vnodes;
-      if (spec.algo == "slots" && n > kRedisSlots) continue;
+      if (spec.algorithm == "slots" && n > kRedisSlots) continue;
       Result r;
       r.name = name;
       r.nodes = n;
       const auto m0 = mallinfo2().uordblks + mallinfo2().hblkhd;
       const auto t0 = std::chrono::steady_clock::now();
-      const KeyRouter router = KeyRouter::build(spec, nodes);
+      const Router router = Router::build(spec, nodes);
       r.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       r.memory_bytes = static_cast<double>(mallinfo2().uordblks + mallinfo2().hblkhd - m0);
-      const std::uint64_t lookups = spec.algo == "rendezvous" ? std::max<std::uint64_t>(a.lookups / std::max<std::uint64_t>(n / 10, 1), 1000) : a.lookups;
+      const std::uint64_t lookups = spec.algorithm == "rendezvous" ? std::max<std::uint64_t>(a.lookups / std::max<std::uint64_t>(n / 10, 1), 1000) : a.lookups;
       auto route = [&](std::string_view k) { return router.route(k); };
       if (const AnyTable* t = router.table()) {
         // The table's own type, visited once: what a program using the library pays per key.

@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "io.h"
-#include "key_router.h"
+#include "chash/chash.h"
+#include "nodes.h"
 
 namespace chash::cli {
 

@@ -74,17 +74,16 @@ void run_migrate(const MigrateArgs& a) {
   std::vector<Node> after_nodes;        // names by the ids route_after returns
   std::vector<Node> after_effective;    // for the optimum: down nodes with weight 0
   std::shared_ptr<const Snapshot> snap_before, snap_after;
-  std::optional<KeyRouter> kr_before, kr_after;
+  std::optional<Router> kr_before, kr_after;
   std::vector<std::string> down_names;
-  kr_before = KeyRouter::build(a.spec, before_nodes);
+  kr_before = Router::build(a.spec, before_nodes);
 
   if (!a.after_nodes_file.empty()) {
     after_nodes = read_nodes_file(a.after_nodes_file);
-    kr_after = KeyRouter::build(a.spec, after_nodes);
+    kr_after = Router::build(a.spec, after_nodes);
     after_effective = after_nodes;
-  } else if (!a.spec.algo.empty()) {
-    const Algorithm algo = parse_algorithm(a.spec.algo);
-    Cluster cluster(algo, before_nodes, KeyRouter::table_options(a.spec, algo));
+  } else if (!a.spec.algorithm.empty()) {
+    Cluster cluster(a.spec, before_nodes);
     snap_before = cluster.snapshot();
     for (const auto& r : a.remove) cluster.remove(r);
     for (const auto& s : a.add) {
@@ -97,7 +96,7 @@ void run_migrate(const MigrateArgs& a) {
     }
     for (const auto& d : a.down) cluster.mark_down(d);
     snap_after = cluster.snapshot();
-    after_nodes = snap_after->nodes();
+    after_nodes.assign(snap_after->nodes().begin(), snap_after->nodes().end());
     for (std::size_t i = 0; i < after_nodes.size(); ++i) {
       Node n = after_nodes[i];
       if (snap_after->is_removed(static_cast<NodeId>(i)) || snap_after->is_down(static_cast<NodeId>(i))) n.weight = 0;
@@ -123,7 +122,7 @@ void run_migrate(const MigrateArgs& a) {
       if (it == after_nodes.end()) throw Error(ErrorCode::kUnknownNode, "--reweight: no node named " + nw.first);
       it->weight = nw.second;
     }
-    kr_after = KeyRouter::build(a.spec, after_nodes);
+    kr_after = Router::build(a.spec, after_nodes);
     after_effective = after_nodes;
     for (const auto& d : a.down) {
       auto it = std::find_if(after_effective.begin(), after_effective.end(), [&](const Node& n) { return n.name == d; });
@@ -133,24 +132,24 @@ void run_migrate(const MigrateArgs& a) {
     down_names = a.down;
   }
 
-  const KeyRouter& kb = *kr_before;
-  std::vector<NodeId> prefs(after_nodes.size());
+  const Router& kb = *kr_before;
+  // Presets: a down server's keys go to the peer's next choice that is up (the router's failover).
+  DownSet down_after;
+  for (const auto& d : down_names) {
+    const NodeId id = kr_after->find(d);
+    if (id != kNoNode) down_after.set(id, true);
+  }
   auto after_of = [&](std::string_view key) -> NodeId {
-    if (snap_after) return snap_after->pick(kb.key_hash(key));
-    if (down_names.empty()) return kr_after->route(key);
-    const std::size_t n = kr_after->route_n(key, prefs);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (std::find(down_names.begin(), down_names.end(), after_nodes[prefs[i]].name) == down_names.end()) {
-        return prefs[i];
-      }
-    }
-    return kNoNode;
+    if (snap_after) return snap_after->route(key);
+    return kr_after->route(key, down_after);
   };
   auto before_of = [&](std::string_view key) -> NodeId {
-    return snap_before ? snap_before->pick(kb.key_hash(key)) : kb.route(key);
+    return snap_before ? snap_before->route(key) : kb.route(key);
   };
 
-  const std::vector<Node>& names_before = snap_before ? snap_before->nodes() : before_nodes;
+  const std::vector<Node> names_before =
+      snap_before ? std::vector<Node>(snap_before->nodes().begin(), snap_before->nodes().end())
+                  : before_nodes;
   MoveCounter moves(names_before, after_nodes);
   LoadCounter load_before(names_before.size()), load_after(after_nodes.size());
   {

@@ -89,8 +89,8 @@ void write_out(const std::string& path, const std::string& svg_text) {
 
 void run_plot(PlotArgs a) {
   if (a.kind == "sweep") {
-    if (a.spec.algo.empty()) a.spec.algo = "ring";
-    const Algorithm algo = parse_algorithm(a.spec.algo);
+    if (a.spec.algorithm.empty()) a.spec.algorithm = "ring";
+    const Algorithm algo = parse_algorithm(a.spec.algorithm);
     std::vector<double> xs, mm, moved;
     std::vector<std::uint64_t> hashes;
     const std::uint64_t n = a.keys.synthetic ? a.keys.synthetic : 100000;
@@ -120,7 +120,7 @@ void run_plot(PlotArgs a) {
   }
   require_routing(a.spec, a.nodes);
   const auto nodes = a.nodes.load();
-  const KeyRouter router = KeyRouter::build(a.spec, nodes);
+  const Router router = Router::build(a.spec, nodes);
   if (a.kind == "ring") {
     if (!router.table()) throw Error(ErrorCode::kUnsupported, "plot --kind ring needs --algo ring or ring64");
     write_out(a.out, plot_ring(*router.table(), nodes, "ring: " + router.describe(), {}));
@@ -146,7 +146,7 @@ void run_plot(PlotArgs a) {
     for (const auto& s : a.add) after.push_back({s, 1});
     if (router.table() && (std::holds_alternative<RingTable>(*router.table()) ||
                            std::holds_alternative<Ring64Table>(*router.table()))) {
-      const KeyRouter r2 = KeyRouter::build(a.spec, after);
+      const Router r2 = Router::build(a.spec, after);
       std::vector<MovedRange> ranges;
       std::vector<Node> all = after;  // names for colours: after-list, plus removed ones
       for (const Node& n : nodes) {
@@ -164,7 +164,7 @@ void run_plot(PlotArgs a) {
       return;
     }
     // Other algorithms: keys per node before and after.
-    const KeyRouter r2 = KeyRouter::build(a.spec, after);
+    const Router r2 = Router::build(a.spec, after);
     std::vector<std::string> names;
     for (const Node& n : nodes) names.push_back(n.name);
     for (const Node& n : after) {

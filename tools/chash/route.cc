@@ -16,7 +16,7 @@ void add_routing_flags(CLI::App* sub, RoutingSpec& spec, NodesArg& nodes) {
   auto* preset = sub->add_option("--preset", spec.preset,
                                  "Route as a peer does (see `chash presets`)");
   auto* algo = sub->add_option(
-      "--algo", spec.algo,
+      "--algo", spec.algorithm,
       "Native algorithm: modulo, ring, ring64, jump, memento, rendezvous, maglev, multiprobe, slots");
   preset->excludes(algo);
   sub->add_option("--nodes-file", nodes.nodes_file,
@@ -49,7 +49,7 @@ void add_format_flag(CLI::App* sub, Format& format) {
 }
 
 void require_routing(const RoutingSpec& spec, const NodesArg& nodes) {
-  if (spec.preset.empty() && spec.algo.empty()) {
+  if (spec.preset.empty() && spec.algorithm.empty()) {
     throw CLI::RequiredError("--preset or --algo");
   }
   if (nodes.nodes_file.empty() == nodes.nodes.empty()) {
@@ -71,7 +71,7 @@ void run_route(const RouteArgs& a) {
   require_routing(a.spec, a.nodes);
   if (a.replicas == 0) throw Error(ErrorCode::kInvalidArgument, "--replicas must be at least 1");
   const auto nodes = a.nodes.load();
-  const KeyRouter router = KeyRouter::build(a.spec, nodes);
+  const Router router = Router::build(a.spec, nodes);
   KeySource src(a.keys);
   Out out;
   Progress progress("routing", src.expected());

@@ -122,8 +122,7 @@ void Backend::on_input() {
       parser_.next();
       continue;
     }
-    Pending p = std::move(queue_.front());
-    queue_.pop_front();
+    Pending p = take_front();
     parser_started_ = false;
     record_success(*state_);
     if (parser_.kind() == memcache::ReplyKind::kEnd) {

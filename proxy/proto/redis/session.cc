@@ -157,8 +157,7 @@ void Backend::on_input() {
       fail(parser_.error());
       return;
     }
-    Pending p = std::move(queue_.front());
-    queue_.pop_front();
+    Pending p = take_front();
     const std::string_view raw = parser_.span().in(in_);
     record_success(*state_);
     if (p.msg) {

@@ -45,18 +45,7 @@ bool TcpPoolState::fits(const PoolConfig& c) const noexcept {
   return true;
 }
 
-Chooser::Chooser(const Pool& pool, std::string key) : key_(std::move(key)), tried_(pool.states.size(), 0) {
-  const Balance b = pool.config.balance;
-  if (b != Balance::kHash && b != Balance::kIpHash) return;
-  prefs_.resize(pool.states.size());
-  prefs_.resize(pool.router.route_n(key_, prefs_));
-  // A preference list shorter than the pool (a router that stops early) ends in list order.
-  std::vector<char> listed(pool.states.size(), 0);
-  for (const NodeId n : prefs_) listed[n] = 1;
-  for (NodeId n = 0; n < pool.states.size(); ++n) {
-    if (!listed[n]) prefs_.push_back(n);
-  }
-}
+Chooser::Chooser(const Pool& pool, std::string key) : key_(std::move(key)), tried_(pool.states.size(), 0) {}
 
 NodeId Chooser::next(const Pool& pool, TcpPoolState& state) {
   auto up = [&](NodeId i) {
@@ -66,8 +55,9 @@ NodeId Chooser::next(const Pool& pool, TcpPoolState& state) {
   switch (pool.config.balance) {
     case Balance::kHash:
     case Balance::kIpHash:
-      while (pos_ < prefs_.size() && pick == kNoNode) {
-        const NodeId n = prefs_[pos_++];
+      pick = pool.route_if(key_, up);
+      // A preference order shorter than the pool (a router that stops early) ends in list order.
+      for (NodeId n = 0; pick == kNoNode && n < pool.states.size(); ++n) {
         if (up(n)) pick = n;
       }
       break;

@@ -1,9 +1,11 @@
 // chash-proxy — how a tcp pool picks the backend for a new connection (`balance:`).
 //
-// hash / ip-hash: the pool's router (preset or algorithm; the same KeyRouter as `chash route`)
+// hash / ip-hash: the pool's router (preset or algorithm; the same chash::Router as `chash route`)
 //   on the client key (client_key below); on a failed connect the connection tries the key's
-//   next choice, in the router's preference order (route_n), as nginx's proxy_next_upstream
-//   continues the hash sequence.
+//   next choice, in the router's preference order (its failover), as nginx's
+//   proxy_next_upstream continues the hash sequence. With hash_balance_factor, a backend whose
+//   open relays exceed the factor times the weighted average is passed over for the key's next
+//   choice (HAProxy's hash-balance-factor).
 // round-robin: nginx's round robin, i.e. smooth weighted round robin with every weight 1.
 // weighted-round-robin: nginx's smooth weighted round robin (ngx_http_upstream_get_peer):
 //   each pick adds every eligible peer's effective weight to its current weight, takes the
@@ -91,8 +93,6 @@ class Chooser {
 
  private:
   std::string key_;
-  std::vector<NodeId> prefs_;  // hash policies: the key's preference list
-  std::size_t pos_ = 0;
   std::vector<char> tried_;
 };
 

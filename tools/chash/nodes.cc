@@ -1,4 +1,4 @@
-#include "key_router.h"
+#include "nodes.h"
 
 #include <charconv>
 #include <fstream>
@@ -102,94 +102,5 @@ std::vector<Node> parse_nodes_list(std::string_view list) {
   }
   return nodes;
 }
-
-void check_hash_tag(std::string_view tag) {
-  if (tag.size() != 2) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "--hash-tag takes exactly two characters, as twemproxy's hash_tag (e.g. \"{}\"), got \"" +
-                    std::string(tag.substr(0, 16)) + "\"");
-  }
-}
-
-KeyRouter KeyRouter::build(const RoutingSpec& spec, std::span<const Node> nodes) {
-  KeyRouter r;
-  r.nodes_.assign(nodes.begin(), nodes.end());
-  if (spec.hash_tag) check_hash_tag(*spec.hash_tag);
-  if (!spec.preset.empty()) {
-    if (spec.table_size || spec.probes || spec.point_format) {
-      throw Error(ErrorCode::kUnsupported,
-                  "--table-size, --probes and --point-format apply to --algo, not --preset");
-    }
-    PresetOptions o;
-    o.hash = spec.hash;
-    o.hash_tag = spec.hash_tag;
-    o.vnodes = spec.vnodes;
-    r.preset_ = make_preset(spec.preset, r.nodes_, o);
-    r.description_ = "preset " + spec.preset;
-    return r;
-  }
-  const Algorithm algo = parse_algorithm(spec.algo);
-  const TableOptions opt = table_options(spec, algo);
-  if (spec.hash) {
-    r.key_hash_ = parse_key_hash(*spec.hash);
-  } else if (algo == Algorithm::kSlots) {
-    r.slot_hash_ = true;  // Redis: CRC16 of the key or its {tag}
-  }
-  if (spec.hash_tag) {
-    r.tag_open_ = (*spec.hash_tag)[0];
-    r.tag_close_ = (*spec.hash_tag)[1];
-  }
-  r.table_ = std::make_shared<const AnyTable>(build_table(algo, r.nodes_, opt));
-  r.description_ = std::string(algorithm_name(algo)) + " (" +
-                   (r.slot_hash_ ? std::string("redis slot") : std::string(key_hash_name(r.key_hash_)));
-  if (algo == Algorithm::kRing || algo == Algorithm::kRing64) {
-    r.description_ += ", " + std::to_string(opt.ring.vnodes) + " vnodes";
-  }
-  r.description_ += ")";
-  return r;
-}
-
-TableOptions KeyRouter::table_options(const RoutingSpec& spec, Algorithm algo) {
-  TableOptions opt;
-  auto refuse = [&](const char* flag) {
-    throw Error(ErrorCode::kUnsupported,
-                std::string(flag) + " does not apply to --algo " + std::string(algorithm_name(algo)));
-  };
-  if (spec.vnodes) {
-    if (algo != Algorithm::kRing && algo != Algorithm::kRing64) refuse("--vnodes");
-    opt.ring.vnodes = *spec.vnodes;
-  }
-  if (spec.point_format) {
-    if (algo != Algorithm::kRing && algo != Algorithm::kRing64) refuse("--point-format");
-    opt.ring.point_format = *spec.point_format;
-  }
-  if (spec.table_size) {
-    if (algo != Algorithm::kMaglev) refuse("--table-size");
-    opt.maglev.table_size = *spec.table_size;
-  }
-  if (spec.probes) {
-    if (algo != Algorithm::kMultiProbe) refuse("--probes");
-    opt.multiprobe.probes = *spec.probes;
-  }
-  return opt;
-}
-
-std::uint64_t KeyRouter::key_hash(std::string_view key) const noexcept {
-  if (tag_open_ != 0) key = hash_tag(key, tag_open_, tag_close_);
-  if (slot_hash_) return redis_key_slot(key);
-  return hash_key(key_hash_, key);
-}
-
-NodeId KeyRouter::route(std::string_view key) const noexcept {
-  if (preset_) return preset_->route(key);
-  return pick(*table_, key_hash(key));
-}
-
-std::size_t KeyRouter::route_n(std::string_view key, std::span<NodeId> out) const {
-  if (preset_) return preset_->route_n(key, out);
-  return pick_n(*table_, key_hash(key), out);
-}
-
-std::string KeyRouter::describe() const { return description_; }
 
 }  // namespace chash::cli

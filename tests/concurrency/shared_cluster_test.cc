@@ -14,17 +14,17 @@ namespace {
 
 std::vector<Node> nodes(int n) { return testing::numbered_nodes(n); }
 
-class RouterConcurrency : public ::testing::TestWithParam<Algorithm> {};
+class SharedClusterConcurrency : public ::testing::TestWithParam<Algorithm> {};
 
-TEST_P(RouterConcurrency, ReadersSeeConsistentSnapshotsWhileAWriterChangesMembership) {
-  Router router(Cluster(GetParam(), nodes(8)));
+TEST_P(SharedClusterConcurrency, ReadersSeeConsistentSnapshotsWhileAWriterChangesMembership) {
+  SharedCluster router(Cluster(GetParam(), nodes(8)));
   std::atomic<bool> stop{false};
   std::atomic<std::uint64_t> lookups{0};
   std::atomic<int> bad{0};
   std::atomic<int> started{0};
 
   auto reader = [&] {
-    Router::Reader r(router);
+    SharedCluster::Reader r(router);
     std::uint64_t n = 0;
     started.fetch_add(1);
     do {
@@ -61,16 +61,16 @@ TEST_P(RouterConcurrency, ReadersSeeConsistentSnapshotsWhileAWriterChangesMember
   EXPECT_GE(router.version(), 240u);
 }
 
-TEST(RouterConcurrencyTest, ReaderSeesNewVersionAfterWrite) {
-  Router router(Cluster(Algorithm::kRing, nodes(3)));
-  Router::Reader r(router);
+TEST(SharedClusterConcurrencyTest, ReaderSeesNewVersionAfterWrite) {
+  SharedCluster router(Cluster(Algorithm::kRing, nodes(3)));
+  SharedCluster::Reader r(router);
   const auto v = r.current().version();
   router.mark_down("n1");
   EXPECT_GT(r.current().version(), v);
   EXPECT_TRUE(r.current().is_down(1));
 }
 
-INSTANTIATE_TEST_SUITE_P(AllAlgorithms, RouterConcurrency,
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, SharedClusterConcurrency,
                          ::testing::Values(Algorithm::kRing, Algorithm::kJump, Algorithm::kMemento,
                                            Algorithm::kMaglev, Algorithm::kRendezvous,
                                            Algorithm::kSlots),

@@ -1,0 +1,152 @@
+#include "chash/router.h"
+
+#include <string>
+
+#include "chash/error.h"
+
+namespace chash {
+
+void check_hash_tag(std::string_view tag) {
+  if (tag.size() != 2 || tag[0] == '\0' || tag[1] == '\0') {
+    throw Error(ErrorCode::kInvalidArgument,
+                "hash tag takes exactly two characters, as twemproxy's hash_tag (e.g. \"{}\"), "
+                "got \"" + std::string(tag.substr(0, 16)) + "\"");
+  }
+}
+
+namespace {
+
+std::uint64_t sum_weights(std::span<const Node> nodes) noexcept {
+  std::uint64_t total = 0;
+  for (const Node& n : nodes) total += n.weight;
+  return total;
+}
+
+std::string bounded_suffix(std::uint32_t factor) {
+  return factor == 0 ? std::string() : ", bounded loads " + std::to_string(factor) + "%";
+}
+
+}  // namespace
+
+TableOptions Router::table_options(const RoutingSpec& spec, Algorithm algo) {
+  TableOptions opt;
+  auto refuse = [&](const char* option) {
+    throw Error(ErrorCode::kUnsupported, std::string(option) + " does not apply to algorithm " +
+                                             std::string(algorithm_name(algo)));
+  };
+  const bool ring = algo == Algorithm::kRing || algo == Algorithm::kRing64;
+  if (spec.vnodes) {
+    if (!ring) refuse("vnodes");
+    opt.ring.vnodes = *spec.vnodes;
+  }
+  if (spec.point_format) {
+    if (!ring) refuse("point format");
+    opt.ring.point_format = *spec.point_format;
+  }
+  if (spec.table_size) {
+    if (algo != Algorithm::kMaglev) refuse("table size");
+    opt.maglev.table_size = *spec.table_size;
+  }
+  if (spec.probes) {
+    if (algo != Algorithm::kMultiProbe) refuse("probes");
+    opt.multiprobe.probes = *spec.probes;
+  }
+  return opt;
+}
+
+Router Router::build(Algorithm algorithm, std::span<const Node> nodes, const TableOptions& options,
+                     KeyPolicy key_policy, std::uint32_t balance_factor) {
+  if (balance_factor != 0) LoadBound::check_factor(balance_factor);
+  Router r;
+  r.table_ = std::make_shared<const AnyTable>(build_table(algorithm, nodes, options));
+  r.nodes_.assign(nodes.begin(), nodes.end());
+  r.key_policy_ = key_policy;
+  r.balance_factor_ = balance_factor;
+  r.total_weight_ = sum_weights(nodes);
+  r.description_ = std::string(algorithm_name(algorithm)) + " (" +
+                   std::string(key_hash_name(key_policy.hash));
+  if (key_policy.tag_open != 0) {
+    r.description_ += ", hash tag " + std::string{key_policy.tag_open, key_policy.tag_close};
+  }
+  if (algorithm == Algorithm::kRing || algorithm == Algorithm::kRing64) {
+    r.description_ += ", " + std::to_string(options.ring.vnodes) + " vnodes";
+  }
+  r.description_ += bounded_suffix(balance_factor) + ")";
+  return r;
+}
+
+Router Router::build(const RoutingSpec& spec, std::span<const Node> nodes) {
+  if (spec.hash_tag) check_hash_tag(*spec.hash_tag);
+  if (spec.balance_factor != 0) LoadBound::check_factor(spec.balance_factor);
+  if (!spec.preset.empty() && !spec.algorithm.empty()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "choose a preset or an algorithm, not both (preset " + spec.preset +
+                    ", algorithm " + spec.algorithm + ")");
+  }
+  if (!spec.preset.empty()) {
+    if (spec.table_size || spec.probes || spec.point_format) {
+      throw Error(ErrorCode::kUnsupported,
+                  "table size, probes and point format apply to algorithms, not to preset " +
+                      spec.preset);
+    }
+    PresetOptions o;
+    o.hash = spec.hash;
+    o.hash_tag = spec.hash_tag;
+    o.vnodes = spec.vnodes;
+    o.settings = spec.preset_settings;
+    Router r;
+    r.preset_ = make_preset(spec.preset, nodes, o);
+    r.nodes_.assign(nodes.begin(), nodes.end());
+    r.balance_factor_ = spec.balance_factor;
+    r.total_weight_ = sum_weights(nodes);
+    r.description_ = "preset " + spec.preset;
+    if (spec.balance_factor != 0) {
+      r.description_ += " (" + bounded_suffix(spec.balance_factor).substr(2) + ")";
+    }
+    return r;
+  }
+  if (spec.algorithm.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "a routing needs a preset or an algorithm");
+  }
+  if (!spec.preset_settings.empty()) {
+    throw Error(ErrorCode::kUnsupported, "preset settings (\"" + spec.preset_settings[0].first +
+                                             "\") apply to presets, not to algorithm " +
+                                             spec.algorithm);
+  }
+  const Algorithm algo = parse_algorithm(spec.algorithm);
+  KeyPolicy policy;
+  if (spec.hash) {
+    policy.hash = parse_key_hash(*spec.hash);
+  } else if (algo == Algorithm::kSlots) {
+    policy.hash = KeyHash::kRedisSlot;  // Redis Cluster: CRC16 of the key or its {tag}
+  }
+  if (spec.hash_tag) {
+    policy.tag_open = (*spec.hash_tag)[0];
+    policy.tag_close = (*spec.hash_tag)[1];
+  }
+  return build(algo, nodes, table_options(spec, algo), policy, spec.balance_factor);
+}
+
+NodeId Router::route_bounded(std::string_view key, std::span<const std::uint64_t> loads,
+                             const DownSet& down) const noexcept {
+  std::uint64_t total_load = 0;
+  std::uint64_t up_weight = 0;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (down.contains(static_cast<NodeId>(i))) continue;
+    up_weight += nodes_[i].weight;
+    if (i < loads.size()) total_load += loads[i];
+  }
+  return route_bounded(
+      key, [&down](NodeId id) { return !down.contains(id); },
+      [&loads](NodeId id) { return id < loads.size() ? loads[id] : std::uint64_t{0}; },
+      total_load, up_weight);
+}
+
+NodeId Router::find(std::string_view name) const noexcept {
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].name == name) return static_cast<NodeId>(i);
+  }
+  return kNoNode;
+}
+
+}  // namespace chash
