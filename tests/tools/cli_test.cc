@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -183,6 +184,54 @@ TEST_F(Cli, HashTagHashesOnlyTheTag) {
   const auto l = lines(r.out);
   EXPECT_EQ(l[0], l[1]);
   EXPECT_EQ(l[1], l[2]);
+}
+
+// --balance-factor: keys are assigned in order and stay assigned; no node takes more than the
+// factor times the average (+1 for the key being placed), and the answers are the library's.
+TEST_F(Cli, BalanceFactorBoundsEveryNodesShareOfAHotKey) {
+  std::string input;
+  for (int i = 0; i < 600; ++i) input += (i % 2 == 0 ? "hot\n" : "k" + std::to_string(i) + "\n");
+  const auto r = run("route --algo maglev --nodes a,b,c,d,e,f --balance-factor 125", input);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto l = lines(r.out);
+  ASSERT_EQ(l.size(), 600u);
+  std::map<std::string, int> per_node;
+  for (const auto& n : l) ++per_node[n];
+  for (const auto& [n, c] : per_node) EXPECT_LE(c, 125 + 1) << n;  // 1.25 * 600 / 6
+  RoutingSpec spec;
+  spec.algorithm = "maglev";
+  spec.balance_factor = 125;
+  const auto nodes = make_nodes({"a", "b", "c", "d", "e", "f"});
+  const Router router = Router::build(spec, nodes);
+  std::vector<std::uint64_t> loads(nodes.size(), 0);
+  std::stringstream in(input);
+  std::string key;
+  for (std::size_t i = 0; std::getline(in, key); ++i) {
+    const NodeId id = router.route_bounded(key, loads);
+    ++loads[id];
+    ASSERT_EQ(l[i], nodes[id].name) << "key " << i;
+  }
+  // Without the factor every "hot" line goes to one node.
+  const auto plain = run("route --algo maglev --nodes a,b,c,d,e,f", input);
+  std::map<std::string, int> plain_per_node;
+  for (const auto& n : lines(plain.out)) ++plain_per_node[n];
+  int most = 0;
+  for (const auto& [n, c] : plain_per_node) most = std::max(most, c);
+  EXPECT_GE(most, 300);
+  // analyze agrees: max/mean at most 1.25 (+1 key) with the factor.
+  const auto a = run("analyze --algo maglev --nodes a,b,c,d,e,f --balance-factor 125 --format json", input);
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_LE(nlohmann::json::parse(a.out)["max_over_mean"].get<double>(), 1.26);
+  EXPECT_EQ(run("route --algo maglev --nodes a,b --balance-factor 99", "k\n").code, 1);
+}
+
+TEST_F(Cli, PresetOptionsAreKeyValuePairsForPresetsOnly) {
+  auto r = run("route --algo ring --nodes a,b --preset-option distribution=CONSISTENT", "k\n");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("apply to presets"), std::string::npos) << r.err;
+  r = run("route --preset ketama --nodes a,b --preset-option distribution", "k\n");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("KEY=VALUE"), std::string::npos) << r.err;
 }
 
 TEST_F(Cli, SlotMatchesRedis) {

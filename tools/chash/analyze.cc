@@ -26,8 +26,16 @@ void run_analyze(const AnalyzeArgs& a) {
     KeySource src(a.keys);
     Progress progress("analyzing", src.expected());
     std::string_view key;
+    // Bounded loads: every key counted so far is load on its node.
+    std::vector<std::uint64_t> loads(a.spec.balance_factor != 0 ? nodes.size() : 0, 0);
     while (src.next(key)) {
-      load.add(router.route(key));
+      if (a.spec.balance_factor != 0) {
+        const NodeId id = router.route_bounded(key, loads);
+        if (id != kNoNode) ++loads[id];
+        load.add(id);
+      } else {
+        load.add(router.route(key));
+      }
       progress.tick();
     }
   }
@@ -95,6 +103,7 @@ void add_analyze(CLI::App& app) {
       "analyze", "How evenly keys spread: per-node keys and share vs the weight-fair share, "
                  "max/mean, stddev, coefficient of variation, owned hash space.");
   add_routing_flags(sub, args->spec, args->nodes);
+  add_balance_flag(sub, args->spec);
   add_key_flags(sub, args->keys);
   add_format_flag(sub, args->format);
   sub->callback([args] { run_analyze(*args); });

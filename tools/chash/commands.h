@@ -27,6 +27,8 @@ struct NodesArg {
 };
 
 void add_routing_flags(CLI::App* sub, RoutingSpec& spec, NodesArg& nodes);
+// --balance-factor (route, analyze: keys are assigned in order and stay assigned).
+void add_balance_flag(CLI::App* sub, RoutingSpec& spec);
 // Usage error unless exactly one of --preset/--algo and one of --nodes-file/--nodes was given.
 void require_routing(const RoutingSpec& spec, const NodesArg& nodes);
 void add_key_flags(CLI::App* sub, KeyInput& keys);

@@ -33,6 +33,28 @@ void add_routing_flags(CLI::App* sub, RoutingSpec& spec, NodesArg& nodes) {
   sub->add_option("--probes", spec.probes, "Multi-probe probes per key (default 21)");
   sub->add_option("--point-format", spec.point_format,
                   "Ring point names, with {name} and {i} (default '{name}#VN{i}')");
+  sub->add_option_function<std::vector<std::string>>(
+         "--preset-option",
+         [&spec](const std::vector<std::string>& items) {
+           for (const auto& item : items) {
+             const auto eq = item.find('=');
+             if (eq == std::string::npos || eq == 0) {
+               throw CLI::ValidationError("--preset-option",
+                                          "expected KEY=VALUE, got \"" + item.substr(0, 64) + "\"");
+             }
+             spec.preset_settings.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+           }
+         },
+         "A --preset's own behaviour setting, KEY=VALUE in the peer's spelling (repeatable; e.g. "
+         "libmemcached's distribution=CONSISTENT_KETAMA_SPY)")
+      ->type_name("KEY=VALUE");
+}
+
+void add_balance_flag(CLI::App* sub, RoutingSpec& spec) {
+  sub->add_option("--balance-factor", spec.balance_factor,
+                  "Bounded loads (HAProxy's and Envoy's hash_balance_factor, a percent >= 100, "
+                  "e.g. 125): each key stays assigned, and a node already holding more than "
+                  "factor x the average passes the next key to its next choice (0 = off)");
 }
 
 void add_key_flags(CLI::App* sub, KeyInput& keys) {
@@ -79,9 +101,16 @@ void run_route(const RouteArgs& a) {
   if (a.format == Format::kCsv) out.put(a.replicas == 1 ? "key,node\n" : "key,nodes\n");
   std::string_view key;
   std::string line;
+  // Bounded loads: every key routed so far counts as one unit of load on its node.
+  std::vector<std::uint64_t> loads(a.spec.balance_factor != 0 ? nodes.size() : 0, 0);
   while (src.next(key)) {
     std::size_t n;
-    if (a.replicas == 1) {
+    if (a.spec.balance_factor != 0) {
+      if (a.replicas != 1) throw Error(ErrorCode::kUnsupported, "--balance-factor takes one node per key (no --replicas)");
+      ids[0] = router.route_bounded(key, loads);
+      if (ids[0] != kNoNode) ++loads[ids[0]];
+      n = 1;
+    } else if (a.replicas == 1) {
       ids[0] = router.route(key);
       n = 1;
     } else {
@@ -140,6 +169,7 @@ void add_route(CLI::App& app) {
       "Read keys (one per line) and print the node each goes to, one line per key: the node's "
       "name exactly as given (with --replicas R, R names separated by tabs).");
   add_routing_flags(sub, args->spec, args->nodes);
+  add_balance_flag(sub, args->spec);
   add_key_flags(sub, args->keys);
   sub->add_option("--replicas", args->replicas, "Print the first R distinct nodes in preference order");
   sub->add_option("--format", args->format,
