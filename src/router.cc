@@ -1,7 +1,10 @@
 #include "chash/router.h"
 
+#include <algorithm>
+#include <cassert>
 #include <string>
 
+#include "chash/batch.h"
 #include "chash/error.h"
 
 namespace chash {
@@ -140,6 +143,21 @@ NodeId Router::route_bounded(std::string_view key, std::span<const std::uint64_t
       key, [&down](NodeId id) { return !down.contains(id); },
       [&loads](NodeId id) { return id < loads.size() ? loads[id] : std::uint64_t{0}; },
       total_load, up_weight);
+}
+
+void Router::route_batch(std::span<const std::string_view> keys,
+                          std::span<NodeId> out) const noexcept {
+  assert(out.size() >= keys.size());
+  if (preset_) {
+    preset_->route_batch(keys, out.first(keys.size()));
+    return;
+  }
+  std::uint64_t hashes[internal::kRouteChunk];
+  for (std::size_t i = 0; i < keys.size(); i += internal::kRouteChunk) {
+    const std::size_t n = std::min(internal::kRouteChunk, keys.size() - i);
+    for (std::size_t j = 0; j < n; ++j) hashes[j] = key_policy_(keys[i + j]);
+    pick_batch(*table_, std::span<const std::uint64_t>(hashes, n), out.subspan(i, n));
+  }
 }
 
 NodeId Router::find(std::string_view name) const noexcept {

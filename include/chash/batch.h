@@ -29,7 +29,6 @@
 #include <variant>
 
 #include "chash/hash.h"
-#include "chash/maglev.h"
 #include "chash/placement.h"
 #include "chash/table.h"
 
@@ -44,42 +43,19 @@ concept HasPickBatch = requires(const T& t, std::span<const std::uint64_t> h, st
 
 // Keys hashed per chunk by route_batch (a stack buffer of this many hashes).
 inline constexpr std::size_t kRouteChunk = 64;
-// Maglev: keys whose table entries are fetched together.
-inline constexpr std::size_t kMaglevGroup = 16;
-
-inline void maglev_pick_batch(const MaglevTable& table, std::span<const std::uint64_t> hashes,
-                              std::span<NodeId> out) noexcept {
-  const NodeIdsView entries = table.entries();
-  const auto* bytes = static_cast<const char*>(entries.data());
-  const unsigned width = entries.width();
-  const std::uint64_t* h = hashes.data();
-  NodeId* o = out.data();
-  const std::size_t n = hashes.size();
-  const std::size_t full = n - n % kMaglevGroup;
-  for (std::size_t i = 0; i < full; i += kMaglevGroup) {
-    std::uint64_t at[kMaglevGroup];
-    for (std::size_t j = 0; j < kMaglevGroup; ++j) {
-      at[j] = table.entry_of(h[i + j]);  // the same reduction as pick()
-      __builtin_prefetch(bytes + at[j] * width);
-    }
-    for (std::size_t j = 0; j < kMaglevGroup; ++j) o[i + j] = entries[at[j]];
-  }
-  for (std::size_t i = full; i < n; ++i) o[i] = entries[table.entry_of(h[i])];
-}
 
 }  // namespace internal
 
-// out[i] = table.pick(hashes[i]) for every i. Tables with a staged batch lookup (rings) or a
-// large flat table (maglev) prefetch per group; the others (arithmetic: jump, memento, modulo;
-// compute-bound: rendezvous, multiprobe) loop, which already lets the CPU overlap the keys.
+// out[i] = table.pick(hashes[i]) for every i. Tables with a batch lookup of their own
+// (T::pick_batch: rings stage their prefetches, maglev prefetches per group) use it; the others
+// (arithmetic: jump, memento, modulo; compute-bound: rendezvous, multiprobe) loop, which already
+// lets the CPU overlap the keys.
 template <PlacementTable T>
 void pick_batch(const T& table, std::span<const std::uint64_t> hashes,
                 std::span<NodeId> out) noexcept {
   assert(out.size() >= hashes.size());
   if constexpr (internal::HasPickBatch<T>) {
     table.pick_batch(hashes, out);
-  } else if constexpr (std::is_same_v<T, MaglevTable>) {
-    internal::maglev_pick_batch(table, hashes, out);
   } else {
     for (std::size_t i = 0; i < hashes.size(); ++i) out[i] = table.pick(hashes[i]);
   }

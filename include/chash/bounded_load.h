@@ -15,6 +15,7 @@
 // Envoy wires its bounded-load balancer over ring hash and maglev.
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -43,6 +44,7 @@ class LoadBound {
   LoadBound(std::uint32_t balance_factor, std::uint64_t total_load,
             std::uint64_t up_weight) noexcept
       : up_weight_(up_weight) {
+    assert(balance_factor >= 100 && up_weight > 0);
     const std::uint64_t slots_total = ((total_load + 1) * balance_factor + 99) / 100;
     per_weight_ = slots_total / up_weight;
     remainder_ = slots_total % up_weight;

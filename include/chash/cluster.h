@@ -24,6 +24,7 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -60,7 +61,10 @@ class Snapshot {
   const Router& router() const noexcept { return router_; }
   std::string_view name(NodeId id) const noexcept { return router_.name(id); }
   std::span<const Node> nodes() const noexcept { return router_.nodes(); }
-  bool is_removed(NodeId id) const noexcept { return removed_[id]; }
+  bool is_removed(NodeId id) const noexcept {
+    assert(id < removed_.size());
+    return removed_[id];
+  }
   const std::vector<bool>& removed() const noexcept { return removed_; }
   bool is_down(NodeId id) const noexcept { return down_.contains(id); }
   const AnyTable& table() const noexcept { return *router_.table(); }

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 #include <concepts>
 #include <cstdint>
 #include <optional>
@@ -84,6 +85,7 @@ class SeenSet {
 
   // Returns true if `id` was not seen before (and records it).
   bool insert(NodeId id) {
+    assert(id < node_count_);
     if (!bitmap_) {
       for (std::size_t i = 0; i < n_; ++i) {
         if (inline_[i] == id) return false;

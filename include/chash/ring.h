@@ -38,12 +38,10 @@
 #include <utility>
 #include <vector>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "chash/hash.h"
+#include "chash/internal/ring_search.h"
 #include "chash/node.h"
+#include "chash/internal/packed_node_ids.h"
 #include "chash/node_ids.h"
 #include "chash/placement.h"
 
@@ -61,27 +59,6 @@ inline constexpr std::uint64_t kMaxRingPoints = std::uint64_t{1} << 26;
 // Which point owns a key position: the first point >= the position (libketama, most libraries),
 // or the first point strictly > it (some peers, e.g. a TreeMap.higherKey lookup).
 enum class RingSuccessor : std::uint8_t { kGreaterOrEqual, kGreater };
-
-namespace internal {
-
-// std::allocator with 64-byte (cache line) alignment: ring positions start on a line, so the
-// lines a lookup reads are those of its bucket and no more (see BasicRing::index_of).
-template <class T>
-struct LineAlignedAllocator {
-  using value_type = T;
-  static constexpr std::size_t kAlign = 64;
-  LineAlignedAllocator() noexcept = default;
-  template <class U>
-  LineAlignedAllocator(const LineAlignedAllocator<U>&) noexcept {}
-  T* allocate(std::size_t n) {
-    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{kAlign}));
-  }
-  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{kAlign}); }
-  template <class U>
-  bool operator==(const LineAlignedAllocator<U>&) const noexcept { return true; }
-};
-
-}  // namespace internal
 
 // The owners of a ring's points, in points order (operator[], size, iteration).
 using RingOwners = NodeIdsView;
@@ -213,7 +190,7 @@ class BasicRing {
   std::span<const Pos> positions() const noexcept { return {positions_.data(), points_}; }
   RingOwners owners() const noexcept { return owners_.view(); }
   // The owner of point i (i < point_count()).
-  NodeId owner(std::size_t i) const noexcept { return owners_[i]; }
+  NodeId owner(std::size_t i) const noexcept { return owners_[i]; }  // asserts i < point_count()
   RingSuccessor successor() const noexcept { return successor_; }
   // Bytes of the lookup structures: points (with the padding of the last line), owners and the
   // top-bits index.
@@ -230,115 +207,22 @@ class BasicRing {
   // fetched twice as far ahead).
   static constexpr std::size_t kBatchDistance = 8;
   // Points counted by pick() when the bucket fits (see index_of).
-  static constexpr std::size_t kWindow = 16;
+  static constexpr std::size_t kWindow = internal::RingSearch<Pos>::kWindow;
   // Points per 64-byte cache line: 16 (32-bit positions) or 8.
-  static constexpr std::size_t kLine = 64 / sizeof(Pos);
+  static constexpr std::size_t kLine = internal::RingSearch<Pos>::kLine;
 
  private:
-  // Points of the window w[0 .. kWindow) below `pos` (< pos, or <= pos for kGreater).
+  // The counting kernels (internal/ring_search.h) under this ring's successor rule.
+  using Search = internal::RingSearch<Pos>;
+  bool ge() const noexcept { return successor_ == RingSuccessor::kGreaterOrEqual; }
   std::size_t count_window(const Pos* w, Pos pos) const noexcept {
-#if defined(__SSE2__)
-    if constexpr (sizeof(Pos) == 4) {
-      // Explicit SSE2, as in count_lines (GCC scalarizes this loop once pick() is inlined into a
-      // caller's loop).
-      const __m128i bias = _mm_set1_epi32(INT32_MIN);
-      const __m128i p = _mm_xor_si128(_mm_set1_epi32(static_cast<int>(pos)), bias);
-      const bool ge = successor_ == RingSuccessor::kGreaterOrEqual;
-      __m128i acc = _mm_setzero_si128();  // lanes: minus the points counted
-      for (std::size_t k = 0; k < kWindow / 4; ++k) {
-        const __m128i x =
-            _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w) + k), bias);
-        acc = _mm_add_epi32(acc, ge ? _mm_cmpgt_epi32(p, x) : _mm_cmpgt_epi32(x, p));
-      }
-      acc = _mm_add_epi32(acc, _mm_shuffle_epi32(acc, 0x4E));
-      acc = _mm_add_epi32(acc, _mm_shuffle_epi32(acc, 0xB1));
-      const auto counted = static_cast<std::size_t>(-_mm_cvtsi128_si32(acc));
-      return ge ? counted : kWindow - counted;
-    }
-#endif
-    std::uint32_t below = 0;
-    if (successor_ == RingSuccessor::kGreaterOrEqual) {
-      for (std::size_t j = 0; j < kWindow; ++j) below += w[j] < pos ? 1u : 0u;
-    } else {
-      for (std::size_t j = 0; j < kWindow; ++j) below += w[j] <= pos ? 1u : 0u;
-    }
-    return below;
+    return Search::count_window(w, pos, ge());
   }
-
-  // Points of positions_[a .. hi) that come before the owner of `pos` (< pos, or <= pos for
-  // kGreater), where a is line-aligned and hi - a <= 2 * kLine: the points of the line at a plus,
-  // when hi is past that line, those of the next. No index mask is needed: the points of a line
-  // before lo are in earlier buckets (all below pos) and those from hi on in later ones (all
-  // above it). The one exception is the padding after the last point (the largest Pos), counted
-  // for kGreater when pos is the largest Pos — then the answer is past the last point, i.e. a
-  // wrap to 0, which index_of_by_lines' `i >= points_` gives.
   std::size_t count_lines(std::size_t a, std::size_t hi, Pos pos) const noexcept {
-    std::size_t second = hi - a > kLine ? 1 : 0;  // does the bucket run into the next line?
-    // Opaque to the optimizer, so this stays a select: GCC otherwise turns it into a branch
-    // (duplicating the counts on both sides), which mispredicts on a third of the lookups.
-    __asm__("" : "+r"(second));
-    const Pos* l0 = positions_.data() + a;
-#if defined(__SSE2__)
-    if constexpr (sizeof(Pos) == 4) {
-      // Explicit SSE2 (baseline x86-64): left to itself, GCC vectorizes the two counts well in
-      // a lone pick() but not once pick() is inlined into a caller's loop, where it spills the
-      // lanes to the stack. Unsigned compares as signed ones on values biased by 2^31.
-      // Without a second line, a constant line that counts nothing stands in for it.
-      const bool ge = successor_ == RingSuccessor::kGreaterOrEqual;
-      // l1 = second ? the next line : the constant line, by masking (second is 0 or 1) and kept
-      // opaque too — else GCC branches on it again and folds the constant line's compares.
-      const auto next = reinterpret_cast<std::uintptr_t>(l0 + kLine);
-      const auto none = reinterpret_cast<std::uintptr_t>(ge ? kNeverBelowGe.v : kNeverBelowGt.v);
-      std::uintptr_t u1 = none ^ ((next ^ none) & (std::uintptr_t{0} - second));
-      __asm__("" : "+r"(u1));
-      const Pos* l1 = reinterpret_cast<const Pos*>(u1);
-      const __m128i bias = _mm_set1_epi32(INT32_MIN);
-      const __m128i p = _mm_xor_si128(_mm_set1_epi32(static_cast<int>(pos)), bias);
-      const auto* v0 = reinterpret_cast<const __m128i*>(l0);
-      const auto* v1 = reinterpret_cast<const __m128i*>(l1);
-      __m128i acc = _mm_setzero_si128();  // lanes: minus the points counted
-      for (std::size_t k = 0; k < kLine / 4; ++k) {
-        const __m128i x0 = _mm_xor_si128(_mm_load_si128(v0 + k), bias);
-        const __m128i x1 = _mm_xor_si128(_mm_load_si128(v1 + k), bias);
-        // kGreaterOrEqual counts w < pos; kGreater counts w > pos (then below = points - that).
-        const __m128i c0 = ge ? _mm_cmpgt_epi32(p, x0) : _mm_cmpgt_epi32(x0, p);
-        const __m128i c1 = ge ? _mm_cmpgt_epi32(p, x1) : _mm_cmpgt_epi32(x1, p);
-        acc = _mm_add_epi32(acc, _mm_add_epi32(c0, c1));
-      }
-      acc = _mm_add_epi32(acc, _mm_shuffle_epi32(acc, 0x4E));
-      acc = _mm_add_epi32(acc, _mm_shuffle_epi32(acc, 0xB1));
-      const auto counted = static_cast<std::size_t>(-_mm_cvtsi128_si32(acc));
-      return ge ? counted : kLine + second * kLine - counted;
-    }
-#endif
-    // Without a second line, line 0 is read again (no extra miss) and its count discarded.
-    const std::size_t c1 = count_line(l0 + second * kLine, pos);
-    return count_line(l0, pos) + (c1 & (std::size_t{0} - second));
+    return Search::count_lines(positions_.data(), a, hi, pos, ge());
   }
-
-  // A cache line of positions that count_lines' SSE2 path never counts: the largest Pos is never
-  // < pos (kGreaterOrEqual), 0 never > pos (kGreater, which counts the points above).
-  struct alignas(64) Line {
-    Pos v[kLine];
-  };
-  static constexpr Line filled_line(Pos x) noexcept {
-    Line l{};
-    for (Pos& e : l.v) e = x;
-    return l;
-  }
-  static constexpr Line kNeverBelowGe = filled_line(static_cast<Pos>(~Pos{0}));
-  static constexpr Line kNeverBelowGt = filled_line(0);
-
-  // Points of one aligned line below `pos` (< pos, or <= pos for kGreater); vectorized.
-  std::size_t count_line(const Pos* w, Pos pos) const noexcept {
-    w = std::assume_aligned<64>(w);
-    std::uint32_t below = 0;
-    if (successor_ == RingSuccessor::kGreaterOrEqual) {
-      for (std::size_t j = 0; j < kLine; ++j) below += w[j] < pos ? 1u : 0u;
-    } else {
-      for (std::size_t j = 0; j < kLine; ++j) below += w[j] <= pos ? 1u : 0u;
-    }
-    return below;
+  std::size_t search_bucket(std::size_t lo, std::size_t hi, Pos pos) const noexcept {
+    return Search::search_bucket(positions_.data(), lo, hi, pos, ge());
   }
 
   std::size_t bucket_of(std::uint64_t hash) const noexcept {
@@ -362,24 +246,6 @@ class BasicRing {
     __builtin_prefetch(owners_.address_of(hi));
   }
 
-  // First i in [lo, hi) whose point is >= pos (> pos for kGreater); hi if none. Branchless
-  // binary search inside one bucket.
-  [[gnu::noinline]] std::size_t search_bucket(std::size_t lo, std::size_t hi,
-                                              Pos pos) const noexcept {
-    std::size_t len = hi - lo;
-    if (len == 0) return lo;
-    const Pos* base = positions_.data() + lo;
-    const bool greater = successor_ == RingSuccessor::kGreater;
-    while (len > 1) {
-      const std::size_t half = len / 2;
-      const Pos p = base[half - 1];
-      base += (greater ? p <= pos : p < pos) ? half : 0;
-      len -= half;
-    }
-    const bool before = greater ? *base <= pos : *base < pos;
-    return static_cast<std::size_t>(base - positions_.data()) + (before ? 1 : 0);
-  }
-
   // Stores sorted points (position, owner) and builds the index.
   template <class Points>
   void assign(const Points& sorted);
@@ -389,7 +255,7 @@ class BasicRing {
   // line past the last point, so every line a lookup reads is allocated and initialized.
   std::vector<Pos, internal::LineAlignedAllocator<Pos>> positions_;
   // owners_[i] owns positions_[i]: 1-byte ids up to 256 nodes, 2-byte up to 65,536, else 4.
-  PackedNodeIds owners_;
+  internal::PackedNodeIds owners_;
   // index_[b] = first point whose top bits are >= b; index_.size() = 2^bits + 1 (last = points).
   std::vector<std::uint32_t> index_;
   unsigned shift_ = 0;           // sizeof(Pos) * 8 - bits

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <concepts>
+#include <cassert>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -204,6 +205,11 @@ class Router {
     }
   }
 
+  // route() for many keys: out[i] = route(keys[i]), out.size() >= keys.size(). Native tables hash
+  // a chunk of keys, then look the chunk up with the table's batch lookup (chash/batch.h), so
+  // the cache misses of many keys overlap; presets make one virtual call per batch.
+  void route_batch(std::span<const std::string_view> keys, std::span<NodeId> out) const noexcept;
+
   // ---- Hash-level access (native tables) --------------------------------------------------------
   // The 64-bit hash the table is given for `key` (0 for presets, which hash as their peer does).
   std::uint64_t key_hash(std::string_view key) const noexcept {
@@ -222,7 +228,9 @@ class Router {
   const KeyPolicy& key_policy() const noexcept { return key_policy_; }
   std::span<const Node> nodes() const noexcept { return nodes_; }
   std::size_t node_count() const noexcept { return nodes_.size(); }
+  // The name of node `id` (id < node_count(); an empty name for kNoNode).
   std::string_view name(NodeId id) const noexcept {
+    assert(id < nodes_.size() || id == kNoNode);
     return id < nodes_.size() ? std::string_view(nodes_[id].name) : std::string_view();
   }
   // The id of the node called `name`, or kNoNode. O(nodes).

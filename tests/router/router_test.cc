@@ -240,6 +240,21 @@ TEST(RouterTest, LookupsDoNotAllocateOnceWarm) {
   }
 }
 
+TEST(RouterTest, BatchRoutingEqualsOneKeyAtATime) {
+  for (const Case& c : cases(40)) {
+    SCOPED_TRACE(c.label);
+    RoutingSpec spec = c.spec;
+    if (!spec.algorithm.empty()) spec.hash_tag = "{}";
+    const Router r = Router::build(spec, c.nodes);
+    std::vector<std::string> ks = keys(1000);
+    for (int i = 0; i < 50; ++i) ks.push_back("{tag" + std::to_string(i) + "}:rest");
+    std::vector<std::string_view> views(ks.begin(), ks.end());
+    std::vector<NodeId> out(views.size(), kNoNode);
+    r.route_batch(views, out);
+    for (std::size_t i = 0; i < views.size(); ++i) ASSERT_EQ(out[i], r.route(views[i])) << views[i];
+  }
+}
+
 // ---- Bounded loads ---------------------------------------------------------------------------------
 
 TEST(RouterTest, BoundedLoadsCapEveryNodeUnderAHotKeyForEveryPlacement) {
