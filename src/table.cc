@@ -26,10 +26,6 @@ Algorithm parse_algorithm(std::string_view name) {
               "unknown algorithm \"" + std::string(name.substr(0, 64)) + "\" (valid: " + valid + ")");
 }
 
-bool algorithm_is_weighted(Algorithm a) noexcept {
-  return a != Algorithm::kJump && a != Algorithm::kMemento;
-}
-
 AnyTable build_table(Algorithm algorithm, std::span<const Node> nodes, const TableOptions& o) {
   switch (algorithm) {
     case Algorithm::kModulo:

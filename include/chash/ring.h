@@ -60,9 +60,6 @@ inline constexpr std::uint64_t kMaxRingPoints = std::uint64_t{1} << 26;
 // or the first point strictly > it (some peers, e.g. a TreeMap.higherKey lookup).
 enum class RingSuccessor : std::uint8_t { kGreaterOrEqual, kGreater };
 
-// The owners of a ring's points, in points order (operator[], size, iteration).
-using RingOwners = NodeIdsView;
-
 template <class Pos>
 class BasicRing {
  public:
@@ -188,7 +185,8 @@ class BasicRing {
   std::size_t node_count() const noexcept { return node_count_; }
   std::size_t point_count() const noexcept { return points_; }
   std::span<const Pos> positions() const noexcept { return {positions_.data(), points_}; }
-  RingOwners owners() const noexcept { return owners_.view(); }
+  // The owners of the points, in points order.
+  NodeIdsView owners() const noexcept { return owners_.view(); }
   // The owner of point i (i < point_count()).
   NodeId owner(std::size_t i) const noexcept { return owners_[i]; }  // asserts i < point_count()
   RingSuccessor successor() const noexcept { return successor_; }

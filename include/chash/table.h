@@ -50,9 +50,6 @@ std::string_view algorithm_name(Algorithm a) noexcept;
 // Throws Error(kParse) listing the valid names.
 Algorithm parse_algorithm(std::string_view name);
 
-// Does the algorithm take weights other than 0 and 1?
-bool algorithm_is_weighted(Algorithm a) noexcept;
-
 struct TableOptions {
   RingOptions ring;               // ring, ring64
   MaglevOptions maglev;           // maglev

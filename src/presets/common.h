@@ -56,9 +56,4 @@ inline void reject_options(std::string_view preset, const PresetOptions& o, bool
   if (!vnodes && o.vnodes) fail("--vnodes");
 }
 
-// twemproxy-style hash_tag: see chash::hash_tag in chash/hash.h.
-inline std::string_view apply_hash_tag(std::string_view key, char open, char close) noexcept {
-  return hash_tag(key, open, close);
-}
-
 }  // namespace chash::presets

@@ -181,7 +181,7 @@ struct KeyHasher {
 
   std::uint32_t operator()(std::string_view key) const noexcept {
     if (single_server) return 0;
-    if (tagged) key = apply_hash_tag(key, tag_open, tag_close);
+    if (tagged) key = hash_tag(key, tag_open, tag_close);
     if (key.empty()) return 0;
     return twemproxy_hash(hash, key);
   }
