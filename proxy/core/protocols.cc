@@ -15,10 +15,10 @@ void accept_client(Worker& worker, std::size_t pool_index, int fd, const sockadd
   (void)peer_len;
   switch (worker.pool(pool_index)->config.protocol) {
     case PoolProtocol::kRedis:
-      new redis_session::Client(worker, pool_index, fd);  // owns itself
+      new redis::Client(worker, pool_index, fd);  // owns itself
       return;
     case PoolProtocol::kMemcache:
-      new memcache_session::Client(worker, pool_index, fd);  // owns itself
+      new memcache::Client(worker, pool_index, fd);  // owns itself
       return;
     case PoolProtocol::kTcp:
       (new tcp::Relay(worker, pool_index, fd, peer))->start();  // owns itself
@@ -30,9 +30,9 @@ void accept_client(Worker& worker, std::size_t pool_index, int fd, const sockadd
 std::unique_ptr<BackendConn> make_backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node) {
   switch (pool->config.protocol) {
     case PoolProtocol::kRedis:
-      return std::make_unique<redis_session::Backend>(worker, std::move(pool), node);
+      return std::make_unique<redis::Backend>(worker, std::move(pool), node);
     case PoolProtocol::kMemcache:
-      return std::make_unique<memcache_session::Backend>(worker, std::move(pool), node);
+      return std::make_unique<memcache::Backend>(worker, std::move(pool), node);
     case PoolProtocol::kTcp:
       break;
   }
