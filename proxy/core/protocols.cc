@@ -3,8 +3,11 @@
 #include <unistd.h>
 
 #include "core/worker.h"
+#include "proto/memcache/probe.h"
 #include "proto/memcache/session.h"
+#include "proto/redis/probe.h"
 #include "proto/redis/session.h"
+#include "proto/tcp/probe.h"
 #include "proto/tcp/relay.h"
 
 namespace chash::proxy {
@@ -37,6 +40,18 @@ std::unique_ptr<BackendConn> make_backend(Worker& worker, std::shared_ptr<const 
       break;
   }
   return nullptr;
+}
+
+std::unique_ptr<ProbeCheck> make_probe_check(const PoolConfig& pool, const ServerConfig& server) {
+  switch (pool.protocol) {
+    case PoolProtocol::kRedis:
+      return std::make_unique<redis::Probe>(server.password ? server.password : pool.server_password);
+    case PoolProtocol::kMemcache:
+      return std::make_unique<memcache::Probe>();
+    case PoolProtocol::kTcp:
+      break;
+  }
+  return std::make_unique<tcp::Probe>();
 }
 
 std::string_view too_many_clients_reply(PoolProtocol protocol) noexcept {
