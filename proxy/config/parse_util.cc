@@ -53,21 +53,24 @@ ServerConfig parse_server(std::string_view text, std::string_view what) {
     std::string_view name = text.substr(sp + 1);
     while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
     if (name.find(' ') != std::string_view::npos) {
-      throw Error(ErrorCode::kParse, std::string(what) + ": expected 'host:port:weight [name]', got '" +
+      throw Error(ErrorCode::kParse, std::string(what) +
+                                         ": expected 'host:port:weight [name]', got '" +
                                          std::string(text.substr(0, 80)) + "'");
     }
     s.name = std::string(name);
   }
   const std::size_t c = addr.rfind(':');
   if (c == std::string_view::npos || c == 0) {
-    throw Error(ErrorCode::kParse, std::string(what) + ": expected 'host:port:weight [name]', got '" +
+    throw Error(ErrorCode::kParse, std::string(what) +
+                                       ": expected 'host:port:weight [name]', got '" +
                                        std::string(text.substr(0, 80)) + "'");
   }
   const std::string_view w = addr.substr(c + 1);
   const auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), s.weight);
   if (ec != std::errc() || p != w.data() + w.size() || s.weight == 0 || s.weight > kMaxWeight) {
     throw Error(ErrorCode::kParse, std::string(what) + ": weight '" + std::string(w.substr(0, 16)) +
-                                       "' must be a whole number from 1 to " + std::to_string(kMaxWeight));
+                                       "' must be a whole number from 1 to " +
+                                       std::to_string(kMaxWeight));
   }
   addr = addr.substr(0, c);
   s.address = parse_address(addr, what);

@@ -42,7 +42,9 @@ struct Ctx {
   const std::string& source;
 
   std::string scalar(const YAML::Node& n, std::string_view key) const {
-    if (!n.IsScalar()) fail_at(source, line_of(n), "'" + std::string(key) + "' must be a single value");
+    if (!n.IsScalar()) {
+      fail_at(source, line_of(n), "'" + std::string(key) + "' must be a single value");
+    }
     return n.Scalar();
   }
   template <class T>
@@ -52,9 +54,9 @@ struct Ctx {
     const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec != std::errc() || p != s.data() + s.size() || v < static_cast<std::uint64_t>(lo) ||
         v > static_cast<std::uint64_t>(hi)) {
-      fail_at(source, line_of(n), "'" + std::string(key) + "' must be a whole number from " +
-                                      std::to_string(lo) + " to " + std::to_string(hi) + ", got '" +
-                                      s.substr(0, 40) + "'");
+      fail_at(source, line_of(n),
+              "'" + std::string(key) + "' must be a whole number from " + std::to_string(lo) +
+                  " to " + std::to_string(hi) + ", got '" + s.substr(0, 40) + "'");
     }
     return static_cast<T>(v);
   }
@@ -62,7 +64,8 @@ struct Ctx {
     const std::string s = scalar(n, key);
     if (s == "true" || s == "yes" || s == "on") return true;
     if (s == "false" || s == "no" || s == "off") return false;
-    fail_at(source, line_of(n), "'" + std::string(key) + "' must be true or false, got '" + s.substr(0, 40) + "'");
+    fail_at(source, line_of(n),
+            "'" + std::string(key) + "' must be true or false, got '" + s.substr(0, 40) + "'");
   }
 };
 
@@ -71,6 +74,7 @@ ServerConfig parse_server(std::string_view text, std::string_view what);
 
 // One pool section (`name: body`), checked as a whole; `so_far` holds the pools before it
 // (listen addresses must differ).
-PoolConfig parse_pool(const Ctx& ctx, const YAML::Node& name, const YAML::Node& body, const ProxyConfig& so_far);
+PoolConfig parse_pool(const Ctx& ctx, const YAML::Node& name, const YAML::Node& body,
+                      const ProxyConfig& so_far);
 
 }  // namespace chash::proxy::config_detail

@@ -14,7 +14,8 @@ namespace {
 // pool is checked as a whole (finish) once every key is known, since keys may come in any order.
 class PoolParser {
  public:
-  PoolParser(const Ctx& ctx, const YAML::Node& name, const YAML::Node& body) : ctx_(ctx), body_(body) {
+  PoolParser(const Ctx& ctx, const YAML::Node& name, const YAML::Node& body)
+      : ctx_(ctx), body_(body) {
     p_.name = name.Scalar();
     p_.line = line_of(name);
     where_ = "pool '" + p_.name + "'";
@@ -26,8 +27,9 @@ class PoolParser {
       const std::string k = kv.first.Scalar();
       const int line = line_of(kv.first);
       try {
-        if (!(listen_key(k, kv.second) || protocol_key(k, kv.second, line) || routing_key(k, kv.second, line) ||
-              auth_key(k, kv.second) || health_key(k, kv.second) || tcp_key(k, kv.second, line) ||
+        if (!(listen_key(k, kv.second) || protocol_key(k, kv.second, line) ||
+              routing_key(k, kv.second, line) || auth_key(k, kv.second) ||
+              health_key(k, kv.second) || tcp_key(k, kv.second, line) ||
               servers_key(k, kv.second, line))) {
           std::vector<std::string_view> all(std::begin(kPoolKeys), std::end(kPoolKeys));
           fail_at(ctx_.source, line, where_ + ": unknown key '" + k + "'" + suggest(k, all));
@@ -84,7 +86,8 @@ class PoolParser {
       } else if (t == "tcp") {
         protocol_ = PoolProtocol::kTcp;
       } else {
-        fail_at(ctx_.source, line, where_ + ": unknown protocol '" + t.substr(0, 40) + "' (redis, memcache, tcp)");
+        fail_at(ctx_.source, line,
+                where_ + ": unknown protocol '" + t.substr(0, 40) + "' (redis, memcache, tcp)");
       }
     } else if (k == "max_request_bytes") {
       p_.max_request_bytes = ctx_.number<std::size_t>(v, k, 1024, std::size_t{1} << 32);
@@ -104,7 +107,10 @@ class PoolParser {
       p_.routing.hash = ctx_.scalar(v, k);
     } else if (k == "hash_tag") {
       const std::string t = ctx_.scalar(v, k);
-      if (t.size() != 2) fail_at(ctx_.source, line, where_ + ": hash_tag must be exactly two characters, e.g. \"{}\"");
+      if (t.size() != 2) {
+        fail_at(ctx_.source, line,
+                where_ + ": hash_tag must be exactly two characters, e.g. \"{}\"");
+      }
       p_.routing.hash_tag = t;
     } else if (k == "distribution") {
       distribution_ = v;
@@ -119,9 +125,10 @@ class PoolParser {
       // (include/chash/bounded_load.h); below 100 no backend could take its share.
       p_.hash_balance_factor = ctx_.number<std::uint32_t>(v, k, 0, 0xffffffffu);
       if (p_.hash_balance_factor != 0 && p_.hash_balance_factor < 100) {
-        fail_at(ctx_.source, line, where_ + ": hash_balance_factor must be 0 (off) or at least 100 " +
-                                       "(percent of the mean load, e.g. 125), got " +
-                                       std::to_string(p_.hash_balance_factor));
+        fail_at(ctx_.source, line,
+                where_ + ": hash_balance_factor must be 0 (off) or at least 100 " +
+                    "(percent of the mean load, e.g. 125), got " +
+                    std::to_string(p_.hash_balance_factor));
       }
       hash_balance_factor_line_ = line;
     } else {
@@ -181,8 +188,9 @@ class PoolParser {
       } else if (t == "least-conn" || t == "leastconn") {
         p_.balance = Balance::kLeastConn;
       } else {
-        fail_at(ctx_.source, line, where_ + ": unknown balance '" + t.substr(0, 40) +
-                                       "' (hash, ip-hash, round-robin, weighted-round-robin, least-conn)");
+        fail_at(ctx_.source, line,
+                where_ + ": unknown balance '" + t.substr(0, 40) +
+                    "' (hash, ip-hash, round-robin, weighted-round-robin, least-conn)");
       }
     } else if (k == "proxy_protocol") {
       const std::string t = ctx_.scalar(v, k);
@@ -193,7 +201,8 @@ class PoolParser {
       } else if (t == "none" || t == "false" || t == "off" || t == "no") {
         p_.proxy_protocol = ProxyProtocol::kNone;
       } else {
-        fail_at(ctx_.source, line, where_ + ": proxy_protocol must be v1, v2 or none, got '" + t.substr(0, 40) + "'");
+        fail_at(ctx_.source, line,
+                where_ + ": proxy_protocol must be v1, v2 or none, got '" + t.substr(0, 40) + "'");
       }
     } else if (k == "idle_timeout") {
       p_.idle_timeout_ms = ctx_.number<std::uint32_t>(v, k, 0, 7u * 24u * 3600u * 1000u);
@@ -206,12 +215,15 @@ class PoolParser {
   // `servers:`, a list of "host:port:weight [name]" or maps {server: ..., password: ...}.
   bool servers_key(const std::string& k, const YAML::Node& v, int line) {
     if (k != "servers") return false;
-    if (!v.IsSequence() || v.size() == 0) fail_at(ctx_.source, line, where_ + ": 'servers' must be a non-empty list");
+    if (!v.IsSequence() || v.size() == 0) {
+      fail_at(ctx_.source, line, where_ + ": 'servers' must be a non-empty list");
+    }
     for (const auto& item : v) {
       const int sl = line_of(item);
       ServerConfig s;
       try {
-        s = item.IsMap() ? server_map(item, sl) : parse_server(ctx_.scalar(item, "servers"), "server");
+        s = item.IsMap() ? server_map(item, sl)
+                         : parse_server(ctx_.scalar(item, "servers"), "server");
       } catch (const Error& e) {
         if (std::string_view(e.what()).starts_with(ctx_.source + ":")) throw;
         fail_at(ctx_.source, sl, where_ + ": " + e.what());
@@ -232,10 +244,13 @@ class PoolParser {
       } else if (sk == "password") {
         password = ctx_.scalar(skv.second, sk);
       } else {
-        fail_at(ctx_.source, line_of(skv.first), where_ + ": unknown server key '" + sk + "' (server, password)");
+        fail_at(ctx_.source, line_of(skv.first),
+                where_ + ": unknown server key '" + sk + "' (server, password)");
       }
     }
-    if (!spec) fail_at(ctx_.source, line, where_ + ": a server map needs 'server: host:port:weight [name]'");
+    if (!spec) {
+      fail_at(ctx_.source, line, where_ + ": a server map needs 'server: host:port:weight [name]'");
+    }
     ServerConfig s = parse_server(*spec, "server");
     s.password = password;
     return s;
@@ -253,13 +268,17 @@ class PoolParser {
     p_.protocol = protocol_ ? *protocol_ : redis_flag_ ? *redis_flag_ : PoolProtocol::kMemcache;
     if (fall_) p_.server_failure_limit = *fall_;
     if (balance_line_ && p_.protocol != PoolProtocol::kTcp) {
-      fail_at(ctx_.source, *balance_line_, where_ + ": 'balance' applies to tcp pools only (protocol: tcp)");
+      fail_at(ctx_.source, *balance_line_,
+              where_ + ": 'balance' applies to tcp pools only (protocol: tcp)");
     }
     // Bounded loads bound a hash's choices: a tcp pool must hash (redis/memcache pools always do).
-    if (hash_balance_factor_line_ && p_.hash_balance_factor != 0 && p_.protocol == PoolProtocol::kTcp &&
-        p_.balance != Balance::kHash && p_.balance != Balance::kIpHash) {
+    if (hash_balance_factor_line_ && p_.hash_balance_factor != 0 &&
+        p_.protocol == PoolProtocol::kTcp && p_.balance != Balance::kHash &&
+        p_.balance != Balance::kIpHash) {
       fail_at(ctx_.source, *hash_balance_factor_line_,
-              where_ + ": hash_balance_factor applies to hash balancing (balance: hash or ip-hash), not balance " +
+              where_ +
+                  ": hash_balance_factor applies to hash balancing (balance: hash or ip-hash), not "
+                  "balance " +
                   balance_name(p_.balance));
     }
     const bool passwords = client_auth_ || server_auth_ || redis_auth_;
@@ -267,18 +286,24 @@ class PoolParser {
       fail_at(ctx_.source, p_.line, where_ + ": tcp pools relay bytes and take no passwords");
     }
     if (p_.protocol == PoolProtocol::kMemcache && passwords) {
-      fail_at(ctx_.source, p_.line, where_ + ": memcached's text protocol has no AUTH; remove the password keys");
+      fail_at(ctx_.source, p_.line,
+              where_ + ": memcached's text protocol has no AUTH; remove the password keys");
     }
   }
 
   // nutcracker's distribution maps to the presets that reproduce it; tcp pools default to nginx's.
   void finish_routing() {
     const int nsel = (distribution_ ? 1 : 0) + (preset_ ? 1 : 0) + (algorithm_ ? 1 : 0);
-    if (nsel > 1) fail_at(ctx_.source, p_.line, where_ + ": give only one of distribution, preset and algorithm");
+    if (nsel > 1) {
+      fail_at(ctx_.source, p_.line,
+              where_ + ": give only one of distribution, preset and algorithm");
+    }
     if (p_.protocol == PoolProtocol::kTcp && p_.balance == Balance::kIpHash) {
       if (nsel > 0) {
         fail_at(ctx_.source, p_.line,
-                where_ + ": balance ip-hash is the nginx-ip-hash preset; drop distribution/preset/algorithm");
+                where_ +
+                    ": balance ip-hash is the nginx-ip-hash preset; drop "
+                    "distribution/preset/algorithm");
       }
       p_.routing.preset = "nginx-ip-hash";
     } else if (p_.protocol == PoolProtocol::kTcp && nsel == 0) {
@@ -300,10 +325,13 @@ class PoolParser {
     if (d == "modula") return "twemproxy-modula";
     if (d == "random") {
       fail_at(ctx_.source, line_of(node),
-              where_ + ": distribution 'random' is not supported (it is not a key mapping); use ketama, modula, "
-                       "or a chash preset/algorithm");
+              where_ +
+                  ": distribution 'random' is not supported (it is not a key mapping); use ketama, "
+                  "modula, "
+                  "or a chash preset/algorithm");
     }
-    fail_at(ctx_.source, line_of(node), where_ + ": unknown distribution '" + d + "' (ketama, modula)");
+    fail_at(ctx_.source, line_of(node),
+            where_ + ": unknown distribution '" + d + "' (ketama, modula)");
   }
 
   // nutcracker's redis_auth is both the client and the server password.
@@ -324,8 +352,10 @@ class PoolParser {
   void check_listen_unique(const ProxyConfig& so_far) const {
     for (const auto& other : so_far.pools) {
       // Port 0 (any free port, as tests use) cannot collide.
-      if (other.listen.text() == p_.listen.text() && (!p_.address_is_tcp() || p_.listen.port != 0)) {
-        fail_at(ctx_.source, p_.line, where_ + ": listens on " + p_.listen.text() + " as pool '" + other.name + "' does");
+      if (other.listen.text() == p_.listen.text() &&
+          (!p_.address_is_tcp() || p_.listen.port != 0)) {
+        fail_at(ctx_.source, p_.line,
+                where_ + ": listens on " + p_.listen.text() + " as pool '" + other.name + "' does");
       }
     }
   }
@@ -344,7 +374,8 @@ class PoolParser {
 
 }  // namespace
 
-PoolConfig parse_pool(const Ctx& ctx, const YAML::Node& name, const YAML::Node& body, const ProxyConfig& so_far) {
+PoolConfig parse_pool(const Ctx& ctx, const YAML::Node& name, const YAML::Node& body,
+                      const ProxyConfig& so_far) {
   return PoolParser(ctx, name, body).parse(so_far);
 }
 

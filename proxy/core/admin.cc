@@ -55,7 +55,8 @@ std::string AdminServer::respond(std::string_view req) const {
     body = "not found: GET /metrics, GET /status, POST /reload\n";
   }
   return "HTTP/1.1 " + std::to_string(code) + reason(code) + "\r\nContent-Type: " + type +
-         "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+         "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
+         body;
 }
 
 void AdminServer::serve(int c) const {

@@ -17,8 +17,8 @@ namespace chash::proxy {
 class AdminServer : public net::Pollable {
  public:
   struct Handlers {
-    std::function<std::string()> metrics;            // GET /metrics (Prometheus text)
-    std::function<std::string()> status;             // GET /status (JSON)
+    std::function<std::string()> metrics;              // GET /metrics (Prometheus text)
+    std::function<std::string()> status;               // GET /status (JSON)
     std::function<bool(std::string& message)> reload;  // POST /reload: 200 when true, else 409
   };
   // Serves `listen_fd` (non-blocking, listening) on `loop`; the caller keeps the fd.

@@ -52,7 +52,8 @@ void apply_probe_result(BackendState& s, const PoolConfig& pool, bool was_down, 
   } else {
     s.probe_successes = 0;
     s.down_since_ms = steady_ms();
-    log(LogLevel::kDebug, "probe failed", {{"pool", pool.name}, {"backend", s.name}, {"reason", why}});
+    log(LogLevel::kDebug, "probe failed",
+        {{"pool", pool.name}, {"backend", s.name}, {"reason", why}});
   }
 }
 

@@ -1,4 +1,4 @@
-// chash-proxy — the protocol seam of a health probe: what a probe sends and how its reply is read.
+// chash-proxy — the protocol seam of a health probe: what it sends, how its reply is read.
 //
 // The prober (core/health.h) owns the connection, the timeout and the up/down bookkeeping; a
 // ProbeCheck owns only the conversation, one per protocol in proto/<name>/probe.h, made by

@@ -131,7 +131,8 @@ namespace {
 // A tcp pool with a non-hash balance has no router worth describing: its policy is the routing.
 std::string routing_of(const Pool& pool) {
   const PoolConfig& c = pool.config;
-  if (c.protocol == PoolProtocol::kTcp && c.balance != Balance::kHash && c.balance != Balance::kIpHash) {
+  if (c.protocol == PoolProtocol::kTcp && c.balance != Balance::kHash &&
+      c.balance != Balance::kIpHash) {
     return balance_name(c.balance);
   }
   return json_escape(pool.router.describe());
@@ -140,8 +141,9 @@ std::string routing_of(const Pool& pool) {
 std::string server_json(const Pool& pool, std::size_t i) {
   const BackendState& s = *pool.states[i];
   const ServerConfig& c = pool.config.servers[i];
-  return "{\"name\":\"" + json_escape(s.name) + "\",\"address\":\"" + json_escape(c.address.text()) +
-         "\",\"weight\":" + std::to_string(c.weight) + ",\"up\":" + (s.down.load() ? "false" : "true") +
+  return "{\"name\":\"" + json_escape(s.name) + "\",\"address\":\"" +
+         json_escape(c.address.text()) + "\",\"weight\":" + std::to_string(c.weight) +
+         ",\"up\":" + (s.down.load() ? "false" : "true") +
          ",\"requests\":" + std::to_string(s.requests.load()) +
          ",\"errors\":" + std::to_string(s.errors.load()) +
          ",\"ejections\":" + std::to_string(s.ejections.load()) +

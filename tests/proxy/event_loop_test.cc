@@ -2,8 +2,8 @@
 // cross-thread post().
 #include "net/event_loop.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 

@@ -131,7 +131,9 @@ TEST(HealthTest, FailedChecksOfAnUpBackendCountTowardFall) {
 
 // ---- Each protocol's probe conversation ---------------------------------------------------------
 
-ProbeVerdict verdict(ProbeCheck& c, std::string_view in, std::string& why) { return c.check(in, why); }
+ProbeVerdict verdict(ProbeCheck& c, std::string_view in, std::string& why) {
+  return c.check(in, why);
+}
 
 TEST(ProbeCheckTest, RedisPingWithoutPassword) {
   const PoolConfig pool = redis_pool(1);
@@ -144,7 +146,8 @@ TEST(ProbeCheckTest, RedisPingWithoutPassword) {
   EXPECT_EQ(verdict(*c, "+PONG\r\n", why), ProbeVerdict::kUp);
 
   auto err = make_probe_check(pool, pool.servers[0]);
-  EXPECT_EQ(verdict(*err, "-LOADING Redis is loading the dataset in memory\r\n", why), ProbeVerdict::kDown);
+  EXPECT_EQ(verdict(*err, "-LOADING Redis is loading the dataset in memory\r\n", why),
+            ProbeVerdict::kDown);
   EXPECT_EQ(why, "probe refused");
   auto other = make_probe_check(pool, pool.servers[0]);
   EXPECT_EQ(verdict(*other, "+OK\r\n", why), ProbeVerdict::kDown);
@@ -167,7 +170,8 @@ TEST(ProbeCheckTest, RedisAuthThenPing) {
   EXPECT_EQ(make_probe_check(pool, pool.servers[1])->request(),
             "*2\r\n$4\r\nAUTH\r\n$3\r\nown\r\n*1\r\n$4\r\nPING\r\n");
   auto refused = make_probe_check(pool, pool.servers[0]);
-  EXPECT_EQ(verdict(*refused, "-WRONGPASS invalid username-password pair\r\n", why), ProbeVerdict::kDown);
+  EXPECT_EQ(verdict(*refused, "-WRONGPASS invalid username-password pair\r\n", why),
+            ProbeVerdict::kDown);
   EXPECT_EQ(why, "probe refused");
   // An AUTH answered +PONG and a PING answered +OK is not a healthy server either.
   auto swapped = make_probe_check(pool, pool.servers[0]);
@@ -176,7 +180,8 @@ TEST(ProbeCheckTest, RedisAuthThenPing) {
 }
 
 TEST(ProbeCheckTest, MemcacheVersion) {
-  const PoolConfig pool = pool_config("a:\n  listen: 127.0.0.1:0\n  servers:\n   - 127.0.0.1:1:1 m1\n");
+  const PoolConfig pool =
+      pool_config("a:\n  listen: 127.0.0.1:0\n  servers:\n   - 127.0.0.1:1:1 m1\n");
   std::string why;
   auto c = make_probe_check(pool, pool.servers[0]);
   EXPECT_EQ(c->request(), "version\r\n");
@@ -195,8 +200,8 @@ TEST(ProbeCheckTest, MemcacheVersion) {
 }
 
 TEST(ProbeCheckTest, TcpSendsNothing) {
-  const PoolConfig pool =
-      pool_config("a:\n  listen: 127.0.0.1:0\n  protocol: tcp\n  servers:\n   - 127.0.0.1:1:1 t1\n");
+  const PoolConfig pool = pool_config(
+      "a:\n  listen: 127.0.0.1:0\n  protocol: tcp\n  servers:\n   - 127.0.0.1:1:1 t1\n");
   auto c = make_probe_check(pool, pool.servers[0]);
   EXPECT_TRUE(c->request().empty());  // the connect completing is the check
 }
@@ -216,12 +221,15 @@ struct Listener {
   int fd = -1;
 };
 
-std::shared_ptr<const Topology> one_backend(const std::string& protocol_line, const std::string& address) {
-  return build_topology(parse_config("a:\n  listen: 127.0.0.1:0\n" + protocol_line +
-                                         "  timeout: 2000\n  server_retry_timeout: 1\n  server_failure_limit: 1\n"
-                                         "  servers:\n   - " + address + ":1 b1\n",
-                                     "t.yml"),
-                        nullptr, 1);
+std::shared_ptr<const Topology> one_backend(const std::string& protocol_line,
+                                            const std::string& address) {
+  return build_topology(
+      parse_config("a:\n  listen: 127.0.0.1:0\n" + protocol_line +
+                       "  timeout: 2000\n  server_retry_timeout: 1\n  server_failure_limit: 1\n"
+                       "  servers:\n   - " +
+                       address + ":1 b1\n",
+                   "t.yml"),
+      nullptr, 1);
 }
 
 // Marks the backend down long enough ago that a probe is due at once.
@@ -231,7 +239,8 @@ void mark_down(BackendState& s) {
 }
 
 // Runs `loop` until the backend's probe has finished (or 3 s).
-void run_probe(net::EventLoop& loop, const BackendState& s, const std::function<void()>& between = {}) {
+void run_probe(net::EventLoop& loop, const BackendState& s,
+               const std::function<void()>& between = {}) {
   const auto deadline = net::Clock::now() + std::chrono::seconds(3);
   while (s.probing.load() && net::Clock::now() < deadline) {
     loop.run_once(std::chrono::milliseconds(10));
@@ -291,7 +300,8 @@ TEST(HealthCheckerTest, MemcacheProbeAsksVersionAndReadsTheReply) {
     request.append(buf, static_cast<std::size_t>(n));
     if (request == "version\r\n") {
       const std::string reply = "VERSION 1.6.18\r\n";
-      ASSERT_EQ(::send(conn, reply.data(), reply.size(), MSG_NOSIGNAL), static_cast<ssize_t>(reply.size()));
+      ASSERT_EQ(::send(conn, reply.data(), reply.size(), MSG_NOSIGNAL),
+                static_cast<ssize_t>(reply.size()));
     }
   });
   EXPECT_EQ(request, "version\r\n");

@@ -64,7 +64,8 @@ TEST(AddressTest, UnixPathsWithAndWithoutMode) {
 }
 
 TEST(AddressTest, ErrorsNameWhatAndTheText) {
-  EXPECT_EQ(address_error("localhost"), "listen: expected host:port or /unix/path, got 'localhost'");
+  EXPECT_EQ(address_error("localhost"),
+            "listen: expected host:port or /unix/path, got 'localhost'");
   EXPECT_EQ(address_error(":6379"), "listen: expected host:port or /unix/path, got ':6379'");
   EXPECT_EQ(address_error(""), "listen: expected host:port or /unix/path, got ''");
   EXPECT_EQ(address_error("h:65536"), "listen: port '65536' is not a number from 0 to 65535");
@@ -88,7 +89,8 @@ TEST(SocketTest, ListenAndConnectOnLoopback) {
   ASSERT_GE(l, 0) << error;
   const std::uint16_t port = net::local_port(l);
   ASSERT_NE(port, 0);
-  const int c = net::connect_to(parse_address("127.0.0.1:" + std::to_string(port), "server"), error);
+  const int c =
+      net::connect_to(parse_address("127.0.0.1:" + std::to_string(port), "server"), error);
   ASSERT_GE(c, 0) << error;
   ASSERT_TRUE(wait_for(c, POLLOUT) & POLLOUT);
   EXPECT_EQ(net::socket_error(c), 0);

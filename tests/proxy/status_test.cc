@@ -67,8 +67,8 @@ TEST(StatusTest, PrometheusCountersAndGauges) {
 
 TEST(StatusTest, PrometheusLatencyHistogramIsCumulative) {
   Metrics m;
-  m.observe_latency(40);    // <= 50 us
-  m.observe_latency(3000);  // <= 5 ms
+  m.observe_latency(40);       // <= 50 us
+  m.observe_latency(3000);     // <= 5 ms
   m.observe_latency(5000000);  // over 2 s: +Inf only
   const std::string o = render_prometheus(m, *two_pools());
   EXPECT_NE(o.find("# TYPE chash_proxy_request_duration_seconds histogram\n"
@@ -96,21 +96,27 @@ TEST(StatusTest, PrometheusBackendSeriesPerPoolAndBackend) {
   r1.timeouts = 1;
   t->pools[1]->states[0]->active = 3;
   const std::string o = render_prometheus(Metrics{}, *t);
-  EXPECT_NE(o.find("# HELP chash_proxy_backend_up 1 when the backend takes traffic, 0 when down/ejected.\n"
-                   "# TYPE chash_proxy_backend_up gauge\n"
-                   "chash_proxy_backend_up{pool=\"alpha\",backend=\"r1\"} 0\n"
-                   "chash_proxy_backend_up{pool=\"alpha\",backend=\"r2\"} 1\n"
-                   "chash_proxy_backend_up{pool=\"web\",backend=\"w1\"} 1\n"),
-            std::string::npos)
+  EXPECT_NE(
+      o.find(
+          "# HELP chash_proxy_backend_up 1 when the backend takes traffic, 0 when down/ejected.\n"
+          "# TYPE chash_proxy_backend_up gauge\n"
+          "chash_proxy_backend_up{pool=\"alpha\",backend=\"r1\"} 0\n"
+          "chash_proxy_backend_up{pool=\"alpha\",backend=\"r2\"} 1\n"
+          "chash_proxy_backend_up{pool=\"web\",backend=\"w1\"} 1\n"),
+      std::string::npos)
       << o;
   EXPECT_NE(o.find("# TYPE chash_proxy_backend_requests_total counter\n"
                    "chash_proxy_backend_requests_total{pool=\"alpha\",backend=\"r1\"} 5\n"),
             std::string::npos);
-  EXPECT_NE(o.find("chash_proxy_backend_errors_total{pool=\"alpha\",backend=\"r1\"} 2\n"), std::string::npos);
-  EXPECT_NE(o.find("chash_proxy_backend_ejections_total{pool=\"alpha\",backend=\"r1\"} 1\n"), std::string::npos);
-  EXPECT_NE(o.find("chash_proxy_backend_timeouts_total{pool=\"alpha\",backend=\"r1\"} 1\n"), std::string::npos);
+  EXPECT_NE(o.find("chash_proxy_backend_errors_total{pool=\"alpha\",backend=\"r1\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(o.find("chash_proxy_backend_ejections_total{pool=\"alpha\",backend=\"r1\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(o.find("chash_proxy_backend_timeouts_total{pool=\"alpha\",backend=\"r1\"} 1\n"),
+            std::string::npos);
   EXPECT_NE(o.find("# TYPE chash_proxy_backend_connections gauge\n"), std::string::npos);
-  EXPECT_NE(o.find("chash_proxy_backend_connections{pool=\"web\",backend=\"w1\"} 3\n"), std::string::npos);
+  EXPECT_NE(o.find("chash_proxy_backend_connections{pool=\"web\",backend=\"w1\"} 3\n"),
+            std::string::npos);
 }
 
 TEST(StatusTest, PrometheusTextIsWellFormed) {
@@ -159,22 +165,27 @@ TEST(StatusTest, StatusJsonOfAKnownState) {
   m.requests = 11;
   m.clients_open = 2;
   const std::string routing = json_escape(t->pools[0]->router.describe());
-  EXPECT_EQ(render_status_json(m, *t, 2, 4),
-            "{\"version\":3,\"applied_version\":2,\"workers\":4,\"requests\":11,\"clients\":2,\"pools\":["
-            "{\"name\":\"alpha\",\"listen\":\"127.0.0.1:0\",\"protocol\":\"redis\",\"routing\":\"" + routing +
-                "\",\"clients\":0,\"auto_eject_hosts\":false,\"servers\":["
-                "{\"name\":\"r1\",\"address\":\"127.0.0.1:7001\",\"weight\":1,\"up\":false,\"requests\":0,"
-                "\"errors\":0,\"ejections\":0,\"connections\":0},"
-                "{\"name\":\"r2\",\"address\":\"127.0.0.1:7002\",\"weight\":2,\"up\":true,\"requests\":9,"
-                "\"errors\":1,\"ejections\":0,\"connections\":0}]},"
-                "{\"name\":\"web\",\"listen\":\"127.0.0.1:0\",\"protocol\":\"tcp\",\"routing\":\"round-robin\","
-                "\"clients\":2,\"auto_eject_hosts\":false,\"servers\":["
-                "{\"name\":\"w1\",\"address\":\"127.0.0.1:8001\",\"weight\":1,\"up\":true,\"requests\":0,"
-                "\"errors\":0,\"ejections\":0,\"connections\":0}]}]}\n");
+  EXPECT_EQ(
+      render_status_json(m, *t, 2, 4),
+      "{\"version\":3,\"applied_version\":2,\"workers\":4,\"requests\":11,\"clients\":2,\"pools\":["
+      "{\"name\":\"alpha\",\"listen\":\"127.0.0.1:0\",\"protocol\":\"redis\",\"routing\":\"" +
+          routing +
+          "\",\"clients\":0,\"auto_eject_hosts\":false,\"servers\":["
+          "{\"name\":\"r1\",\"address\":\"127.0.0.1:7001\",\"weight\":1,\"up\":false,\"requests\":"
+          "0,"
+          "\"errors\":0,\"ejections\":0,\"connections\":0},"
+          "{\"name\":\"r2\",\"address\":\"127.0.0.1:7002\",\"weight\":2,\"up\":true,\"requests\":9,"
+          "\"errors\":1,\"ejections\":0,\"connections\":0}]},"
+          "{\"name\":\"web\",\"listen\":\"127.0.0.1:0\",\"protocol\":\"tcp\",\"routing\":\"round-"
+          "robin\","
+          "\"clients\":2,\"auto_eject_hosts\":false,\"servers\":["
+          "{\"name\":\"w1\",\"address\":\"127.0.0.1:8001\",\"weight\":1,\"up\":true,\"requests\":0,"
+          "\"errors\":0,\"ejections\":0,\"connections\":0}]}]}\n");
   EXPECT_FALSE(routing.empty());
 }
 
-// ---- Admin HTTP -------------------------------------------------------------------------------------
+// ---- Admin HTTP
+// -------------------------------------------------------------------------------------
 
 struct FakeAdmin {
   bool reload_ok = true;
@@ -191,7 +202,8 @@ struct FakeAdmin {
 
 std::string http(int code, const char* reason, const char* type, const std::string& body) {
   return "HTTP/1.1 " + std::to_string(code) + " " + reason + "\r\nContent-Type: " + type +
-         "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+         "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
+         body;
 }
 
 TEST(AdminTest, RoutesEachRequest) {
@@ -202,7 +214,8 @@ TEST(AdminTest, RoutesEachRequest) {
   AdminServer admin(loop, fd[0], fake.handlers());
   EXPECT_EQ(admin.respond("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
             http(200, "OK", "text/plain; version=0.0.4", "m 1\n"));
-  EXPECT_EQ(admin.respond("GET /status HTTP/1.1\r\n\r\n"), http(200, "OK", "application/json", "{}\n"));
+  EXPECT_EQ(admin.respond("GET /status HTTP/1.1\r\n\r\n"),
+            http(200, "OK", "application/json", "{}\n"));
   EXPECT_EQ(admin.respond("GET / HTTP/1.0\r\n\r\n"), http(200, "OK", "application/json", "{}\n"));
   EXPECT_EQ(admin.respond("POST /reload HTTP/1.1\r\n\r\n"),
             http(200, "OK", "text/plain; version=0.0.4", "no change\n"));
@@ -212,7 +225,7 @@ TEST(AdminTest, RoutesEachRequest) {
   EXPECT_EQ(fake.reloads, 2);
   const std::string not_found = http(404, "Not Found", "text/plain; version=0.0.4",
                                      "not found: GET /metrics, GET /status, POST /reload\n");
-  EXPECT_EQ(admin.respond("GET /reload HTTP/1.1\r\n\r\n"), not_found);   // wrong method
+  EXPECT_EQ(admin.respond("GET /reload HTTP/1.1\r\n\r\n"), not_found);  // wrong method
   EXPECT_EQ(admin.respond("POST /metrics HTTP/1.1\r\n\r\n"), not_found);
   EXPECT_EQ(admin.respond("GET /metricsx HTTP/1.1\r\n\r\n"), not_found);
   EXPECT_EQ(admin.respond(""), not_found);
@@ -241,7 +254,8 @@ TEST(AdminTest, ServesOverLoopback) {
   loop.run_once(std::chrono::milliseconds(2000));  // accept, read, answer, close
   std::string got;
   char buf[512];
-  for (ssize_t n; (n = ::recv(c, buf, sizeof buf, 0)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = ::recv(c, buf, sizeof buf, 0)) > 0;)
+    got.append(buf, static_cast<std::size_t>(n));
   EXPECT_EQ(got, http(200, "OK", "text/plain; version=0.0.4", "m 1\n"));
   ::close(c);
   ::close(l);
