@@ -27,16 +27,20 @@
 
 namespace chash {
 
+// Largest balance factor (10,000x the average: no bound in practice), so that
+// (total_load + 1) * factor cannot overflow for any load below 2^44.
+inline constexpr std::uint32_t kMaxBalanceFactor = 1'000'000;
+
 // The capacity rule for one lookup: built from the current total load and the total weight of
 // the nodes that are up, asked per candidate.
 class LoadBound {
  public:
-  // Throws Error for factor < 100.
+  // Throws Error for a factor below 100 or above kMaxBalanceFactor.
   static void check_factor(std::uint32_t balance_factor) {
-    if (balance_factor < 100) {
+    if (balance_factor < 100 || balance_factor > kMaxBalanceFactor) {
       throw Error(ErrorCode::kInvalidArgument,
-                  "balance factor must be >= 100 (percent of the average load), got " +
-                      std::to_string(balance_factor));
+                  "balance factor must be >= 100 and <= " + std::to_string(kMaxBalanceFactor) +
+                      " (percent of the average load), got " + std::to_string(balance_factor));
     }
   }
 

@@ -17,7 +17,8 @@
 //       - 127.0.0.1:6379:1 server1
 //
 // chash's own keys (per pool): preset, algorithm, vnodes, client_auth, server_auth,
-// max_request_bytes, max_pipeline; servers may be maps {server: "h:p:w name", password: x}.
+// max_request_bytes, max_pipeline, hash_balance_factor, ...; servers may be maps
+// {server: "h:p:w name", password: x}.
 // The reserved top-level key `chash_proxy:` holds process settings: workers, admin.
 //
 // Errors throw chash::Error whose message starts with "<source>:<line>: " and names the key.
@@ -79,6 +80,11 @@ struct PoolConfig {
 
   // Routing, given to chash::Router (the same code as `chash route`).
   chash::RoutingSpec routing;
+  // Bounded loads (HAProxy's hash-balance-factor, Envoy's hash_balance_factor): percent of the
+  // mean load a backend may carry before its keys go to their next choice, e.g. 125; 0 = off.
+  // Parsed and validated (0 or >= 100; tcp pools only with balance hash/ip-hash); routing does
+  // not apply it yet.
+  std::uint32_t hash_balance_factor = 0;
 
   std::optional<std::string> client_password;  // redis_auth / client_auth
   std::optional<std::string> server_password;  // redis_auth / server_auth

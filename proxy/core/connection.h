@@ -2,21 +2,32 @@
 //
 // A Worker keeps server_connections BackendConns per backend of a key-sharding pool (redis,
 // memcache), created on first use by make_backend() (core/protocols.h). Clients queue requests
-// on them, the worker flushes the dirty ones once per batch of client input, checks their
-// timeouts on its 20 ms tick, and drains them when a reload removes their backend. A
-// BackendConn hands itself to Worker::backend_closed() when it closes (the loop frees it).
+// on them through send() (no caller needs the protocol's own backend type), the worker flushes
+// the dirty ones once per batch of client input, checks their timeouts on its 20 ms tick, and
+// drains them when a reload removes their backend. A BackendConn hands itself to
+// Worker::backend_closed() when it closes (the loop frees it).
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <string>
+#include <string_view>
 
 #include "net/event_loop.h"
 
 namespace chash::proxy {
 
+struct Reply;
+
 class BackendConn : public net::Pollable {
  public:
   // Starts connecting (and queues any handshake). False, with `error`, when it cannot start.
   virtual bool start(std::string& error) = 0;
+  // Queues one request (its bytes, in pieces); the backend's reply completes part `part` of
+  // `msg`, a Reply the protocol's client made (so the backend knows its concrete type).
+  virtual void send(std::initializer_list<std::string_view> bytes, std::shared_ptr<Reply> msg,
+                    std::uint32_t part) = 0;
   // Writes what is queued (called by Worker::flush_dirty()).
   virtual void flush() = 0;
   // Fails requests (or the connect) older than the pool's timeout.

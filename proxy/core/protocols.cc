@@ -3,8 +3,11 @@
 #include <unistd.h>
 
 #include "core/worker.h"
+#include "proto/memcache/probe.h"
 #include "proto/memcache/session.h"
+#include "proto/redis/probe.h"
 #include "proto/redis/session.h"
+#include "proto/tcp/probe.h"
 #include "proto/tcp/relay.h"
 
 namespace chash::proxy {
@@ -15,10 +18,10 @@ void accept_client(Worker& worker, std::size_t pool_index, int fd, const sockadd
   (void)peer_len;
   switch (worker.pool(pool_index)->config.protocol) {
     case PoolProtocol::kRedis:
-      new redis_session::Client(worker, pool_index, fd);  // owns itself
+      new redis::Client(worker, pool_index, fd);  // owns itself
       return;
     case PoolProtocol::kMemcache:
-      new memcache_session::Client(worker, pool_index, fd);  // owns itself
+      new memcache::Client(worker, pool_index, fd);  // owns itself
       return;
     case PoolProtocol::kTcp:
       (new tcp::Relay(worker, pool_index, fd, peer))->start();  // owns itself
@@ -30,13 +33,25 @@ void accept_client(Worker& worker, std::size_t pool_index, int fd, const sockadd
 std::unique_ptr<BackendConn> make_backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node) {
   switch (pool->config.protocol) {
     case PoolProtocol::kRedis:
-      return std::make_unique<redis_session::Backend>(worker, std::move(pool), node);
+      return std::make_unique<redis::Backend>(worker, std::move(pool), node);
     case PoolProtocol::kMemcache:
-      return std::make_unique<memcache_session::Backend>(worker, std::move(pool), node);
+      return std::make_unique<memcache::Backend>(worker, std::move(pool), node);
     case PoolProtocol::kTcp:
       break;
   }
   return nullptr;
+}
+
+std::unique_ptr<ProbeCheck> make_probe_check(const PoolConfig& pool, const ServerConfig& server) {
+  switch (pool.protocol) {
+    case PoolProtocol::kRedis:
+      return std::make_unique<redis::Probe>(server.password ? server.password : pool.server_password);
+    case PoolProtocol::kMemcache:
+      return std::make_unique<memcache::Probe>();
+    case PoolProtocol::kTcp:
+      break;
+  }
+  return std::make_unique<tcp::Probe>();
 }
 
 std::string_view too_many_clients_reply(PoolProtocol protocol) noexcept {

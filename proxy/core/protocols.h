@@ -1,8 +1,9 @@
 // chash-proxy — one switch from a pool's protocol to its session classes.
 //
 // Each protocol lives in proto/<name>/ and provides a client side (created per accepted
-// connection; owns itself and frees itself through the worker's loop when it closes) and, for
-// key-sharding protocols, a BackendConn. Nothing else in core/ names a protocol.
+// connection; owns itself and frees itself through the worker's loop when it closes), for
+// key-sharding protocols a BackendConn, and a health probe's conversation (ProbeCheck).
+// Nothing else in core/ names a protocol.
 #pragma once
 
 #include <sys/socket.h>
@@ -13,6 +14,7 @@
 
 #include "config/config.h"
 #include "core/connection.h"
+#include "core/probe_check.h"
 #include "core/topology.h"
 
 namespace chash::proxy {
@@ -25,6 +27,9 @@ void accept_client(Worker& worker, std::size_t pool_index, int fd, const sockadd
 
 // A connection to backend `node` of `pool` (not started).
 std::unique_ptr<BackendConn> make_backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node);
+
+// The health probe's conversation with `server` of `pool` (core/probe_check.h).
+std::unique_ptr<ProbeCheck> make_probe_check(const PoolConfig& pool, const ServerConfig& server);
 
 // What a client over client_connections is told before it is closed ("" = close silently).
 std::string_view too_many_clients_reply(PoolProtocol protocol) noexcept;

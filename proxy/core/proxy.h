@@ -1,8 +1,10 @@
-// chash-proxy — the process: listeners, worker threads, and the control thread.
+// chash-proxy — the process: listeners, worker threads, and the control thread; start, stop
+// and reload.
 //
 // The control thread (the one that calls run()) owns everything that is not on the hot path:
-// signals (SIGHUP reloads, SIGINT/SIGTERM stop), health probes of down backends, reloads, and
-// the admin HTTP port (/metrics, /status, POST /reload). Workers only route and relay.
+// signals (core/signals.h: SIGHUP reloads, SIGINT/SIGTERM stop), health probes
+// (core/health.h), reloads (here), and the admin HTTP port (core/admin.h, showing
+// core/status.h's renderings). Workers only route and relay.
 //
 // Example (what main.cc does):
 //   chash::proxy::Proxy proxy(chash::proxy::load_config("nutcracker.yml"), {.config_path = ...});
@@ -18,7 +20,10 @@
 #include <vector>
 
 #include "config/config.h"
+#include "core/admin.h"
+#include "core/health.h"
 #include "core/metrics.h"
+#include "core/signals.h"
 #include "core/topology.h"
 #include "net/event_loop.h"
 
@@ -65,20 +70,16 @@ class Proxy {
   std::string status_json() const;
 
  private:
-  class Probe;
-  class Admin;
-  class Signals;
-  void health_tick();
-
   ProxyConfig config_;
   ProxyOptions options_;
   unsigned worker_count_ = 1;
   Metrics metrics_;
   std::vector<int> listen_fds_;
   int admin_fd_ = -1;
-  net::EventLoop control_;
-  std::unique_ptr<Admin> admin_;
-  std::unique_ptr<Signals> signals_;
+  net::EventLoop control_;  // declared before what registers on it: destroyed after them
+  std::unique_ptr<AdminServer> admin_;
+  std::unique_ptr<SignalHandler> signals_;
+  std::unique_ptr<HealthChecker> health_;
   std::vector<std::unique_ptr<Worker>> workers_;
   mutable std::mutex mu_;  // topology_, config_ across threads; serializes reloads
   std::shared_ptr<const Topology> topology_;

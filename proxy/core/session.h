@@ -149,6 +149,10 @@ class BackendSession : public BackendConn {
 
   // Starts connecting, then handshake(). False (with `error`) when it cannot start.
   bool start(std::string& error) override;
+  void send(std::initializer_list<std::string_view> bytes, std::shared_ptr<Reply> msg,
+            std::uint32_t part) override {
+    enqueue(bytes, std::move(msg), part, 0);
+  }
   void flush() override;
   void check_timeout(net::Clock::time_point now) override;
   void drain() override;

@@ -153,5 +153,67 @@ TEST(ConfigTest, ProtocolsAndTheirDefaults) {
   EXPECT_EQ(wrr.pools[0].balance, chash::proxy::Balance::kWeightedRoundRobin);
 }
 
+// hash_balance_factor: HAProxy's hash-balance-factor / Envoy's hash_balance_factor (percent).
+TEST(ConfigTest, HashBalanceFactorIsOffByDefaultAndKeptWhenValid) {
+  const std::string servers = "  servers:\n   - 127.0.0.1:1:1\n";
+  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  redis: true\n" + servers, "t.yml").pools[0].hash_balance_factor, 0u);
+  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  redis: true\n  hash_balance_factor: 125\n" + servers, "t.yml")
+                .pools[0]
+                .hash_balance_factor,
+            125u);
+  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  hash_balance_factor: 100\n" + servers, "t.yml")  // memcache
+                .pools[0]
+                .hash_balance_factor,
+            100u);
+  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  redis: true\n  hash_balance_factor: 0\n" + servers, "t.yml")
+                .pools[0]
+                .hash_balance_factor,
+            0u);
+  // tcp pools: with the hash balances (hash is the default).
+  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  hash_balance_factor: 150\n" + servers, "t.yml")
+                .pools[0]
+                .hash_balance_factor,
+            150u);
+  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: ip-hash\n  hash_balance_factor: 200\n" +
+                             servers,
+                         "t.yml")
+                .pools[0]
+                .hash_balance_factor,
+            200u);
+}
+
+TEST(ConfigTest, HashBalanceFactorBelow100IsAnErrorAtItsLine) {
+  const std::string servers = "  servers:\n   - 127.0.0.1:1:1\n";
+  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  hash_balance_factor: 99\n" + servers),
+            "t.yml:4: pool 'a': hash_balance_factor must be 0 (off) or at least 100 (percent of the mean load, "
+            "e.g. 125), got 99");
+  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  hash_balance_factor: 1\n" + servers),
+            "t.yml:3: pool 'a': hash_balance_factor must be 0 (off) or at least 100 (percent of the mean load, "
+            "e.g. 125), got 1");
+  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  hash_balance_factor: 1.25\n" + servers),
+            "t.yml:3: 'hash_balance_factor' must be a whole number from 0 to 1000000, got '1.25'");
+  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  hash_balance_factor: -5\n" + servers),
+            "t.yml:3: 'hash_balance_factor' must be a whole number from 0 to 1000000, got '-5'");
+}
+
+TEST(ConfigTest, HashBalanceFactorIsRefusedForNonHashTcpBalances) {
+  const std::string servers = "  servers:\n   - 127.0.0.1:1:1\n";
+  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  hash_balance_factor: 125\n  balance: round-robin\n" +
+                     servers),
+            "t.yml:4: pool 'a': hash_balance_factor applies to hash balancing (balance: hash or ip-hash), not "
+            "balance round-robin");
+  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: least-conn\n  hash_balance_factor: 125\n" +
+                     servers),
+            "t.yml:5: pool 'a': hash_balance_factor applies to hash balancing (balance: hash or ip-hash), not "
+            "balance least-conn");
+  // 0 is "off", so it is accepted whatever the balance.
+  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: weighted-round-robin\n"
+                         "  hash_balance_factor: 0\n" + servers,
+                         "t.yml")
+                .pools[0]
+                .hash_balance_factor,
+            0u);
+}
+
 }  // namespace
 }  // namespace chash::proxy

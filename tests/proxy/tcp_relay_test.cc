@@ -422,6 +422,46 @@ TEST_F(TcpRelayTest, LeastConnPrefersTheIdleBackend) {
   EXPECT_TRUE(all_idle());
 }
 
+// hash_balance_factor: one client address opens 30 long-lived relays. Hashing alone puts all of
+// them on one backend; with a factor of 125 no backend holds more than 1.25x the average (+1 for
+// the connection being placed), the overflow goes to the address's next choices in the router's
+// preference order, and the first relay is still on the address's own backend.
+TEST_F(TcpRelayTest, HashBalanceFactorSpreadsOneAddressesRelays) {
+  for (const std::string factor : {"0", "125"}) {
+    SCOPED_TRACE("hash_balance_factor " + factor);
+    start_proxy(yaml("  algorithm: maglev\n  hash_balance_factor: " + factor + "\n"), 2);
+    EXPECT_EQ(pool().router.balance_factor(), std::stoul(factor));
+    const auto r = router();
+    std::vector<int> fds;
+    std::vector<int> count(3, 0);
+    int first = -1;
+    for (int i = 0; i < 30; ++i) {
+      fds.push_back(dial_tcp(proxy_->port(0), "127.0.5.5"));
+      ASSERT_GE(fds.back(), 0);
+      const int b = backend_in(read_line(fds.back()));
+      ASSERT_GE(b, 0);
+      if (first < 0) first = b;
+      ++count[b];
+      // The relay is counted before the next connection is placed.
+      ASSERT_TRUE(eventually([&] { return pool().states[b]->active.load() == count[b]; }));
+    }
+    EXPECT_EQ(first, static_cast<int>(r.route("127.0.5.5")));
+    if (factor == "0") {
+      EXPECT_EQ(count[first], 30);
+    } else {
+      for (const int c : count) EXPECT_LE(c, 13);  // 1.25 * 30 / 3 = 12.5, +1 for the one placed
+      EXPECT_GE(count[first], 12);  // the owner fills to its bound before the next choice
+      // The overflow follows the address's preference order: its second choice fills next.
+      NodeId prefs[3];
+      ASSERT_EQ(r.route_n("127.0.5.5", prefs), 3u);
+      EXPECT_GE(count[prefs[1]], 12);
+    }
+    for (const int fd : fds) ::close(fd);
+    EXPECT_TRUE(all_idle());
+    proxy_.stop();
+  }
+}
+
 // ---- Relaying -------------------------------------------------------------------------------------
 
 TEST_F(TcpRelayTest, HalfCloseKeepsTheOtherDirection) {

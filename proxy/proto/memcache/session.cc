@@ -4,7 +4,7 @@
 
 #include "core/worker.h"
 
-namespace chash::proxy::memcache_session {
+namespace chash::proxy::memcache {
 
 namespace {
 
@@ -90,10 +90,6 @@ Backend::Backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node)
     : BackendSession(worker, std::move(pool), node),
       parser_(std::max(pool_->config.max_value_bytes, pool_->config.max_request_bytes)) {}
 
-void Backend::send(const std::shared_ptr<Msg>& msg, std::uint32_t part, std::initializer_list<std::string_view> bytes) {
-  enqueue(bytes, msg, part, 0);
-}
-
 std::string Backend::failure_reply(const std::string& why) const {
   return server_error("backend " + name() + ": " + why);
 }
@@ -171,12 +167,12 @@ bool Client::route(std::string_view key, const std::shared_ptr<Msg>& m, NodeId& 
 void Client::forward(NodeId node, const std::shared_ptr<Msg>& m, std::uint32_t part,
                      std::initializer_list<std::string_view> bytes) {
   std::string error;
-  auto* b = static_cast<Backend*>(worker_.backend(pool_index_, node, error));  // a memcache pool's
+  BackendConn* b = worker_.backend(pool_index_, node, error);
   if (b == nullptr) {
     m->fail_part(part, server_error("backend " + pool_->states[node]->name + ": " + error));
     return;
   }
-  b->send(m, part, bytes);
+  b->send(bytes, m, part);
 }
 
 void Client::dispatch() {
@@ -311,4 +307,4 @@ void Client::retrieve() {
   }
 }
 
-}  // namespace chash::proxy::memcache_session
+}  // namespace chash::proxy::memcache

@@ -25,7 +25,7 @@
 #include "core/topology.h"
 #include "proto/memcache/protocol.h"
 
-namespace chash::proxy::memcache_session {
+namespace chash::proxy::memcache {
 
 // The longest get/gat line sent to a memcached: it closes the connection on a gat line over
 // 2048 bytes, so a client's long multiget is cut into several requests per backend.
@@ -65,9 +65,6 @@ class Backend final : public BackendSession {
  public:
   Backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node);
 
-  // Queues one request; its reply completes msg->parts[part].
-  void send(const std::shared_ptr<Msg>& msg, std::uint32_t part, std::initializer_list<std::string_view> bytes);
-
  private:
   void on_input() override;
   std::string failure_reply(const std::string& why) const override;
@@ -95,4 +92,4 @@ class Client final : public ClientSession {
   std::vector<std::uint32_t> key_parts_;  // scratch for retrievals: each key's part
 };
 
-}  // namespace chash::proxy::memcache_session
+}  // namespace chash::proxy::memcache

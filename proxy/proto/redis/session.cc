@@ -4,7 +4,7 @@
 
 #include "core/worker.h"
 
-namespace chash::proxy::redis_session {
+namespace chash::proxy::redis {
 
 namespace {
 
@@ -131,10 +131,6 @@ void Backend::handshake() {
   }
 }
 
-void Backend::send(std::shared_ptr<Msg> msg, std::uint32_t part, std::string_view bytes) {
-  enqueue({bytes}, std::move(msg), part, 0);
-}
-
 std::string Backend::failure_reply(const std::string& why) const {
   return error_reply("ERR backend " + name() + ": " + why);
 }
@@ -195,20 +191,27 @@ void Client::process() {
   parse_requests(parser_, [&] { return error_reply("ERR " + parser_.error()); }, [&] { dispatch(); });
 }
 
-bool Client::check_node(NodeId node, std::string_view what, std::string& error) const {
-  if (backend_usable(*pool_, node, what, error)) return true;
-  error = "ERR " + error;
+void Client::fail_msg(const std::shared_ptr<Msg>& m, std::string_view error, bool count_error) {
+  m->parts.assign(1, {});
+  m->outstanding = 1;
+  m->merge = redis::Merge::kNone;
+  if (count_error) worker_.metrics().proxy_errors.fetch_add(1, std::memory_order_relaxed);
+  m->complete_part(0, error_reply(error), '-', nullptr);
+}
+
+bool Client::usable_or_fail(NodeId node, std::string_view what, const std::shared_ptr<Msg>& m,
+                            bool count_error) {
+  std::string why;
+  if (backend_usable(*pool_, node, what, why)) return true;
+  fail_msg(m, "ERR " + why, count_error);
   return false;
 }
 
-void Client::forward_one(const redis::Command& cmd, NodeId node, const std::shared_ptr<Msg>& m) {
-  (void)cmd;
+void Client::forward_one(NodeId node, const std::shared_ptr<Msg>& m) {
   std::string error;
-  auto* b = static_cast<Backend*>(worker_.backend(pool_index_, node, error));  // a redis pool's
+  BackendConn* b = worker_.backend(pool_index_, node, error);
   if (b == nullptr) {
-    m->parts.resize(1);
-    m->outstanding = 1;
-    m->complete_part(0, error_reply("ERR backend " + pool_->states[node]->name + ": " + error), '-', nullptr);
+    fail_msg(m, "ERR backend " + pool_->states[node]->name + ": " + error, false);
     return;
   }
   m->parts.resize(1);
@@ -218,15 +221,14 @@ void Client::forward_one(const redis::Command& cmd, NodeId node, const std::shar
     for (std::size_t i = 0; i < parser_.argc(); ++i) argv.push_back(parser_.arg(in_, i));
     std::string bytes;
     redis::append_command(bytes, argv);
-    b->send(m, 0, bytes);
+    b->send({bytes}, m, 0);
   } else {
-    b->send(m, 0, std::string_view(in_).substr(parser_.start(), parser_.end() - parser_.start()));
+    b->send({std::string_view(in_).substr(parser_.start(), parser_.end() - parser_.start())}, m, 0);
   }
 }
 
 void Client::dispatch() {
-  Metrics& metrics = worker_.metrics();
-  metrics.requests.fetch_add(1, std::memory_order_relaxed);
+  worker_.metrics().requests.fetch_add(1, std::memory_order_relaxed);
   const std::size_t argc = parser_.argc();
   const std::string_view name = parser_.arg(in_, 0);
   const redis::Command* cmd = redis::find_command(name);
@@ -250,98 +252,19 @@ void Client::dispatch() {
     return;
   }
   switch (cmd->route) {
-    case redis::Route::kLocal: {
-      std::string out;
-      if (cmd->name == "ping") {
-        if (argc == 1) redis::append_status(out, "PONG");
-        else if (argc == 2) redis::append_bulk(out, parser_.arg(in_, 1));
-        else out = error_reply("ERR wrong number of arguments for 'ping' command");
-      } else if (cmd->name == "echo") {
-        redis::append_bulk(out, parser_.arg(in_, 1));
-      } else if (cmd->name == "quit") {
-        redis::append_status(out, "OK");
-        read_closed_ = true;
-        reply_local(std::move(out), false, true);
-        return;
-      } else if (cmd->name == "auth") {
-        const auto& pw = pool_->config.client_password;
-        if (argc > 3) {
-          out = error_reply("ERR wrong number of arguments for 'auth' command");
-        } else if (!pw) {
-          out = error_reply(
-              "ERR AUTH <password> called without any password configured for the default user.");
-        } else if ((argc == 3 && parser_.arg(in_, 1) != "default") ||
-                   !equal_secret(parser_.arg(in_, argc - 1), *pw)) {
-          metrics.auth_failures.fetch_add(1, std::memory_order_relaxed);
-          out = error_reply("WRONGPASS invalid username-password pair or user is disabled.");
-        } else {
-          authed_ = true;
-          redis::append_status(out, "OK");
-        }
-      } else {  // COMMAND: clients (redis-cli) ask on connect; an empty table is a valid answer
-        out = "*0\r\n";
-      }
-      reply_local(std::move(out));
+    case redis::Route::kLocal:
+      run_local(*cmd, argc);
       return;
-    }
     case redis::Route::kKey: {
       auto m = new_msg();
       const NodeId node = pool_->route(parser_.arg(in_, 1));
-      std::string error;
-      if (!check_node(node, "this key", error)) {
-        m->parts.resize(1);
-        m->outstanding = 1;
-        metrics.proxy_errors.fetch_add(1, std::memory_order_relaxed);
-        m->complete_part(0, error_reply(error), '-', nullptr);
-        return;
-      }
-      forward_one(*cmd, node, m);
+      if (usable_or_fail(node, "this key", m, true)) forward_one(node, m);
       return;
     }
     case redis::Route::kKeysSameNode:
-    case redis::Route::kEval: {
-      std::size_t first = static_cast<std::size_t>(cmd->key_first);
-      std::size_t last = cmd->key_last < 0 ? argc - 1 : static_cast<std::size_t>(cmd->key_last);
-      std::size_t step = static_cast<std::size_t>(cmd->key_step);
-      if (cmd->route == redis::Route::kEval) {
-        std::int64_t numkeys = 0;
-        if (!redis::parse_int(parser_.arg(in_, 2), numkeys) || numkeys < 0 ||
-            static_cast<std::uint64_t>(numkeys) > argc - 3) {
-          reply_local(error_reply("ERR Number of keys can't be greater than number of args"), true);
-          return;
-        }
-        if (numkeys == 0) {
-          reply_local(error_reply("ERR " + upper(name) + " with no keys cannot be routed by chash-proxy"), true);
-          return;
-        }
-        first = 3;
-        last = 3 + static_cast<std::size_t>(numkeys) - 1;
-        step = 1;
-      }
-      if (cmd->key_step == 2 && (argc - 1) % 2 != 0) {
-        reply_local(error_reply("ERR wrong number of arguments for '" + std::string(cmd->name) + "' command"), true);
-        return;
-      }
-      const NodeId node = pool_->route(parser_.arg(in_, first));
-      for (std::size_t i = first + step; i <= last; i += step) {
-        if (pool_->route(parser_.arg(in_, i)) != node) {
-          reply_local(error_reply("ERR CROSSSLOT keys of '" + upper(name) +
-                                  "' live on different backends (give them a common hash tag)"),
-                      true);
-          return;
-        }
-      }
-      auto m = new_msg();
-      std::string error;
-      if (!check_node(node, "these keys", error)) {
-        m->parts.resize(1);
-        m->outstanding = 1;
-        m->complete_part(0, error_reply(error), '-', nullptr);
-        return;
-      }
-      forward_one(*cmd, node, m);
+    case redis::Route::kEval:
+      same_node(*cmd, argc);
       return;
-    }
     case redis::Route::kSplitKeys:
     case redis::Route::kSplitPairs:
       if (cmd->route == redis::Route::kSplitPairs && (argc - 1) % 2 != 0) {
@@ -355,6 +278,106 @@ void Client::dispatch() {
   }
 }
 
+// ---- Local commands: one handler each, found by the command table's (lower-case) name --------
+
+void Client::run_local(const redis::Command& cmd, std::size_t argc) {
+  using Handler = void (Client::*)(std::size_t argc);
+  static constexpr std::pair<std::string_view, Handler> kHandlers[] = {
+      {"auth", &Client::local_auth}, {"command", &Client::local_command}, {"echo", &Client::local_echo},
+      {"ping", &Client::local_ping}, {"quit", &Client::local_quit},
+  };
+  for (const auto& [local_name, handler] : kHandlers) {
+    if (local_name == cmd.name) {
+      (this->*handler)(argc);
+      return;
+    }
+  }
+  // A kLocal entry of the command table without a handler here (a bug, not a client's fault).
+  reply_local(error_reply("ERR unsupported command '" + upper(cmd.name) + "' (chash-proxy)"), true);
+}
+
+void Client::local_ping(std::size_t argc) {
+  std::string out;
+  if (argc == 1) redis::append_status(out, "PONG");
+  else if (argc == 2) redis::append_bulk(out, parser_.arg(in_, 1));
+  else out = error_reply("ERR wrong number of arguments for 'ping' command");
+  reply_local(std::move(out));
+}
+
+void Client::local_echo(std::size_t) {
+  std::string out;
+  redis::append_bulk(out, parser_.arg(in_, 1));
+  reply_local(std::move(out));
+}
+
+void Client::local_quit(std::size_t) {
+  std::string out;
+  redis::append_status(out, "OK");
+  read_closed_ = true;
+  reply_local(std::move(out), false, true);
+}
+
+void Client::local_auth(std::size_t argc) {
+  const auto& pw = pool_->config.client_password;
+  std::string out;
+  if (argc > 3) {
+    out = error_reply("ERR wrong number of arguments for 'auth' command");
+  } else if (!pw) {
+    out = error_reply("ERR AUTH <password> called without any password configured for the default user.");
+  } else if ((argc == 3 && parser_.arg(in_, 1) != "default") || !equal_secret(parser_.arg(in_, argc - 1), *pw)) {
+    worker_.metrics().auth_failures.fetch_add(1, std::memory_order_relaxed);
+    out = error_reply("WRONGPASS invalid username-password pair or user is disabled.");
+  } else {
+    authed_ = true;
+    redis::append_status(out, "OK");
+  }
+  reply_local(std::move(out));
+}
+
+// COMMAND: clients (redis-cli) ask on connect; an empty table is a valid answer.
+void Client::local_command(std::size_t) { reply_local("*0\r\n"); }
+
+// ---- Several keys that must live on one backend (kKeysSameNode, kEval) -----------------------
+
+void Client::same_node(const redis::Command& cmd, std::size_t argc) {
+  const std::string_view name = parser_.arg(in_, 0);
+  std::size_t first = static_cast<std::size_t>(cmd.key_first);
+  std::size_t last = cmd.key_last < 0 ? argc - 1 : static_cast<std::size_t>(cmd.key_last);
+  std::size_t step = static_cast<std::size_t>(cmd.key_step);
+  if (cmd.route == redis::Route::kEval) {
+    std::int64_t numkeys = 0;
+    if (!redis::parse_int(parser_.arg(in_, 2), numkeys) || numkeys < 0 ||
+        static_cast<std::uint64_t>(numkeys) > argc - 3) {
+      reply_local(error_reply("ERR Number of keys can't be greater than number of args"), true);
+      return;
+    }
+    if (numkeys == 0) {
+      reply_local(error_reply("ERR " + upper(name) + " with no keys cannot be routed by chash-proxy"), true);
+      return;
+    }
+    first = 3;
+    last = 3 + static_cast<std::size_t>(numkeys) - 1;
+    step = 1;
+  }
+  if (cmd.key_step == 2 && (argc - 1) % 2 != 0) {
+    reply_local(error_reply("ERR wrong number of arguments for '" + std::string(cmd.name) + "' command"), true);
+    return;
+  }
+  const NodeId node = pool_->route(parser_.arg(in_, first));
+  for (std::size_t i = first + step; i <= last; i += step) {
+    if (pool_->route(parser_.arg(in_, i)) != node) {
+      reply_local(error_reply("ERR CROSSSLOT keys of '" + upper(name) +
+                              "' live on different backends (give them a common hash tag)"),
+                  true);
+      return;
+    }
+  }
+  auto m = new_msg();
+  if (usable_or_fail(node, "these keys", m, false)) forward_one(node, m);
+}
+
+// ---- Keys split per backend and merged (kSplitKeys, kSplitPairs) -----------------------------
+
 void Client::split(const redis::Command& cmd) {
   const std::size_t argc = parser_.argc();
   const std::size_t step = cmd.route == redis::Route::kSplitPairs ? 2 : 1;
@@ -367,15 +390,7 @@ void Client::split(const redis::Command& cmd) {
   for (std::size_t i = 1; i < argc; i += step) {
     const std::string_view key = parser_.arg(in_, i);
     const NodeId node = pool_->route(key);
-    std::string error;
-    if (!check_node(node, "key '" + std::string(key.substr(0, 64)) + "'", error)) {
-      m->parts.resize(1);
-      m->outstanding = 1;
-      m->merge = redis::Merge::kNone;
-      worker_.metrics().proxy_errors.fetch_add(1, std::memory_order_relaxed);
-      m->complete_part(0, error_reply(error), '-', nullptr);
-      return;
-    }
+    if (!usable_or_fail(node, "key '" + std::string(key.substr(0, 64)) + "'", m, true)) return;
     std::uint32_t part = 0;
     while (part < part_node.size() && part_node[part] != node) ++part;
     if (part == part_node.size()) {
@@ -391,15 +406,15 @@ void Client::split(const redis::Command& cmd) {
   m->outstanding = static_cast<std::uint32_t>(part_node.size());
   for (std::uint32_t p = 0; p < part_node.size(); ++p) {
     std::string error;
-    auto* b = static_cast<Backend*>(worker_.backend(pool_index_, part_node[p], error));
+    BackendConn* b = worker_.backend(pool_index_, part_node[p], error);
     if (b == nullptr) {
       m->complete_part(p, error_reply("ERR backend " + pool_->states[part_node[p]]->name + ": " + error), '-', nullptr);
       continue;
     }
     std::string bytes;
     redis::append_command(bytes, part_args[p]);
-    b->send(m, p, bytes);
+    b->send({bytes}, m, p);
   }
 }
 
-}  // namespace chash::proxy::redis_session
+}  // namespace chash::proxy::redis

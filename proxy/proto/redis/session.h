@@ -23,23 +23,23 @@
 #include "proto/redis/commands.h"
 #include "proto/redis/resp.h"
 
-namespace chash::proxy::redis_session {
+namespace chash::proxy::redis {
 
 class Client;
 
 struct Msg final : Reply {
-  redis::Merge merge = redis::Merge::kNone;
+  Merge merge = Merge::kNone;
   struct Part {
     std::string raw;  // the backend's whole reply
     char type = 0;
-    std::vector<redis::Span> elements;  // of raw, for kArray merges
+    std::vector<Span> elements;  // of raw, for kArray merges
   };
   std::vector<Part> parts;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> key_map;  // MGET: key -> (part, element)
 
   // Called by Backend for each part; finishes the Msg when it was the last.
   void complete_part(std::uint32_t part, std::string_view raw, char type,
-                     const std::vector<redis::Span>* elements);
+                     const std::vector<Span>* elements);
   void fail_part(std::uint32_t part, std::string_view error) override {
     complete_part(part, error, '-', nullptr);
   }
@@ -50,15 +50,12 @@ class Backend final : public BackendSession {
  public:
   Backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node);
 
-  // Queues one request; its reply completes msg->parts[part].
-  void send(std::shared_ptr<Msg> msg, std::uint32_t part, std::string_view bytes);
-
  private:
   void handshake() override;  // AUTH / SELECT
   void on_input() override;
   std::string failure_reply(const std::string& why) const override;
 
-  redis::ReplyParser parser_;
+  ReplyParser parser_;
   bool parser_started_ = false;
 };
 
@@ -69,13 +66,29 @@ class Client final : public ClientSession {
  private:
   void process() override;
   void dispatch();
-  void forward_one(const redis::Command& cmd, NodeId node, const std::shared_ptr<Msg>& m);
-  bool check_node(NodeId node, std::string_view what, std::string& error) const;
-  void split(const redis::Command& cmd);
   std::shared_ptr<Msg> new_msg();
 
+  // Local commands (Route::kLocal): run_local finds the handler by the command's name.
+  void run_local(const Command& cmd, std::size_t argc);
+  void local_auth(std::size_t argc);
+  void local_command(std::size_t argc);
+  void local_echo(std::size_t argc);
+  void local_ping(std::size_t argc);
+  void local_quit(std::size_t argc);
+
+  // Forwarded commands.
+  void same_node(const Command& cmd, std::size_t argc);  // kKeysSameNode, kEval
+  void split(const Command& cmd);                         // kSplitKeys, kSplitPairs
+  // Sends the request being dispatched, unchanged, to `node` (or fails `m` when no connection).
+  void forward_one(NodeId node, const std::shared_ptr<Msg>& m);
+  // Whether `node` (routed for `what`) can take a request; if not, `m` is failed with why.
+  bool usable_or_fail(NodeId node, std::string_view what, const std::shared_ptr<Msg>& m, bool count_error);
+  // Answers `m` with the one error reply `error` (text without "-" and CRLF), whatever parts
+  // it had; `count_error` counts it in chash_proxy_errors_total.
+  void fail_msg(const std::shared_ptr<Msg>& m, std::string_view error, bool count_error);
+
   bool authed_ = false;
-  redis::RequestParser parser_;
+  RequestParser parser_;
 };
 
-}  // namespace chash::proxy::redis_session
+}  // namespace chash::proxy::redis

@@ -1,0 +1,81 @@
+#include "config/parse_util.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace chash::proxy::config_detail {
+
+namespace {
+
+// Edit distance, for "did you mean" on misspelt keys.
+std::size_t distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+void fail_at(const std::string& source, int line, const std::string& message) {
+  throw Error(ErrorCode::kParse, source + ":" + std::to_string(line) + ": " + message);
+}
+
+std::string suggest(std::string_view key, std::span<const std::string_view> valid) {
+  std::string_view best;
+  std::size_t best_d = 3;
+  for (const auto v : valid) {
+    const std::size_t d = distance(key, v);
+    if (d < best_d) {
+      best_d = d;
+      best = v;
+    }
+  }
+  return best.empty() ? std::string() : " (did you mean '" + std::string(best) + "'?)";
+}
+
+// "host:port:weight [name]" or "/path:weight [name]" (nutcracker conf_add_server: the weight
+// after the last ':', the port before it).
+ServerConfig parse_server(std::string_view text, std::string_view what) {
+  ServerConfig s;
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  const std::size_t sp = text.find(' ');
+  std::string_view addr = text.substr(0, sp);
+  if (sp != std::string_view::npos) {
+    std::string_view name = text.substr(sp + 1);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    if (name.find(' ') != std::string_view::npos) {
+      throw Error(ErrorCode::kParse, std::string(what) +
+                                         ": expected 'host:port:weight [name]', got '" +
+                                         std::string(text.substr(0, 80)) + "'");
+    }
+    s.name = std::string(name);
+  }
+  const std::size_t c = addr.rfind(':');
+  if (c == std::string_view::npos || c == 0) {
+    throw Error(ErrorCode::kParse, std::string(what) +
+                                       ": expected 'host:port:weight [name]', got '" +
+                                       std::string(text.substr(0, 80)) + "'");
+  }
+  const std::string_view w = addr.substr(c + 1);
+  const auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), s.weight);
+  if (ec != std::errc() || p != w.data() + w.size() || s.weight == 0 || s.weight > kMaxWeight) {
+    throw Error(ErrorCode::kParse, std::string(what) + ": weight '" + std::string(w.substr(0, 16)) +
+                                       "' must be a whole number from 1 to " +
+                                       std::to_string(kMaxWeight));
+  }
+  addr = addr.substr(0, c);
+  s.address = parse_address(addr, what);
+  if (s.name.empty()) s.name = s.address.text();
+  return s;
+}
+
+}  // namespace chash::proxy::config_detail

@@ -1,0 +1,80 @@
+// chash-proxy — what the config parser's sections share (internal to proxy/config/): errors
+// that name the file and line, typed scalar readers, "did you mean" suggestions.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "chash/error.h"
+#include "config/config.h"
+
+namespace chash::proxy::config_detail {
+
+// Throws Error(kParse) "<source>:<line>: <message>".
+[[noreturn]] void fail_at(const std::string& source, int line, const std::string& message);
+
+inline int line_of(const YAML::Node& n) { return n.Mark().line + 1; }
+
+// " (did you mean 'x'?)" for the valid key within edit distance 2 of `key`, else "".
+std::string suggest(std::string_view key, std::span<const std::string_view> valid);
+
+inline constexpr std::string_view kPoolKeys[] = {
+    // nutcracker 0.5.0
+    "listen", "hash", "hash_tag", "distribution", "timeout", "backlog", "preconnect", "redis",
+    "redis_auth", "redis_db", "server_connections", "auto_eject_hosts", "server_retry_timeout",
+    "server_failure_limit", "servers", "client_connections", "tcpkeepalive",
+    // chash
+    "preset", "algorithm", "vnodes", "client_auth", "server_auth", "max_request_bytes",
+    "max_pipeline", "protocol", "max_value_bytes", "balance", "proxy_protocol", "idle_timeout",
+    "health_check_interval", "rise", "fall", "hash_balance_factor", "preset_options"};
+
+inline constexpr std::string_view kGlobalKeys[] = {"workers", "admin"};
+
+inline constexpr std::string_view kGlobalSection = "chash_proxy";
+
+// Typed readers of one YAML scalar; a wrong value fails at its line, naming the key.
+struct Ctx {
+  const std::string& source;
+
+  std::string scalar(const YAML::Node& n, std::string_view key) const {
+    if (!n.IsScalar()) {
+      fail_at(source, line_of(n), "'" + std::string(key) + "' must be a single value");
+    }
+    return n.Scalar();
+  }
+  template <class T>
+  T number(const YAML::Node& n, std::string_view key, T lo, T hi) const {
+    const std::string s = scalar(n, key);
+    std::uint64_t v = 0;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size() || v < static_cast<std::uint64_t>(lo) ||
+        v > static_cast<std::uint64_t>(hi)) {
+      fail_at(source, line_of(n),
+              "'" + std::string(key) + "' must be a whole number from " + std::to_string(lo) +
+                  " to " + std::to_string(hi) + ", got '" + s.substr(0, 40) + "'");
+    }
+    return static_cast<T>(v);
+  }
+  bool boolean(const YAML::Node& n, std::string_view key) const {
+    const std::string s = scalar(n, key);
+    if (s == "true" || s == "yes" || s == "on") return true;
+    if (s == "false" || s == "no" || s == "off") return false;
+    fail_at(source, line_of(n),
+            "'" + std::string(key) + "' must be true or false, got '" + s.substr(0, 40) + "'");
+  }
+};
+
+// "host:port:weight [name]" or "/path:weight [name]"; throws Error(kParse) naming `what`.
+ServerConfig parse_server(std::string_view text, std::string_view what);
+
+// One pool section (`name: body`), checked as a whole; `so_far` holds the pools before it
+// (listen addresses must differ).
+PoolConfig parse_pool(const Ctx& ctx, const YAML::Node& name, const YAML::Node& body,
+                      const ProxyConfig& so_far);
+
+}  // namespace chash::proxy::config_detail

@@ -1,0 +1,393 @@
+// chash-proxy — one pool section of the config: its keys by group (listen, protocol, routing,
+// auth, health, tcp, servers), then the checks that need the whole pool. Error texts are part
+// of the interface (tests/proxy/config_test.cc checks them).
+#include <optional>
+#include <vector>
+
+#include "config/parse_util.h"
+
+namespace chash::proxy::config_detail {
+
+namespace {
+
+// One pool section: its keys are read one by one (each group of keys by one member), then the
+// pool is checked as a whole (finish) once every key is known, since keys may come in any order.
+class PoolParser {
+ public:
+  PoolParser(const Ctx& ctx, const YAML::Node& name, const YAML::Node& body)
+      : ctx_(ctx), body_(body) {
+    p_.name = name.Scalar();
+    p_.line = line_of(name);
+    where_ = "pool '" + p_.name + "'";
+    if (!body.IsMap()) fail_at(ctx_.source, p_.line, where_ + ": expected a map of settings");
+  }
+
+  PoolConfig parse(const ProxyConfig& so_far) {
+    for (const auto& kv : body_) {
+      const std::string k = kv.first.Scalar();
+      const int line = line_of(kv.first);
+      try {
+        if (!(listen_key(k, kv.second) || protocol_key(k, kv.second, line) ||
+              routing_key(k, kv.second, line) || auth_key(k, kv.second) ||
+              health_key(k, kv.second) || tcp_key(k, kv.second, line) ||
+              servers_key(k, kv.second, line))) {
+          std::vector<std::string_view> all(std::begin(kPoolKeys), std::end(kPoolKeys));
+          fail_at(ctx_.source, line, where_ + ": unknown key '" + k + "'" + suggest(k, all));
+        }
+      } catch (const Error& e) {
+        if (std::string_view(e.what()).starts_with(ctx_.source + ":")) throw;
+        fail_at(ctx_.source, line, where_ + ": " + e.what());
+      }
+    }
+    finish_protocol();
+    finish_routing();
+    finish_passwords();
+    check_builds();
+    check_listen_unique(so_far);
+    return std::move(p_);
+  }
+
+ private:
+  // ---- Keys, by section. Each returns false for a key that is not its own. ----
+
+  // Where the pool listens and how it connects.
+  bool listen_key(const std::string& k, const YAML::Node& v) {
+    if (k == "listen") {
+      p_.listen = parse_address(ctx_.scalar(v, k), "listen");
+      have_listen_ = true;
+    } else if (k == "backlog") {
+      p_.backlog = ctx_.number<int>(v, k, 1, 65535);
+    } else if (k == "preconnect") {
+      p_.preconnect = ctx_.boolean(v, k);
+    } else if (k == "tcpkeepalive") {
+      p_.tcpkeepalive = ctx_.boolean(v, k);
+    } else if (k == "timeout") {
+      p_.timeout_ms = ctx_.number<std::uint32_t>(v, k, 1, 3600u * 1000u);
+    } else if (k == "server_connections") {
+      p_.server_connections = ctx_.number<std::uint32_t>(v, k, 1, 1024);
+    } else if (k == "client_connections") {
+      p_.client_connections = ctx_.number<std::uint32_t>(v, k, 0, 1u << 24);
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // The protocol and its request bounds.
+  bool protocol_key(const std::string& k, const YAML::Node& v, int line) {
+    if (k == "redis") {
+      redis_flag_ = ctx_.boolean(v, k) ? PoolProtocol::kRedis : PoolProtocol::kMemcache;
+    } else if (k == "protocol") {
+      const std::string t = ctx_.scalar(v, k);
+      if (t == "redis") {
+        protocol_ = PoolProtocol::kRedis;
+      } else if (t == "memcache" || t == "memcached") {
+        protocol_ = PoolProtocol::kMemcache;
+      } else if (t == "tcp") {
+        protocol_ = PoolProtocol::kTcp;
+      } else {
+        fail_at(ctx_.source, line,
+                where_ + ": unknown protocol '" + t.substr(0, 40) + "' (redis, memcache, tcp)");
+      }
+    } else if (k == "max_request_bytes") {
+      p_.max_request_bytes = ctx_.number<std::size_t>(v, k, 1024, std::size_t{1} << 32);
+    } else if (k == "max_pipeline") {
+      p_.max_pipeline = ctx_.number<std::size_t>(v, k, 1, 1u << 20);
+    } else if (k == "max_value_bytes") {
+      p_.max_value_bytes = ctx_.number<std::size_t>(v, k, 1, std::size_t{1} << 30);
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // Key -> server: hashing and placement (resolved in finish_routing).
+  bool routing_key(const std::string& k, const YAML::Node& v, int line) {
+    if (k == "hash") {
+      p_.routing.hash = ctx_.scalar(v, k);
+    } else if (k == "hash_tag") {
+      const std::string t = ctx_.scalar(v, k);
+      if (t.size() != 2) {
+        fail_at(ctx_.source, line,
+                where_ + ": hash_tag must be exactly two characters, e.g. \"{}\"");
+      }
+      p_.routing.hash_tag = t;
+    } else if (k == "distribution") {
+      distribution_ = v;
+    } else if (k == "preset") {
+      preset_ = v;
+    } else if (k == "algorithm") {
+      algorithm_ = v;
+    } else if (k == "vnodes") {
+      p_.routing.vnodes = ctx_.number<std::uint32_t>(v, k, 1, 1u << 16);
+    } else if (k == "preset_options") {
+      // The preset's own behaviour settings, in the peer's spelling (chash route --preset-option).
+      if (!v.IsMap()) {
+        fail_at(ctx_.source, line,
+                where_ + ": preset_options must be a map, e.g. {distribution: CONSISTENT_KETAMA}");
+      }
+      for (const auto& kv : v) {
+        p_.routing.preset_settings.emplace_back(kv.first.Scalar(),
+                                                ctx_.scalar(kv.second, kv.first.Scalar()));
+      }
+    } else if (k == "hash_balance_factor") {
+      // HAProxy's hash-balance-factor / Envoy's hash_balance_factor: a percent of the mean load
+      // (include/chash/bounded_load.h); below 100 no backend could take its share.
+      p_.hash_balance_factor = ctx_.number<std::uint32_t>(v, k, 0, kMaxBalanceFactor);
+      if (p_.hash_balance_factor != 0 && p_.hash_balance_factor < 100) {
+        fail_at(ctx_.source, line,
+                where_ + ": hash_balance_factor must be 0 (off) or at least 100 " +
+                    "(percent of the mean load, e.g. 125), got " +
+                    std::to_string(p_.hash_balance_factor));
+      }
+      hash_balance_factor_line_ = line;
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  bool auth_key(const std::string& k, const YAML::Node& v) {
+    if (k == "redis_auth") {
+      redis_auth_ = ctx_.scalar(v, k);
+    } else if (k == "client_auth") {
+      client_auth_ = ctx_.scalar(v, k);
+    } else if (k == "server_auth") {
+      server_auth_ = ctx_.scalar(v, k);
+    } else if (k == "redis_db") {
+      p_.redis_db = ctx_.number<int>(v, k, 0, 1 << 20);
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // Failure counting, ejection and probes.
+  bool health_key(const std::string& k, const YAML::Node& v) {
+    if (k == "auto_eject_hosts") {
+      p_.auto_eject_hosts = ctx_.boolean(v, k);
+    } else if (k == "server_retry_timeout") {
+      p_.server_retry_timeout_ms = ctx_.number<std::uint32_t>(v, k, 1, 24u * 3600u * 1000u);
+    } else if (k == "server_failure_limit") {
+      p_.server_failure_limit = ctx_.number<std::uint32_t>(v, k, 1, 1u << 20);
+    } else if (k == "health_check_interval") {
+      p_.health_check_interval_ms = ctx_.number<std::uint32_t>(v, k, 0, 3600u * 1000u);
+    } else if (k == "rise") {
+      p_.rise = ctx_.number<std::uint32_t>(v, k, 1, 1000);
+    } else if (k == "fall") {
+      fall_ = ctx_.number<std::uint32_t>(v, k, 1, 1000);
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // tcp pools only (checked in finish_protocol).
+  bool tcp_key(const std::string& k, const YAML::Node& v, int line) {
+    if (k == "balance") {
+      const std::string t = ctx_.scalar(v, k);
+      balance_line_ = line;
+      if (t == "hash") {
+        p_.balance = Balance::kHash;
+      } else if (t == "ip-hash" || t == "ip_hash") {
+        p_.balance = Balance::kIpHash;
+      } else if (t == "round-robin" || t == "roundrobin") {
+        p_.balance = Balance::kRoundRobin;
+      } else if (t == "weighted-round-robin") {
+        p_.balance = Balance::kWeightedRoundRobin;
+      } else if (t == "least-conn" || t == "leastconn") {
+        p_.balance = Balance::kLeastConn;
+      } else {
+        fail_at(ctx_.source, line,
+                where_ + ": unknown balance '" + t.substr(0, 40) +
+                    "' (hash, ip-hash, round-robin, weighted-round-robin, least-conn)");
+      }
+    } else if (k == "proxy_protocol") {
+      const std::string t = ctx_.scalar(v, k);
+      if (t == "v1" || t == "1") {
+        p_.proxy_protocol = ProxyProtocol::kV1;
+      } else if (t == "v2" || t == "2") {
+        p_.proxy_protocol = ProxyProtocol::kV2;
+      } else if (t == "none" || t == "false" || t == "off" || t == "no") {
+        p_.proxy_protocol = ProxyProtocol::kNone;
+      } else {
+        fail_at(ctx_.source, line,
+                where_ + ": proxy_protocol must be v1, v2 or none, got '" + t.substr(0, 40) + "'");
+      }
+    } else if (k == "idle_timeout") {
+      p_.idle_timeout_ms = ctx_.number<std::uint32_t>(v, k, 0, 7u * 24u * 3600u * 1000u);
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // `servers:`, a list of "host:port:weight [name]" or maps {server: ..., password: ...}.
+  bool servers_key(const std::string& k, const YAML::Node& v, int line) {
+    if (k != "servers") return false;
+    if (!v.IsSequence() || v.size() == 0) {
+      fail_at(ctx_.source, line, where_ + ": 'servers' must be a non-empty list");
+    }
+    for (const auto& item : v) {
+      const int sl = line_of(item);
+      ServerConfig s;
+      try {
+        s = item.IsMap() ? server_map(item, sl)
+                         : parse_server(ctx_.scalar(item, "servers"), "server");
+      } catch (const Error& e) {
+        if (std::string_view(e.what()).starts_with(ctx_.source + ":")) throw;
+        fail_at(ctx_.source, sl, where_ + ": " + e.what());
+      }
+      s.line = sl;
+      p_.servers.push_back(std::move(s));
+    }
+    have_servers_ = true;
+    return true;
+  }
+
+  ServerConfig server_map(const YAML::Node& item, int line) {
+    std::optional<std::string> spec, password;
+    for (const auto& skv : item) {
+      const std::string sk = skv.first.Scalar();
+      if (sk == "server") {
+        spec = ctx_.scalar(skv.second, sk);
+      } else if (sk == "password") {
+        password = ctx_.scalar(skv.second, sk);
+      } else {
+        fail_at(ctx_.source, line_of(skv.first),
+                where_ + ": unknown server key '" + sk + "' (server, password)");
+      }
+    }
+    if (!spec) {
+      fail_at(ctx_.source, line, where_ + ": a server map needs 'server: host:port:weight [name]'");
+    }
+    ServerConfig s = parse_server(*spec, "server");
+    s.password = password;
+    return s;
+  }
+
+  // ---- The pool as a whole ----
+
+  // Required keys, the protocol, and the keys that only some protocols take.
+  void finish_protocol() {
+    if (!have_listen_) fail_at(ctx_.source, p_.line, where_ + ": 'listen' is required");
+    if (!have_servers_) fail_at(ctx_.source, p_.line, where_ + ": 'servers' is required");
+    if (redis_flag_ && protocol_ && *redis_flag_ != *protocol_) {
+      fail_at(ctx_.source, p_.line, where_ + ": 'redis' and 'protocol' disagree");
+    }
+    p_.protocol = protocol_ ? *protocol_ : redis_flag_ ? *redis_flag_ : PoolProtocol::kMemcache;
+    if (fall_) p_.server_failure_limit = *fall_;
+    if (balance_line_ && p_.protocol != PoolProtocol::kTcp) {
+      fail_at(ctx_.source, *balance_line_,
+              where_ + ": 'balance' applies to tcp pools only (protocol: tcp)");
+    }
+    // Bounded loads bound a hash's choices: a tcp pool must hash (redis/memcache pools always do).
+    if (hash_balance_factor_line_ && p_.hash_balance_factor != 0 &&
+        p_.protocol == PoolProtocol::kTcp && p_.balance != Balance::kHash &&
+        p_.balance != Balance::kIpHash) {
+      fail_at(ctx_.source, *hash_balance_factor_line_,
+              where_ +
+                  ": hash_balance_factor applies to hash balancing (balance: hash or ip-hash), not "
+                  "balance " +
+                  balance_name(p_.balance));
+    }
+    const bool passwords = client_auth_ || server_auth_ || redis_auth_;
+    if (p_.protocol == PoolProtocol::kTcp && passwords) {
+      fail_at(ctx_.source, p_.line, where_ + ": tcp pools relay bytes and take no passwords");
+    }
+    if (p_.protocol == PoolProtocol::kMemcache && passwords) {
+      fail_at(ctx_.source, p_.line,
+              where_ + ": memcached's text protocol has no AUTH; remove the password keys");
+    }
+  }
+
+  // nutcracker's distribution maps to the presets that reproduce it; tcp pools default to nginx's.
+  void finish_routing() {
+    const int nsel = (distribution_ ? 1 : 0) + (preset_ ? 1 : 0) + (algorithm_ ? 1 : 0);
+    if (nsel > 1) {
+      fail_at(ctx_.source, p_.line,
+              where_ + ": give only one of distribution, preset and algorithm");
+    }
+    if (p_.protocol == PoolProtocol::kTcp && p_.balance == Balance::kIpHash) {
+      if (nsel > 0) {
+        fail_at(ctx_.source, p_.line,
+                where_ +
+                    ": balance ip-hash is the nginx-ip-hash preset; drop "
+                    "distribution/preset/algorithm");
+      }
+      p_.routing.preset = "nginx-ip-hash";
+    } else if (p_.protocol == PoolProtocol::kTcp && nsel == 0) {
+      p_.routing.preset = "nginx-hash-consistent";  // nginx `hash $remote_addr consistent`
+    } else if (distribution_) {
+      p_.routing.preset = preset_of_distribution(*distribution_);
+    } else if (preset_) {
+      p_.routing.preset = ctx_.scalar(*preset_, "preset");
+    } else if (algorithm_) {
+      p_.routing.algorithm = ctx_.scalar(*algorithm_, "algorithm");
+    } else {
+      p_.routing.preset = "twemproxy";  // nutcracker's default distribution
+    }
+    p_.routing.balance_factor = p_.hash_balance_factor;
+  }
+
+  std::string preset_of_distribution(const YAML::Node& node) const {
+    const std::string d = ctx_.scalar(node, "distribution");
+    if (d == "ketama") return "twemproxy";
+    if (d == "modula") return "twemproxy-modula";
+    if (d == "random") {
+      fail_at(ctx_.source, line_of(node),
+              where_ +
+                  ": distribution 'random' is not supported (it is not a key mapping); use ketama, "
+                  "modula, "
+                  "or a chash preset/algorithm");
+    }
+    fail_at(ctx_.source, line_of(node),
+            where_ + ": unknown distribution '" + d + "' (ketama, modula)");
+  }
+
+  // nutcracker's redis_auth is both the client and the server password.
+  void finish_passwords() {
+    p_.client_password = client_auth_ ? client_auth_ : redis_auth_;
+    p_.server_password = server_auth_ ? server_auth_ : redis_auth_;
+  }
+
+  // Build the router once so a config that parses also routes.
+  void check_builds() const {
+    try {
+      (void)chash::Router::build(p_.routing, p_.nodes());
+    } catch (const Error& e) {
+      fail_at(ctx_.source, p_.line, where_ + ": " + e.what());
+    }
+  }
+
+  void check_listen_unique(const ProxyConfig& so_far) const {
+    for (const auto& other : so_far.pools) {
+      // Port 0 (any free port, as tests use) cannot collide.
+      if (other.listen.text() == p_.listen.text() &&
+          (!p_.address_is_tcp() || p_.listen.port != 0)) {
+        fail_at(ctx_.source, p_.line,
+                where_ + ": listens on " + p_.listen.text() + " as pool '" + other.name + "' does");
+      }
+    }
+  }
+
+  const Ctx& ctx_;
+  const YAML::Node& body_;
+  PoolConfig p_;
+  std::string where_;
+  bool have_listen_ = false, have_servers_ = false;
+  std::optional<YAML::Node> distribution_, preset_, algorithm_;
+  std::optional<std::string> redis_auth_, client_auth_, server_auth_;
+  std::optional<PoolProtocol> redis_flag_, protocol_;
+  std::optional<std::uint32_t> fall_;
+  std::optional<int> balance_line_, hash_balance_factor_line_;
+};
+
+}  // namespace
+
+PoolConfig parse_pool(const Ctx& ctx, const YAML::Node& name, const YAML::Node& body,
+                      const ProxyConfig& so_far) {
+  return PoolParser(ctx, name, body).parse(so_far);
+}
+
+}  // namespace chash::proxy::config_detail

@@ -1,0 +1,170 @@
+#include "core/health.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "core/log.h"
+#include "core/probe_check.h"
+#include "core/protocols.h"
+#include "net/socket.h"
+
+namespace chash::proxy {
+
+namespace {
+constexpr auto kTick = std::chrono::milliseconds(50);
+constexpr std::uint32_t kDefaultProbeTimeoutMs = 1000;  // pools without `timeout`
+}  // namespace
+
+bool probe_due(const BackendState& s, const PoolConfig& pool, std::int64_t now) noexcept {
+  if (s.probing.load()) return false;
+  if (s.down.load()) {
+    return now - s.down_since_ms.load() >= static_cast<std::int64_t>(pool.server_retry_timeout_ms);
+  }
+  const auto every = static_cast<std::int64_t>(pool.health_check_interval_ms);
+  return every != 0 && now - s.last_check_ms.load() >= every;
+}
+
+void apply_probe_result(BackendState& s, const PoolConfig& pool, bool was_down, bool ok,
+                        std::string_view why) {
+  s.last_check_ms = steady_ms();
+  if (!was_down) {
+    // A routine check of a backend in service: failures count like request failures.
+    if (ok) {
+      record_success(s);
+    } else {
+      record_failure(s, pool, "health check: " + std::string(why));
+    }
+  } else if (ok) {
+    const std::uint32_t n = s.probe_successes.fetch_add(1) + 1;
+    if (n >= pool.rise) {
+      s.probe_successes = 0;
+      s.failures = 0;
+      s.down = false;
+      log(LogLevel::kInfo, "backend up", {{"pool", pool.name}, {"backend", s.name}});
+    } else {
+      s.down_since_ms = steady_ms();  // the next probe after server_retry_timeout
+    }
+  } else {
+    s.probe_successes = 0;
+    s.down_since_ms = steady_ms();
+    log(LogLevel::kDebug, "probe failed",
+        {{"pool", pool.name}, {"backend", s.name}, {"reason", why}});
+  }
+}
+
+// ---- One probe: a fresh connection, the protocol's question, a verdict; frees itself ----------
+
+class HealthChecker::Probe : public net::Pollable {
+ public:
+  Probe(net::EventLoop& loop, std::shared_ptr<const Pool> pool, NodeId node)
+      : loop_(loop),
+        pool_(std::move(pool)),
+        state_(pool_->states[node]),
+        check_(make_probe_check(pool_->config, pool_->config.servers[node])),
+        out_(check_->request()),
+        address_(pool_->config.servers[node].address) {}
+  ~Probe() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  void start() {
+    state_->probing = true;
+    was_down_ = state_->down.load();
+    std::string error;
+    fd_ = net::connect_to(address_, error);
+    if (fd_ < 0 || !loop_.add(fd_, EPOLLIN | EPOLLOUT, this)) {
+      finish(false, error);
+      return;
+    }
+    timer_ = loop_.add_timer(
+        std::chrono::milliseconds(pool_->config.timeout_ms.value_or(kDefaultProbeTimeoutMs)),
+        [this] { finish(false, "probe timed out"); });
+  }
+
+  void on_event(std::uint32_t events) override {
+    if (done_) return;
+    if (events & EPOLLERR) {
+      finish(false, std::string("connect: ") + std::strerror(net::socket_error(fd_)));
+      return;
+    }
+    // Nothing to ask (tcp): the connect completing is the answer.
+    if ((events & EPOLLOUT) && check_->request().empty()) {
+      finish(true, "");
+      return;
+    }
+    if ((events & EPOLLOUT) && !out_.empty()) {
+      const ssize_t n = ::send(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
+      if (n < 0 && errno != EAGAIN) {
+        finish(false, std::string("write: ") + std::strerror(errno));
+        return;
+      }
+      if (n > 0) out_.erase(0, static_cast<std::size_t>(n));
+      if (out_.empty()) loop_.modify(fd_, EPOLLIN, this);
+    }
+    if (events & (EPOLLIN | EPOLLHUP)) {
+      char buf[4096];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) {
+        if (n < 0 && errno == EAGAIN) return;
+        finish(false, "connection closed");
+        return;
+      }
+      in_.append(buf, static_cast<std::size_t>(n));
+      std::string why;
+      const ProbeVerdict v = check_->check(in_, why);
+      if (v != ProbeVerdict::kNeedMore) finish(v == ProbeVerdict::kUp, why);
+    }
+  }
+
+ private:
+  void finish(bool ok, const std::string& why) {
+    if (done_) return;
+    done_ = true;
+    loop_.cancel_timer(timer_);
+    if (fd_ >= 0) loop_.remove(fd_);
+    apply_probe_result(*state_, pool_->config, was_down_, ok, why);
+    state_->probing = false;
+    loop_.defer_delete(std::unique_ptr<net::Pollable>(this));
+  }
+
+  net::EventLoop& loop_;
+  std::shared_ptr<const Pool> pool_;
+  std::shared_ptr<BackendState> state_;
+  std::unique_ptr<ProbeCheck> check_;
+  std::string out_, in_;
+  Address address_;
+  int fd_ = -1;
+  bool done_ = false;
+  bool was_down_ = false;
+  net::EventLoop::TimerId timer_ = 0;
+};
+
+// ---- HealthChecker ------------------------------------------------------------------------------
+
+HealthChecker::HealthChecker(net::EventLoop& loop, TopologySource topology)
+    : loop_(loop), topology_(std::move(topology)) {}
+
+void HealthChecker::start() {
+  loop_.add_timer(kTick, [this] {
+    tick();
+    start();
+  });
+}
+
+void HealthChecker::tick() {
+  const auto t = topology_();
+  const std::int64_t now = steady_ms();
+  for (const auto& pool : t->pools) {
+    for (NodeId i = 0; i < pool->states.size(); ++i) {
+      if (!probe_due(*pool->states[i], pool->config, now)) continue;
+      (new Probe(loop_, pool, i))->start();  // frees itself
+    }
+  }
+}
+
+}  // namespace chash::proxy

@@ -1,0 +1,38 @@
+#include "core/signals.h"
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+namespace chash::proxy {
+
+SignalHandler::SignalHandler(net::EventLoop& loop, std::function<void()> on_reload,
+                             std::function<void(std::string_view)> on_stop)
+    : loop_(loop), on_reload_(std::move(on_reload)), on_stop_(std::move(on_stop)) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before the workers start: they inherit it
+  fd_ = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (fd_ >= 0) loop_.add(fd_, EPOLLIN, this);
+}
+
+SignalHandler::~SignalHandler() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void SignalHandler::on_event(std::uint32_t) {
+  signalfd_siginfo si;
+  while (::read(fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+    if (si.ssi_signo == SIGHUP) {
+      on_reload_();
+    } else {
+      on_stop_(si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+    }
+  }
+}
+
+}  // namespace chash::proxy

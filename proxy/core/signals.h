@@ -1,0 +1,33 @@
+// chash-proxy — process signals through a signalfd on the control loop: SIGHUP reloads,
+// SIGINT/SIGTERM stop.
+//
+// The constructor blocks the three signals in the calling thread; construct it before any
+// worker thread starts so they inherit the mask and the signals reach only the signalfd.
+#pragma once
+
+#include <functional>
+#include <string_view>
+
+#include "net/event_loop.h"
+
+namespace chash::proxy {
+
+class SignalHandler : public net::Pollable {
+ public:
+  // on_stop gets the signal's name ("SIGINT" / "SIGTERM").
+  SignalHandler(net::EventLoop& loop, std::function<void()> on_reload,
+                std::function<void(std::string_view)> on_stop);
+  ~SignalHandler() override;
+  SignalHandler(const SignalHandler&) = delete;
+  SignalHandler& operator=(const SignalHandler&) = delete;
+
+  void on_event(std::uint32_t events) override;
+
+ private:
+  net::EventLoop& loop_;
+  std::function<void()> on_reload_;
+  std::function<void(std::string_view)> on_stop_;
+  int fd_ = -1;
+};
+
+}  // namespace chash::proxy

@@ -1,0 +1,96 @@
+// Pool routing (proxy/core/topology.h): the library router's failover and bounded loads over the
+// backends' shared state — a down backend's keys move to their next choice and nobody else's, a
+// backend with more than its share of requests in flight passes keys on, for any pool size.
+#include "core/topology.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace chash::proxy {
+namespace {
+
+std::shared_ptr<const Pool> pool_of(const std::string& extra, int servers) {
+  std::string y = "a:\n  listen: 127.0.0.1:0\n  redis: true\n  algorithm: ring\n" + extra + "  servers:\n";
+  for (int i = 0; i < servers; ++i) {
+    y += "   - 127.0.0.1:" + std::to_string(7000 + i) + ":1 r" + std::to_string(i) + "\n";
+  }
+  const ProxyConfig cfg = parse_config(y, "t.yml");
+  return build_topology(cfg, nullptr, 1)->pools.at(0);
+}
+
+std::vector<std::string> keys(int n) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.push_back("user:" + std::to_string(i));
+  return v;
+}
+
+TEST(PoolRouteTest, ADownBackendsKeysMoveToTheirNextChoiceOnly) {
+  const auto pool = pool_of("  auto_eject_hosts: true\n", 5);
+  std::vector<NodeId> before;
+  for (const auto& k : keys(500)) before.push_back(pool->route(k));
+  pool->states[2]->down = true;
+  DownSet down(5);
+  down.set(2, true);
+  int moved = 0;
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    const std::string k = keys(500)[i];
+    const NodeId now = pool->route(k);
+    EXPECT_NE(now, 2u);
+    EXPECT_EQ(now, pool->router.route(k, down));
+    if (before[i] != 2) {
+      EXPECT_EQ(now, before[i]) << k;
+    } else {
+      ++moved;
+    }
+  }
+  EXPECT_GT(moved, 50);
+  pool->states[2]->down = false;
+  for (std::size_t i = 0; i < before.size(); ++i) EXPECT_EQ(pool->route(keys(500)[i]), before[i]);
+}
+
+TEST(PoolRouteTest, WithoutAutoEjectADownBackendIsStillReturned) {
+  const auto pool = pool_of("", 4);
+  const NodeId owner = pool->route("k");
+  pool->states[owner]->down = true;
+  EXPECT_EQ(pool->route("k"), owner);  // the session fails it fast
+}
+
+TEST(PoolRouteTest, FailoverPastManyDownBackends) {
+  const auto pool = pool_of("  auto_eject_hosts: true\n", 40);
+  for (int i = 0; i < 39; ++i) pool->states[i]->down = true;
+  for (const auto& k : keys(50)) EXPECT_EQ(pool->route(k), 39u) << k;
+  pool->states[39]->down = true;
+  EXPECT_EQ(pool->route("k"), kNoNode);
+}
+
+TEST(PoolRouteTest, HashBalanceFactorPassesKeysOnFromABusyBackend) {
+  const auto pool = pool_of("  auto_eject_hosts: true\n  hash_balance_factor: 125\n", 4);
+  EXPECT_EQ(pool->router.balance_factor(), 125u);
+  // Even load: every key stays on its owner.
+  for (auto& s : pool->states) s->inflight = 10;
+  for (const auto& k : keys(200)) EXPECT_EQ(pool->route(k), pool->router.route(k)) << k;
+  // r's owner is far over 1.25x the mean: its keys go to their next choice, the others stay.
+  const NodeId busy = pool->router.route("k");
+  pool->states[busy]->inflight = 100;
+  NodeId prefs[4];
+  for (const auto& k : keys(200)) {
+    const NodeId owner = pool->router.route(k);
+    if (owner != busy) {
+      EXPECT_EQ(pool->route(k), owner) << k;
+    } else {
+      ASSERT_EQ(pool->router.route_n(k, prefs), 4u);
+      EXPECT_EQ(pool->route(k), prefs[1]) << k;
+    }
+  }
+  // A down backend is skipped before loads are looked at.
+  pool->states[busy]->inflight = 10;
+  pool->states[busy]->down = true;
+  EXPECT_NE(pool->route("k"), busy);
+}
+
+}  // namespace
+}  // namespace chash::proxy
