@@ -61,6 +61,9 @@ VectorFile load(const std::string& path) {
         v.preset = parts.at(1);
       } else if (parts[0] == "@node") {
         v.nodes.push_back(Node{parts.at(1), static_cast<std::uint32_t>(std::stoul(parts.at(2)))});
+      } else if (parts[0] == "@setting") {
+        // The peer's own setting (PresetOptions::settings), in the order the file lists them.
+        v.options.settings.emplace_back(parts.at(1), parts.at(2));
       } else if (parts[0] == "@option") {
         const std::string& name = parts.at(1);
         const std::string& value = parts.at(2);
