@@ -200,7 +200,7 @@ constexpr std::size_t kMaxHostBytes = 1024;    // hostnames shorter than MEMCACH
 // Debian's libmemcached is built with assertions on: update_continuum aborts the process when
 // server count * MEMCACHED_POINTS_PER_SERVER exceeds MEMCACHED_CONTINUUM_SIZE (100 * 100).
 // libmemcached 1.0.18 has the same assert_msg, but its release tarballs define NDEBUG
-// (m4/ax_assert.m4), which compiles it out: setting continuum=1.0.18 lifts the limit.
+// (m4/ax_assert.m4), which compiles it out: setting version=1.0.18 lifts the limit.
 constexpr std::size_t kMaxContinuumServers = 100;
 
 struct Server {
@@ -319,7 +319,7 @@ RingTable build_continuum(const ContinuumSpec& spec, std::span<const Server> ser
   return RingTable::from_points(std::move(points), servers.size(), RingSuccessor::kGreaterOrEqual);
 }
 
-// ---- Behaviours (behavior.cc memcached_behavior_set) ---------------------------------------------
+// ---- Behaviours (behavior.cc memcached_behavior_set) -------------------------------------------
 // The part of a memcached_st that decides placement, and how each behaviour changes it. The
 // behaviours interact — KETAMA_WEIGHTED sets the distribution and the key hash, a distribution
 // can clear the weighting — so a client is modelled as its behaviours applied one by one, in the
@@ -346,9 +346,13 @@ constexpr DistributionName kDistributionNames[] = {
     {"consistent_weighted", Distribution::kConsistentWeighted},
 };
 
-enum class ContinuumVersion : std::uint8_t {
-  k1_1_4,   // Debian's 1.1.4: more than 100 servers abort (see kMaxContinuumServers)
-  k1_0_18,  // 1.0.18 as released (NDEBUG): the same continuum, any number of servers
+// The libmemcached release followed (setting version=). 1.0.18 as released (NDEBUG) builds the
+// same continuum as 1.1.4 for any number of servers; it differs in two other places: its
+// MEMCACHED_HASH_MURMUR3 is MurmurHash2 (libhashkit/function.cc sets hashkit_murmur for both), and
+// its memcached_servers_parse cannot read "[v6]:port".
+enum class Version : std::uint8_t {
+  k1_1_4,  // Debian's 1.1.4: more than 100 servers abort (see kMaxContinuumServers)
+  k1_0_18,
 };
 
 struct Behaviours {
@@ -356,7 +360,7 @@ struct Behaviours {
   bool weighted = false;                  // ptr->ketama.weighted_
   LmHash hash = LmHash::kDefault;         // hashkit base_hash: keys, and unweighted points
   LmHash ketama_hash = LmHash::kDefault;  // hashkit distribution_hash: stored, never read
-  ContinuumVersion continuum = ContinuumVersion::k1_1_4;
+  Version version = Version::k1_1_4;
 
   // memcached_is_consistent_distribution: every distribution chash models but modula.
   bool consistent() const noexcept { return distribution != Distribution::kModula; }
@@ -383,7 +387,7 @@ struct Behaviours {
 };
 
 constexpr std::string_view kSettingNames =
-    "distribution, ketama, ketama_weighted, ketama_hash, hash, continuum";
+    "distribution, ketama, ketama_weighted, ketama_hash, hash, version";
 
 bool parse_bool(std::string_view preset, std::string_view setting, std::string_view value) {
   for (std::string_view t : {"true", "on", "yes", "1"}) {
@@ -392,9 +396,9 @@ bool parse_bool(std::string_view preset, std::string_view setting, std::string_v
   for (std::string_view f : {"false", "off", "no", "0"}) {
     if (iequals(value, f)) return false;
   }
-  throw Error(ErrorCode::kParse, "preset " + std::string(preset) + ": " + std::string(setting) +
-                                     "=" + quoted(value) +
-                                     " is not a boolean (valid: true, false, on, off, yes, no, 1, 0)");
+  throw Error(ErrorCode::kParse,
+              "preset " + std::string(preset) + ": " + std::string(setting) + "=" + quoted(value) +
+                  " is not a boolean (valid: true, false, on, off, yes, no, 1, 0)");
 }
 
 Distribution parse_distribution(std::string_view preset, std::string_view value) {
@@ -421,7 +425,7 @@ Distribution parse_distribution(std::string_view preset, std::string_view value)
                                      "; any case, MEMCACHED_DISTRIBUTION_ prefix optional)");
 }
 
-// One memcached_behavior_set call (or chash's own `continuum`), in libmemcached's spelling.
+// One memcached_behavior_set call (or chash's own `version`), in libmemcached's spelling.
 void apply_setting(std::string_view preset, std::string_view name, std::string_view value,
                    Behaviours& b) {
   const std::string_view setting = without_prefix(name, "MEMCACHED_BEHAVIOR_");
@@ -438,14 +442,15 @@ void apply_setting(std::string_view preset, std::string_view name, std::string_v
     b.ketama_hash = parse_lm_hash(preset, "ketama_hash", value);
   } else if (iequals(setting, "hash")) {
     b.hash = parse_lm_hash(preset, "hash", value);
-  } else if (iequals(setting, "continuum")) {
+  } else if (iequals(setting, "version")) {
     if (value == "1.1.4") {
-      b.continuum = ContinuumVersion::k1_1_4;
+      b.version = Version::k1_1_4;
     } else if (value == "1.0.18") {
-      b.continuum = ContinuumVersion::k1_0_18;
+      b.version = Version::k1_0_18;
     } else {
-      throw Error(ErrorCode::kParse, "preset " + std::string(preset) + ": continuum=" +
-                                         quoted(value) + " is not a version chash follows "
+      throw Error(ErrorCode::kParse, "preset " + std::string(preset) +
+                                         ": version=" + quoted(value) +
+                                         " is not a libmemcached release chash follows "
                                          "(valid: 1.1.4, the default; 1.0.18)");
     }
   } else {
@@ -571,6 +576,24 @@ std::unique_ptr<Preset> make_libmemcached(std::string_view name, std::span<const
     }
     b.hash = parse_lm_hash(name, "--hash", *options.hash);
   }
+  if (b.version == Version::k1_0_18) {
+    for (const Node& n : nodes) {
+      // 1.0.18's memcached_servers_parse (parse.cc) splits a server string at its first ':', so
+      // "[::1]:11211" becomes host "[": no mapping worth matching. 1.1.4 reads the brackets.
+      if (n.name.front() == '[') {
+        throw Error(ErrorCode::kUnsupported,
+                    "preset " + std::string(name) + ": server " + quoted(n.name) +
+                        ": libmemcached 1.0.18 cannot read a bracketed IPv6 server string (its "
+                        "memcached_servers_parse splits at the first ':'); version=1.0.18 "
+                        "refuses it");
+      }
+    }
+  }
+  if (b.version == Version::k1_0_18 && b.hash == LmHash::kMurmur3) {
+    // 1.0.18's _set_function (libhashkit/function.cc) puts MURMUR3 and MURMUR in one case:
+    // hashkit_murmur, MurmurHash2. (Checked: its vectors with MURMUR3 are murmur's.)
+    b.hash = LmHash::kMurmur;
+  }
   // server_add: adding a server of weight > 1 to a consistent client turns the weighting on
   // (hosts.cc), so the whole continuum becomes weighted MD5 points while keys keep their hash.
   if (b.consistent() &&
@@ -585,11 +608,11 @@ std::unique_ptr<Preset> make_libmemcached(std::string_view name, std::span<const
       b.distribution == Distribution::kConsistentKetamaSpy ? Naming::kSpy : Naming::kLibmemcached;
   std::optional<RingTable> ring;
   if (b.consistent()) {
-    if (servers.size() > kMaxContinuumServers && b.continuum != ContinuumVersion::k1_0_18) {
+    if (servers.size() > kMaxContinuumServers && b.version != Version::k1_0_18) {
       throw Error(ErrorCode::kLimitExceeded,
                   "preset " + std::string(name) + ": " + std::to_string(servers.size()) +
                       " servers; libmemcached 1.1.4 (Debian) aborts on more than 100 in a "
-                      "consistent distribution. The setting continuum=1.0.18 follows libmemcached "
+                      "consistent distribution. The setting version=1.0.18 follows libmemcached "
                       "1.0.18 as released, which builds the same continuum for any number");
     }
     ring = build_continuum(spec, servers, nodes);

@@ -21,10 +21,12 @@ bool takes_settings(const Entry& e) noexcept { return e.factory == presets::make
 constexpr Entry kPresets[] = {
     {{"ketama", "libmemcached 1.1.4 weighted ketama (MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED)"},
      presets::make_libmemcached},
-    {{"ketama-spy", "libmemcached 1.1.4 ketama with MEMCACHED_BEHAVIOR_KETAMA_COMPAT (spymemcached)"},
+    {{"ketama-spy",
+      "libmemcached 1.1.4 weighted ketama, MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY"},
      presets::make_libmemcached},
     {{"libketama", "libketama (the original, last.fm)"}, presets::make_libketama},
-    {{"libmemcached-consistent", "libmemcached 1.1.4 MEMCACHED_DISTRIBUTION_CONSISTENT (unweighted)"},
+    {{"libmemcached-consistent",
+      "libmemcached 1.1.4 MEMCACHED_DISTRIBUTION_CONSISTENT (unweighted)"},
      presets::make_libmemcached},
     {{"libmemcached-modula", "libmemcached 1.1.4 default distribution (modula)"},
      presets::make_libmemcached},
@@ -71,10 +73,10 @@ std::unique_ptr<Preset> make_preset(std::string_view name, std::span<const Node>
         if (!with.empty()) with += ", ";
         with += s.info.name;
       }
-      throw Error(ErrorCode::kUnsupported,
-                  "preset " + std::string(name) + " has no settings (got \"" +
-                      options.settings.front().first.substr(0, 64) +
-                      "\"); presets with settings: " + with);
+      throw Error(ErrorCode::kUnsupported, "preset " + std::string(name) +
+                                               " has no settings (got \"" +
+                                               options.settings.front().first.substr(0, 64) +
+                                               "\"); presets with settings: " + with);
     }
     return e.factory(name, nodes, options);
   }

@@ -158,9 +158,9 @@ TEST(LibmemcachedSettingsTest, PresetsAreShorthandsForBehaviourLists) {
       return make_preset("libmemcached-modula", nodes, with(std::move(s)));
     };
     EXPECT_EQ(differences(*make_preset("ketama", nodes), *bare({{"ketama_weighted", "true"}})), 0);
-    EXPECT_EQ(differences(*make_preset("ketama-spy", nodes),
-                          *bare({{"ketama_weighted", "true"},
-                                 {"distribution", "CONSISTENT_KETAMA_SPY"}})),
+    EXPECT_EQ(differences(
+                  *make_preset("ketama-spy", nodes),
+                  *bare({{"ketama_weighted", "true"}, {"distribution", "CONSISTENT_KETAMA_SPY"}})),
               0);
     EXPECT_EQ(differences(*make_preset("libmemcached-consistent", nodes),
                           *bare({{"distribution", "CONSISTENT"}})),
@@ -171,8 +171,9 @@ TEST(LibmemcachedSettingsTest, PresetsAreShorthandsForBehaviourLists) {
 
 TEST(LibmemcachedSettingsTest, NamesAndValuesInLibmemcachedsSpellingAnyCase) {
   const auto nodes = five(false);
-  const auto plain = make_preset("libmemcached-modula", nodes,
-                                 with({{"distribution", "CONSISTENT_KETAMA_SPY"}, {"hash", "md5"}}));
+  const auto plain =
+      make_preset("libmemcached-modula", nodes,
+                  with({{"distribution", "CONSISTENT_KETAMA_SPY"}, {"hash", "md5"}}));
   for (const auto& settings : std::vector<std::vector<std::pair<std::string, std::string>>>{
            {{"MEMCACHED_BEHAVIOR_DISTRIBUTION", "MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY"},
             {"MEMCACHED_BEHAVIOR_HASH", "MEMCACHED_HASH_MD5"}},
@@ -184,8 +185,8 @@ TEST(LibmemcachedSettingsTest, NamesAndValuesInLibmemcachedsSpellingAnyCase) {
   // Booleans: true/false, on/off, yes/no, 1/0.
   const auto on = make_preset("libmemcached-modula", nodes, with({{"ketama_weighted", "on"}}));
   for (const char* t : {"true", "TRUE", "yes", "1"}) {
-    EXPECT_EQ(differences(*on, *make_preset("libmemcached-modula", nodes,
-                                            with({{"ketama_weighted", t}}))),
+    EXPECT_EQ(differences(
+                  *on, *make_preset("libmemcached-modula", nodes, with({{"ketama_weighted", t}}))),
               0)
         << t;
   }
@@ -207,12 +208,14 @@ TEST(LibmemcachedSettingsTest, OrderMattersAsInMemcachedBehaviorSet) {
             0);
   // KETAMA_WEIGHTED replaces the distribution; a distribution after it keeps (SPY) or clears
   // (CONSISTENT) the weighting.
-  EXPECT_EQ(differences(*bare({{"distribution", "CONSISTENT_KETAMA_SPY"}, {"ketama_weighted", "1"}}),
-                        *make_preset("ketama", nodes)),
-            0);
-  EXPECT_EQ(differences(*bare({{"ketama_weighted", "1"}, {"distribution", "CONSISTENT_KETAMA_SPY"}}),
-                        *make_preset("ketama-spy", nodes)),
-            0);
+  EXPECT_EQ(
+      differences(*bare({{"distribution", "CONSISTENT_KETAMA_SPY"}, {"ketama_weighted", "1"}}),
+                  *make_preset("ketama", nodes)),
+      0);
+  EXPECT_EQ(
+      differences(*bare({{"ketama_weighted", "1"}, {"distribution", "CONSISTENT_KETAMA_SPY"}}),
+                  *make_preset("ketama-spy", nodes)),
+      0);
   // Unweighted after KETAMA_WEIGHTED: 100 points per server hashed with the key hash, MD5 here.
   PresetOptions md5;
   md5.hash = "md5";
@@ -221,9 +224,10 @@ TEST(LibmemcachedSettingsTest, OrderMattersAsInMemcachedBehaviorSet) {
             0);
   // KETAMA_WEIGHTED off is MEMCACHED_BEHAVIOR_KETAMA on: CONSISTENT_KETAMA, unweighted, which maps
   // as CONSISTENT does.
-  EXPECT_EQ(differences(*bare({{"distribution", "CONSISTENT_KETAMA_SPY"}, {"ketama_weighted", "0"}}),
-                        *make_preset("libmemcached-consistent", nodes)),
-            0);
+  EXPECT_EQ(
+      differences(*bare({{"distribution", "CONSISTENT_KETAMA_SPY"}, {"ketama_weighted", "0"}}),
+                  *make_preset("libmemcached-consistent", nodes)),
+      0);
   EXPECT_GT(differences(*bare({{"distribution", "CONSISTENT_KETAMA_SPY"}}),
                         *make_preset("libmemcached-consistent", nodes)),
             0);
@@ -233,8 +237,8 @@ TEST(LibmemcachedSettingsTest, OrderMattersAsInMemcachedBehaviorSet) {
                                {"distribution", "CONSISTENT_KETAMA_SPY"}}),
                         *make_preset("ketama-spy", nodes)),
             0);
-  EXPECT_EQ(differences(*bare({{"ketama", "true"}}), *make_preset("libmemcached-consistent", nodes)),
-            0);
+  EXPECT_EQ(
+      differences(*bare({{"ketama", "true"}}), *make_preset("libmemcached-consistent", nodes)), 0);
 }
 
 TEST(LibmemcachedSettingsTest, KetamaHashIsCheckedAndChangesNothing) {
@@ -242,8 +246,7 @@ TEST(LibmemcachedSettingsTest, KetamaHashIsCheckedAndChangesNothing) {
   for (const char* preset : {"ketama", "libmemcached-consistent", "ketama-spy"}) {
     const auto plain = make_preset(preset, five(false));
     for (const char* h : {"crc", "md5", "murmur3", "jenkins", "fnv1a_32"}) {
-      EXPECT_EQ(differences(*plain,
-                            *make_preset(preset, five(false), with({{"ketama_hash", h}}))),
+      EXPECT_EQ(differences(*plain, *make_preset(preset, five(false), with({{"ketama_hash", h}}))),
                 0)
           << preset << " " << h;
     }
@@ -256,7 +259,7 @@ TEST(LibmemcachedSettingsTest, KetamaHashIsCheckedAndChangesNothing) {
 TEST(LibmemcachedSettingsTest, UnknownSettingNamesTheValidOnes) {
   const std::string m = message_of("ketama", five(false), with({{"ketama_compat", "1"}}));
   for (const char* name :
-       {"ketama_compat", "distribution", "ketama_weighted", "ketama_hash", "hash", "continuum"}) {
+       {"ketama_compat", "distribution", "ketama_weighted", "ketama_hash", "hash", "version"}) {
     EXPECT_NE(m.find(name), std::string::npos) << name << " in: " << m;
   }
   EXPECT_EQ(error_of("ketama", five(false), with({{"ketama_compat", "1"}})), ErrorCode::kParse);
@@ -272,7 +275,7 @@ TEST(LibmemcachedSettingsTest, UnknownValuesNameTheValidOnes) {
   EXPECT_NE(hash.find("fnv1a_32"), std::string::npos) << hash;
   const std::string flag = message_of("ketama", five(false), with({{"ketama_weighted", "maybe"}}));
   EXPECT_NE(flag.find("true, false"), std::string::npos) << flag;
-  const std::string version = message_of("ketama", five(false), with({{"continuum", "1.0"}}));
+  const std::string version = message_of("ketama", five(false), with({{"version", "1.0"}}));
   EXPECT_NE(version.find("1.0.18"), std::string::npos) << version;
   EXPECT_EQ(error_of("ketama", five(false), with({{"distribution", "ring"}})), ErrorCode::kParse);
   EXPECT_EQ(error_of("ketama", five(false), with({{"ketama", "2"}})), ErrorCode::kParse);
@@ -313,7 +316,7 @@ std::vector<Node> named_servers(int n) {
 TEST(LibmemcachedContinuum1018Test, OverOneHundredServersNamesTheSetting) {
   for (const char* preset : {"ketama", "ketama-spy", "libmemcached-consistent"}) {
     const std::string m = message_of(preset, servers(101), {});
-    EXPECT_NE(m.find("continuum=1.0.18"), std::string::npos) << m;
+    EXPECT_NE(m.find("version=1.0.18"), std::string::npos) << m;
   }
   EXPECT_EQ(error_of("libmemcached-modula", servers(101),
                      with({{"distribution", "CONSISTENT_WEIGHTED"}})),
@@ -325,20 +328,37 @@ TEST(LibmemcachedContinuum1018Test, UpToOneHundredServersMapsAs114) {
   for (const char* preset : {"ketama", "ketama-spy", "libmemcached-consistent"}) {
     for (const int n : {2, 5, 50, 100}) {
       const auto a = make_preset(preset, named_servers(n));
-      const auto b = make_preset(preset, named_servers(n), with({{"continuum", "1.0.18"}}));
+      const auto b = make_preset(preset, named_servers(n), with({{"version", "1.0.18"}}));
       EXPECT_EQ(differences(*a, *b, 5000), 0) << preset << " " << n;
     }
     const auto a = make_preset(preset, five(true));
-    const auto b = make_preset(preset, five(true), with({{"continuum", "1.0.18"}}));
+    const auto b = make_preset(preset, five(true), with({{"version", "1.0.18"}}));
     EXPECT_EQ(differences(*a, *b, 5000), 0) << preset << " weighted";
   }
+}
+
+TEST(LibmemcachedContinuum1018Test, Murmur3IsMurmurAndBracketedNamesAreRefused) {
+  // 1.0.18's libhashkit/function.cc gives MEMCACHED_HASH_MURMUR3 hashkit_murmur (MurmurHash2).
+  PresetOptions murmur3 = with({{"version", "1.0.18"}, {"hash", "murmur3"}});
+  PresetOptions murmur = with({{"hash", "murmur"}});
+  EXPECT_EQ(differences(*make_preset("libmemcached-modula", five(false), murmur3),
+                        *make_preset("libmemcached-modula", five(false), murmur)),
+            0);
+  EXPECT_GT(
+      differences(*make_preset("libmemcached-modula", five(false), murmur3),
+                  *make_preset("libmemcached-modula", five(false), with({{"hash", "murmur3"}}))),
+      0);
+  // Its memcached_servers_parse splits "[::1]:11211" at the first ':'.
+  EXPECT_EQ(error_of("ketama", std::vector<Node>{{"[::1]:11211", 1}, {"a", 1}},
+                     with({{"version", "1.0.18"}})),
+            ErrorCode::kUnsupported);
 }
 
 TEST(LibmemcachedContinuum1018Test, EveryServerOwnsKeysAndBuildsAreDeterministic) {
   for (const char* preset : {"ketama", "ketama-spy", "libmemcached-consistent"}) {
     const auto nodes = named_servers(250);
-    const auto a = make_preset(preset, nodes, with({{"continuum", "1.0.18"}}));
-    const auto b = make_preset(preset, nodes, with({{"continuum", "1.0.18"}}));
+    const auto a = make_preset(preset, nodes, with({{"version", "1.0.18"}}));
+    const auto b = make_preset(preset, nodes, with({{"version", "1.0.18"}}));
     ASSERT_EQ(a->node_count(), 250u);
     std::set<NodeId> owners;
     for (int i = 0; i < 50000; ++i) {
@@ -359,7 +379,7 @@ TEST(LibmemcachedContinuum1018Test, EveryServerOwnsKeysAndBuildsAreDeterministic
 // each; 150 get 40 (160 points): the float rounding 1.1.4 has, 1.0.18 has too.
 TEST(LibmemcachedContinuum1018Test, WeightedPointNamesLandOnTheirServer) {
   for (const auto& [n, digests] : {std::pair{150, 40}, std::pair{200, 39}}) {
-    const auto p = make_preset("ketama", named_servers(n), with({{"continuum", "1.0.18"}}));
+    const auto p = make_preset("ketama", named_servers(n), with({{"version", "1.0.18"}}));
     int last_digest_hits = 0;
     for (int s = 1; s <= n; ++s) {
       const std::string host = "mc" + std::to_string(s) + ".example.net-";
@@ -384,7 +404,7 @@ TEST(LibmemcachedContinuum1018Test, WeightedPointNamesLandOnTheirServer) {
 TEST(LibmemcachedContinuum1018Test, UnweightedPointNamesLandOnTheirServer) {
   const int n = 120;
   const auto p =
-      make_preset("libmemcached-consistent", named_servers(n), with({{"continuum", "1.0.18"}}));
+      make_preset("libmemcached-consistent", named_servers(n), with({{"version", "1.0.18"}}));
   int exact = 0;
   for (int s = 1; s <= n; ++s) {
     for (int i = 0; i < 100; ++i) {
