@@ -379,10 +379,13 @@ struct Behaviours {
   // MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED: on sets both hashes to MD5 and CONSISTENT_WEIGHTED; off
   // is MEMCACHED_BEHAVIOR_KETAMA on (CONSISTENT_KETAMA, unweighted), whatever came before.
   void set_ketama_weighted(bool on) noexcept {
-    if (!on) return set_ketama(true);
-    hash = LmHash::kMd5;
-    ketama_hash = LmHash::kMd5;
-    set_distribution(Distribution::kConsistentWeighted);
+    if (on) {
+      hash = LmHash::kMd5;
+      ketama_hash = LmHash::kMd5;
+      set_distribution(Distribution::kConsistentWeighted);
+    } else {
+      set_ketama(true);
+    }
   }
 };
 
@@ -477,6 +480,44 @@ Behaviours preset_behaviours(std::string_view name) {
   return b;
 }
 
+// The client before its servers are added: the preset's own behaviours, then the settings in
+// the order given, then --hash (MEMCACHED_BEHAVIOR_HASH).
+Behaviours configure_client(std::string_view preset, const PresetOptions& options) {
+  Behaviours b = preset_behaviours(preset);
+  bool hash_setting = false;
+  for (const auto& [key, value] : options.settings) {
+    apply_setting(preset, key, value, b);
+    hash_setting = hash_setting || iequals(without_prefix(key, "MEMCACHED_BEHAVIOR_"), "hash");
+  }
+  if (options.hash) {
+    if (hash_setting) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "preset " + std::string(preset) +
+                      ": the hash is given twice (--hash and the setting hash=); give it once");
+    }
+    b.hash = parse_lm_hash(preset, "--hash", *options.hash);
+  }
+  return b;
+}
+
+// What libmemcached 1.0.18 does differently outside the continuum (see Version).
+void follow_1_0_18(std::string_view preset, std::span<const Node> nodes, Behaviours& b) {
+  for (const Node& n : nodes) {
+    // 1.0.18's memcached_servers_parse (parse.cc) splits a server string at its first ':', so
+    // "[::1]:11211" becomes host "[": no mapping worth matching. 1.1.4 reads the brackets.
+    if (n.name.front() == '[') {
+      throw Error(ErrorCode::kUnsupported,
+                  "preset " + std::string(preset) + ": server " + quoted(n.name) +
+                      ": libmemcached 1.0.18 cannot read a bracketed IPv6 server string (its "
+                      "memcached_servers_parse splits at the first ':'); version=1.0.18 "
+                      "refuses it");
+    }
+  }
+  // 1.0.18's _set_function (libhashkit/function.cc) puts MURMUR3 and MURMUR in one case:
+  // hashkit_murmur, MurmurHash2 (its vectors with MURMUR3 are murmur's).
+  if (b.hash == LmHash::kMurmur3) b.hash = LmHash::kMurmur;
+}
+
 // ---- The preset ---------------------------------------------------------------------------------
 
 class LibmemcachedPreset final : public Preset {
@@ -560,40 +601,8 @@ std::unique_ptr<Preset> make_libmemcached(std::string_view name, std::span<const
   servers.reserve(nodes.size());
   for (const Node& n : nodes) servers.push_back(parse_server(name, n));
 
-  // The client: the preset's own behaviours, then the settings in the order given, then --hash
-  // (MEMCACHED_BEHAVIOR_HASH) — all before the servers are added.
-  Behaviours b = preset_behaviours(name);
-  bool hash_setting = false;
-  for (const auto& [key, value] : options.settings) {
-    apply_setting(name, key, value, b);
-    hash_setting = hash_setting || iequals(without_prefix(key, "MEMCACHED_BEHAVIOR_"), "hash");
-  }
-  if (options.hash) {
-    if (hash_setting) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "preset " + std::string(name) +
-                      ": the hash is given twice (--hash and the setting hash=); give it once");
-    }
-    b.hash = parse_lm_hash(name, "--hash", *options.hash);
-  }
-  if (b.version == Version::k1_0_18) {
-    for (const Node& n : nodes) {
-      // 1.0.18's memcached_servers_parse (parse.cc) splits a server string at its first ':', so
-      // "[::1]:11211" becomes host "[": no mapping worth matching. 1.1.4 reads the brackets.
-      if (n.name.front() == '[') {
-        throw Error(ErrorCode::kUnsupported,
-                    "preset " + std::string(name) + ": server " + quoted(n.name) +
-                        ": libmemcached 1.0.18 cannot read a bracketed IPv6 server string (its "
-                        "memcached_servers_parse splits at the first ':'); version=1.0.18 "
-                        "refuses it");
-      }
-    }
-  }
-  if (b.version == Version::k1_0_18 && b.hash == LmHash::kMurmur3) {
-    // 1.0.18's _set_function (libhashkit/function.cc) puts MURMUR3 and MURMUR in one case:
-    // hashkit_murmur, MurmurHash2. (Checked: its vectors with MURMUR3 are murmur's.)
-    b.hash = LmHash::kMurmur;
-  }
+  Behaviours b = configure_client(name, options);
+  if (b.version == Version::k1_0_18) follow_1_0_18(name, nodes, b);
   // server_add: adding a server of weight > 1 to a consistent client turns the weighting on
   // (hosts.cc), so the whole continuum becomes weighted MD5 points while keys keep their hash.
   if (b.consistent() &&
