@@ -31,7 +31,11 @@ struct PresetOptions {
   std::optional<std::string> hash;      // the peer's own hash setting, spelled as the peer does
   std::optional<std::string> hash_tag;  // two characters, as twemproxy's hash_tag ("{}")
   std::optional<std::uint32_t> vnodes;  // points / replicas per node, where the peer has them
-  // The peer's own behaviour settings, in its spelling (e.g. libmemcached's distribution).
+  // The peer's own settings, name and value in the peer's spelling, applied in this order (the
+  // order can matter, as it does in the peer). The libmemcached presets take libmemcached's
+  // behaviours: {"distribution", "CONSISTENT_KETAMA_SPY"}, {"ketama_weighted", "true"},
+  // {"hash", "FNV1A_32"}, ... (docs/compat/libmemcached.md). Every other preset takes none, and
+  // an unknown name or value is an Error that lists the valid ones.
   std::vector<std::pair<std::string, std::string>> settings;
 };
 

@@ -1,9 +1,12 @@
 // The memcached C clients: libmemcached 1.1.4 (Debian's libmemcached11, the "awesome" fork) as
-// ketama, ketama-spy, libmemcached-consistent and libmemcached-modula; the original last.fm
-// libketama as libketama. Each is pinned by tests/compat/vectors made by the real library
-// (tests/compat/libmemcached/, tests/compat/libketama/); docs/compat/libmemcached.md has the
-// details that decide every mapping. Citations are to libmemcached's src/libmemcached/hosts.cc
-// (update_continuum), hash.cc (dispatch_host), src/libhashkit/*.cc and libketama's ketama.c.
+// ketama, ketama-spy, libmemcached-consistent and libmemcached-modula — four shorthands for
+// behaviour lists, to which PresetOptions::settings adds the user's own behaviours — and the
+// original last.fm libketama as libketama. Each is pinned by tests/compat/vectors made by the
+// real library (tests/compat/libmemcached/, tests/compat/libketama/); docs/compat/libmemcached.md
+// has the details that decide every mapping. Citations are to libmemcached's
+// src/libmemcached/hosts.cc (update_continuum), behavior.cc (memcached_behavior_set), hash.cc
+// (dispatch_host), src/libhashkit/*.cc (github.com/awesomized/libmemcached, tags 1.1.4 and
+// 1.0.18) and libketama's ketama.c.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -154,16 +157,30 @@ bool iequals(std::string_view a, std::string_view b) noexcept {
          });
 }
 
-LmHash parse_lm_hash(std::string_view preset, std::string_view name) {
+// `s` without a leading `prefix` (any case): libmemcached's constants are spelled
+// MEMCACHED_HASH_MD5, MEMCACHED_DISTRIBUTION_CONSISTENT, MEMCACHED_BEHAVIOR_HASH; users write
+// them with or without the prefix.
+std::string_view without_prefix(std::string_view s, std::string_view prefix) noexcept {
+  return s.size() > prefix.size() && iequals(s.substr(0, prefix.size()), prefix)
+             ? s.substr(prefix.size())
+             : s;
+}
+
+std::string quoted(std::string_view s) { return "\"" + std::string(s.substr(0, 64)) + "\""; }
+
+// `what` names the setting in messages: "--hash", "hash", "ketama_hash".
+LmHash parse_lm_hash(std::string_view preset, std::string_view what, std::string_view name) {
+  const std::string_view bare = without_prefix(name, "MEMCACHED_HASH_");
   for (const HashName& h : kHashNames) {
-    if (iequals(h.name, name)) return h.hash;
+    if (iequals(h.name, bare)) return h.hash;
   }
-  if (iequals(name, "hsieh")) {
-    // Debian builds libhashkit without HAVE_HSIEH_HASH: MEMCACHED_BEHAVIOR_HASH refuses it
-    // (libhashkit/function.cc _set_function), so there is no peer mapping to match.
+  if (iequals(bare, "hsieh")) {
+    // Debian builds libhashkit without HAVE_HSIEH_HASH: MEMCACHED_BEHAVIOR_HASH and
+    // MEMCACHED_BEHAVIOR_KETAMA_HASH refuse it (libhashkit/function.cc _set_function), so there
+    // is no peer mapping to match.
     throw Error(ErrorCode::kUnsupported,
-                "preset " + std::string(preset) +
-                    ": --hash hsieh is refused by libmemcached 1.1.4 as Debian builds it "
+                "preset " + std::string(preset) + ": " + std::string(what) +
+                    " hsieh is refused by libmemcached 1.1.4 as Debian builds it "
                     "(libhashkit without hsieh)");
   }
   std::string valid;
@@ -171,8 +188,9 @@ LmHash parse_lm_hash(std::string_view preset, std::string_view name) {
     if (!valid.empty()) valid += ", ";
     valid += h.name;
   }
-  throw Error(ErrorCode::kParse, "preset " + std::string(preset) + ": unknown --hash \"" +
-                                     std::string(name.substr(0, 64)) + "\" (valid: " + valid + ")");
+  throw Error(ErrorCode::kParse, "preset " + std::string(preset) + ": unknown " +
+                                     std::string(what) + " " + quoted(name) + " (valid: " + valid +
+                                     "; any case, MEMCACHED_HASH_ prefix optional)");
 }
 
 // ---- Server names as libmemcached reads them ----------------------------------------------------
@@ -181,6 +199,8 @@ constexpr std::uint32_t kDefaultPort = 11211;  // MEMCACHED_DEFAULT_PORT
 constexpr std::size_t kMaxHostBytes = 1024;    // hostnames shorter than MEMCACHED_NI_MAXHOST
 // Debian's libmemcached is built with assertions on: update_continuum aborts the process when
 // server count * MEMCACHED_POINTS_PER_SERVER exceeds MEMCACHED_CONTINUUM_SIZE (100 * 100).
+// libmemcached 1.0.18 has the same assert_msg, but its release tarballs define NDEBUG
+// (m4/ax_assert.m4), which compiles it out: setting version=1.0.18 lifts the limit.
 constexpr std::size_t kMaxContinuumServers = 100;
 
 struct Server {
@@ -266,7 +286,10 @@ struct ContinuumSpec {
 };
 
 // Points are listed server by server; BasicRing::from_points keeps that order among equal
-// positions, which is libmemcached's: continuum_item_cmp sorts by value, then by server index.
+// positions, which is libmemcached's: 1.1.4's continuum_item_cmp sorts by value, then by server
+// index. 1.0.18's compares values only and leaves ties to qsort, which glibc (through 2.36)
+// runs as a stable merge sort on arrays this size: the same order, server by server. Otherwise
+// 1.0.18's update_continuum computes the same points (read side by side at both tags).
 RingTable build_continuum(const ContinuumSpec& spec, std::span<const Server> servers,
                           std::span<const Node> nodes) {
   std::uint64_t total = 0;
@@ -294,6 +317,205 @@ RingTable build_continuum(const ContinuumSpec& spec, std::span<const Server> ser
   }
   // dispatch_host: the first point whose value is >= the key's hash, else the first point.
   return RingTable::from_points(std::move(points), servers.size(), RingSuccessor::kGreaterOrEqual);
+}
+
+// ---- Behaviours (behavior.cc memcached_behavior_set) -------------------------------------------
+// The part of a memcached_st that decides placement, and how each behaviour changes it. The
+// behaviours interact — KETAMA_WEIGHTED sets the distribution and the key hash, a distribution
+// can clear the weighting — so a client is modelled as its behaviours applied one by one, in the
+// order given, all before the servers are added (then server_add's own rule, see below).
+
+enum class Distribution : std::uint8_t {  // memcached_server_distribution_t
+  kModula,                                // memcached_create's default
+  kConsistent,
+  kConsistentKetama,
+  kConsistentKetamaSpy,
+  kConsistentWeighted,
+};
+
+struct DistributionName {
+  std::string_view name;
+  Distribution value;
+};
+
+constexpr DistributionName kDistributionNames[] = {
+    {"modula", Distribution::kModula},
+    {"consistent", Distribution::kConsistent},
+    {"consistent_ketama", Distribution::kConsistentKetama},
+    {"consistent_ketama_spy", Distribution::kConsistentKetamaSpy},
+    {"consistent_weighted", Distribution::kConsistentWeighted},
+};
+
+// The libmemcached release followed (setting version=). 1.0.18 as released (NDEBUG) builds the
+// same continuum as 1.1.4 for any number of servers; it differs in two other places: its
+// MEMCACHED_HASH_MURMUR3 is MurmurHash2 (libhashkit/function.cc sets hashkit_murmur for both), and
+// its memcached_servers_parse cannot read "[v6]:port".
+enum class Version : std::uint8_t {
+  k1_1_4,  // Debian's 1.1.4: more than 100 servers abort (see kMaxContinuumServers)
+  k1_0_18,
+};
+
+struct Behaviours {
+  Distribution distribution = Distribution::kModula;
+  bool weighted = false;                  // ptr->ketama.weighted_
+  LmHash hash = LmHash::kDefault;         // hashkit base_hash: keys, and unweighted points
+  LmHash ketama_hash = LmHash::kDefault;  // hashkit distribution_hash: stored, never read
+  Version version = Version::k1_1_4;
+
+  // memcached_is_consistent_distribution: every distribution chash models but modula.
+  bool consistent() const noexcept { return distribution != Distribution::kModula; }
+
+  // memcached_behavior_set_distribution: CONSISTENT and CONSISTENT_KETAMA clear the weighting,
+  // CONSISTENT_WEIGHTED sets it, MODULA and CONSISTENT_KETAMA_SPY keep it as it was.
+  void set_distribution(Distribution d) noexcept {
+    if (d == Distribution::kConsistent || d == Distribution::kConsistentKetama) weighted = false;
+    if (d == Distribution::kConsistentWeighted) weighted = true;
+    distribution = d;
+  }
+  // MEMCACHED_BEHAVIOR_KETAMA: on is CONSISTENT_KETAMA, off is MODULA.
+  void set_ketama(bool on) noexcept {
+    set_distribution(on ? Distribution::kConsistentKetama : Distribution::kModula);
+  }
+  // MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED: on sets both hashes to MD5 and CONSISTENT_WEIGHTED; off
+  // is MEMCACHED_BEHAVIOR_KETAMA on (CONSISTENT_KETAMA, unweighted), whatever came before.
+  void set_ketama_weighted(bool on) noexcept {
+    if (on) {
+      hash = LmHash::kMd5;
+      ketama_hash = LmHash::kMd5;
+      set_distribution(Distribution::kConsistentWeighted);
+    } else {
+      set_ketama(true);
+    }
+  }
+};
+
+constexpr std::string_view kSettingNames =
+    "distribution, ketama, ketama_weighted, ketama_hash, hash, version";
+
+bool parse_bool(std::string_view preset, std::string_view setting, std::string_view value) {
+  for (std::string_view t : {"true", "on", "yes", "1"}) {
+    if (iequals(value, t)) return true;
+  }
+  for (std::string_view f : {"false", "off", "no", "0"}) {
+    if (iequals(value, f)) return false;
+  }
+  throw Error(ErrorCode::kParse,
+              "preset " + std::string(preset) + ": " + std::string(setting) + "=" + quoted(value) +
+                  " is not a boolean (valid: true, false, on, off, yes, no, 1, 0)");
+}
+
+Distribution parse_distribution(std::string_view preset, std::string_view value) {
+  const std::string_view bare =
+      without_prefix(without_prefix(value, "MEMCACHED_"), "DISTRIBUTION_");
+  for (const DistributionName& d : kDistributionNames) {
+    if (iequals(d.name, bare)) return d.value;
+  }
+  if (iequals(bare, "random") || iequals(bare, "virtual_bucket")) {
+    // RANDOM picks random() % servers for every key (hash.cc dispatch_host); VIRTUAL_BUCKET
+    // reads a bucket table given with memcached_bucket_set: neither is a function of the key.
+    throw Error(ErrorCode::kUnsupported,
+                "preset " + std::string(preset) + ": distribution " + std::string(bare) +
+                    " does not map a key to one server chash can compute (RANDOM is random per "
+                    "request, VIRTUAL_BUCKET needs libmemcached's bucket table)");
+  }
+  std::string valid;
+  for (const DistributionName& d : kDistributionNames) {
+    if (!valid.empty()) valid += ", ";
+    for (char c : d.name) valid += static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+  }
+  throw Error(ErrorCode::kParse, "preset " + std::string(preset) + ": unknown distribution " +
+                                     quoted(value) + " (valid: " + valid +
+                                     "; any case, MEMCACHED_DISTRIBUTION_ prefix optional)");
+}
+
+// One memcached_behavior_set call (or chash's own `version`), in libmemcached's spelling.
+void apply_setting(std::string_view preset, std::string_view name, std::string_view value,
+                   Behaviours& b) {
+  const std::string_view setting = without_prefix(name, "MEMCACHED_BEHAVIOR_");
+  if (iequals(setting, "distribution")) {
+    b.set_distribution(parse_distribution(preset, value));
+  } else if (iequals(setting, "ketama")) {
+    b.set_ketama(parse_bool(preset, "ketama", value));
+  } else if (iequals(setting, "ketama_weighted")) {
+    b.set_ketama_weighted(parse_bool(preset, "ketama_weighted", value));
+  } else if (iequals(setting, "ketama_hash")) {
+    // Validated as libmemcached validates it (hsieh is refused), then never read: neither 1.1.4
+    // nor 1.0.18 hashes anything with the distribution hash (update_continuum uses MD5 or the
+    // key hash); the generator checks every vector with each KETAMA_HASH.
+    b.ketama_hash = parse_lm_hash(preset, "ketama_hash", value);
+  } else if (iequals(setting, "hash")) {
+    b.hash = parse_lm_hash(preset, "hash", value);
+  } else if (iequals(setting, "version")) {
+    if (value == "1.1.4") {
+      b.version = Version::k1_1_4;
+    } else if (value == "1.0.18") {
+      b.version = Version::k1_0_18;
+    } else {
+      throw Error(ErrorCode::kParse, "preset " + std::string(preset) +
+                                         ": version=" + quoted(value) +
+                                         " is not a libmemcached release chash follows "
+                                         "(valid: 1.1.4, the default; 1.0.18)");
+    }
+  } else {
+    throw Error(ErrorCode::kParse, "preset " + std::string(preset) + ": unknown setting " +
+                                       quoted(name) + " (valid: " + std::string(kSettingNames) +
+                                       "; libmemcached's behaviour names, any case, "
+                                       "MEMCACHED_BEHAVIOR_ prefix optional)");
+  }
+}
+
+// The behaviour list each preset name stands for, as libmemcached_peer.c applies it.
+Behaviours preset_behaviours(std::string_view name) {
+  Behaviours b;
+  if (name == "ketama") {
+    b.set_ketama_weighted(true);
+  } else if (name == "ketama-spy") {
+    b.set_ketama_weighted(true);
+    b.set_distribution(Distribution::kConsistentKetamaSpy);
+  } else if (name == "libmemcached-consistent") {
+    b.set_distribution(Distribution::kConsistent);
+  } else if (name != "libmemcached-modula") {
+    throw Error(ErrorCode::kInvalidArgument, "no libmemcached preset named " + std::string(name));
+  }
+  return b;
+}
+
+// The client before its servers are added: the preset's own behaviours, then the settings in
+// the order given, then --hash (MEMCACHED_BEHAVIOR_HASH).
+Behaviours configure_client(std::string_view preset, const PresetOptions& options) {
+  Behaviours b = preset_behaviours(preset);
+  bool hash_setting = false;
+  for (const auto& [key, value] : options.settings) {
+    apply_setting(preset, key, value, b);
+    hash_setting = hash_setting || iequals(without_prefix(key, "MEMCACHED_BEHAVIOR_"), "hash");
+  }
+  if (options.hash) {
+    if (hash_setting) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "preset " + std::string(preset) +
+                      ": the hash is given twice (--hash and the setting hash=); give it once");
+    }
+    b.hash = parse_lm_hash(preset, "--hash", *options.hash);
+  }
+  return b;
+}
+
+// What libmemcached 1.0.18 does differently outside the continuum (see Version).
+void follow_1_0_18(std::string_view preset, std::span<const Node> nodes, Behaviours& b) {
+  for (const Node& n : nodes) {
+    // 1.0.18's memcached_servers_parse (parse.cc) splits a server string at its first ':', so
+    // "[::1]:11211" becomes host "[": no mapping worth matching. 1.1.4 reads the brackets.
+    if (n.name.front() == '[') {
+      throw Error(ErrorCode::kUnsupported,
+                  "preset " + std::string(preset) + ": server " + quoted(n.name) +
+                      ": libmemcached 1.0.18 cannot read a bracketed IPv6 server string (its "
+                      "memcached_servers_parse splits at the first ':'); version=1.0.18 "
+                      "refuses it");
+    }
+  }
+  // 1.0.18's _set_function (libhashkit/function.cc) puts MURMUR3 and MURMUR in one case:
+  // hashkit_murmur, MurmurHash2 (its vectors with MURMUR3 are murmur's).
+  if (b.hash == LmHash::kMurmur3) b.hash = LmHash::kMurmur;
 }
 
 // ---- The preset ---------------------------------------------------------------------------------
@@ -379,39 +601,28 @@ std::unique_ptr<Preset> make_libmemcached(std::string_view name, std::span<const
   servers.reserve(nodes.size());
   for (const Node& n : nodes) servers.push_back(parse_server(name, n));
 
-  // Each preset is the client configured before its servers are added (see
-  // tests/compat/libmemcached/libmemcached_peer.c), then MEMCACHED_BEHAVIOR_HASH if given.
-  ContinuumSpec spec;
-  bool consistent = true;
-  if (name == "ketama") {
-    // MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED: weighted continuum, MD5 key hash.
-    spec.weighted = true;
-    spec.hash = LmHash::kMd5;
-  } else if (name == "ketama-spy") {
-    // KETAMA_WEIGHTED, then MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY (keeps weighted_).
-    spec.weighted = true;
-    spec.hash = LmHash::kMd5;
-    spec.naming = Naming::kSpy;
-  } else if (name == "libmemcached-consistent") {
-    // MEMCACHED_DISTRIBUTION_CONSISTENT is unweighted, but adding a server of weight > 1 to a
-    // consistent client turns weighted_ on (hosts.cc server_add): the whole continuum becomes
-    // weighted MD5 points while keys keep MEMCACHED_BEHAVIOR_HASH.
-    spec.weighted =
-        std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.weight > 1; });
-  } else if (name == "libmemcached-modula") {
-    consistent = false;  // weights are ignored: hash % server count
-  } else {
-    throw Error(ErrorCode::kInvalidArgument, "no libmemcached preset named " + std::string(name));
+  Behaviours b = configure_client(name, options);
+  if (b.version == Version::k1_0_18) follow_1_0_18(name, nodes, b);
+  // server_add: adding a server of weight > 1 to a consistent client turns the weighting on
+  // (hosts.cc), so the whole continuum becomes weighted MD5 points while keys keep their hash.
+  if (b.consistent() &&
+      std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.weight > 1; })) {
+    b.weighted = true;
   }
-  if (options.hash) spec.hash = parse_lm_hash(name, *options.hash);
 
+  ContinuumSpec spec;
+  spec.weighted = b.weighted;
+  spec.hash = b.hash;
+  spec.naming =
+      b.distribution == Distribution::kConsistentKetamaSpy ? Naming::kSpy : Naming::kLibmemcached;
   std::optional<RingTable> ring;
-  if (consistent) {
-    if (servers.size() > kMaxContinuumServers) {
+  if (b.consistent()) {
+    if (servers.size() > kMaxContinuumServers && b.version != Version::k1_0_18) {
       throw Error(ErrorCode::kLimitExceeded,
                   "preset " + std::string(name) + ": " + std::to_string(servers.size()) +
                       " servers; libmemcached 1.1.4 (Debian) aborts on more than 100 in a "
-                      "consistent distribution");
+                      "consistent distribution. The setting version=1.0.18 follows libmemcached "
+                      "1.0.18 as released, which builds the same continuum for any number");
     }
     ring = build_continuum(spec, servers, nodes);
   }

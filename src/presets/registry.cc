@@ -13,14 +13,20 @@ struct Entry {
   presets::Factory factory;
 };
 
+// The presets that take PresetOptions::settings (the peer's own behaviours); every other preset
+// refuses any, here, so that no factory can forget to.
+bool takes_settings(const Entry& e) noexcept { return e.factory == presets::make_libmemcached; }
+
 // One line per preset: which peer, which version was verified (docs/COMPATIBILITY.md has more).
 constexpr Entry kPresets[] = {
     {{"ketama", "libmemcached 1.1.4 weighted ketama (MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED)"},
      presets::make_libmemcached},
-    {{"ketama-spy", "libmemcached 1.1.4 ketama with MEMCACHED_BEHAVIOR_KETAMA_COMPAT (spymemcached)"},
+    {{"ketama-spy",
+      "libmemcached 1.1.4 weighted ketama, MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY"},
      presets::make_libmemcached},
     {{"libketama", "libketama (the original, last.fm)"}, presets::make_libketama},
-    {{"libmemcached-consistent", "libmemcached 1.1.4 MEMCACHED_DISTRIBUTION_CONSISTENT (unweighted)"},
+    {{"libmemcached-consistent",
+      "libmemcached 1.1.4 MEMCACHED_DISTRIBUTION_CONSISTENT (unweighted)"},
      presets::make_libmemcached},
     {{"libmemcached-modula", "libmemcached 1.1.4 default distribution (modula)"},
      presets::make_libmemcached},
@@ -59,7 +65,20 @@ std::span<const PresetInfo> preset_list() noexcept {
 std::unique_ptr<Preset> make_preset(std::string_view name, std::span<const Node> nodes,
                                     const PresetOptions& options) {
   for (const Entry& e : kPresets) {
-    if (e.info.name == name) return e.factory(name, nodes, options);
+    if (e.info.name != name) continue;
+    if (!options.settings.empty() && !takes_settings(e)) {
+      std::string with;
+      for (const Entry& s : kPresets) {
+        if (!takes_settings(s)) continue;
+        if (!with.empty()) with += ", ";
+        with += s.info.name;
+      }
+      throw Error(ErrorCode::kUnsupported, "preset " + std::string(name) +
+                                               " has no settings (got \"" +
+                                               options.settings.front().first.substr(0, 64) +
+                                               "\"); presets with settings: " + with);
+    }
+    return e.factory(name, nodes, options);
   }
   std::string valid;
   for (const Entry& e : kPresets) {

@@ -61,6 +61,9 @@ VectorFile load(const std::string& path) {
         v.preset = parts.at(1);
       } else if (parts[0] == "@node") {
         v.nodes.push_back(Node{parts.at(1), static_cast<std::uint32_t>(std::stoul(parts.at(2)))});
+      } else if (parts[0] == "@setting") {
+        // The peer's own setting (PresetOptions::settings), in the order the file lists them.
+        v.options.settings.emplace_back(parts.at(1), parts.at(2));
       } else if (parts[0] == "@option") {
         const std::string& name = parts.at(1);
         const std::string& value = parts.at(2);
@@ -91,10 +94,14 @@ VectorFile load(const std::string& path) {
 
 std::vector<std::string> vector_files() {
   std::vector<std::string> files;
-  const fs::path dir = fs::path(CHASH_COMPAT_DIR) / "vectors";
-  if (!fs::exists(dir)) return files;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().extension() == ".tsv") files.push_back(e.path().string());
+  // vectors/: peers this machine can install; vectors-libmemcached-1.0.18/: libmemcached 1.0.18
+  // built from its source by tests/compat/libmemcached/generate_1018.sh (not a Debian package).
+  for (const char* name : {"vectors", "vectors-libmemcached-1.0.18"}) {
+    const fs::path dir = fs::path(CHASH_COMPAT_DIR) / name;
+    if (!fs::exists(dir)) continue;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.path().extension() == ".tsv") files.push_back(e.path().string());
+    }
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -149,7 +156,11 @@ TEST_P(CompatVectors, PresetAgreesWithThePeerOnEveryKey) {
 }
 
 std::string test_name(const ::testing::TestParamInfo<std::string>& p) {
-  std::string name = fs::path(p.param).stem().string();
+  const fs::path path(p.param);
+  std::string name = path.stem().string();
+  if (path.parent_path().filename() != "vectors") {
+    name = path.parent_path().filename().string() + "__" + name;
+  }
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }

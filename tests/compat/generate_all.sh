@@ -5,6 +5,7 @@
 # checkout of their public source, given by an environment variable; without it that generator
 # is skipped and its committed vectors are kept:
 #   KETAMA_SRC     libketama (RJ/ketama)          -> libketama vectors
+#   LIBMEMCACHED_1018_SRC  libmemcached with tag 1.0.18 -> vectors-libmemcached-1.0.18/
 #   HASH_RING_SRC  Python hash_ring (Doist)        -> hash_ring vectors
 #   JEDIS_SRC      Jedis v3.10.0 (redis/jedis)     -> jedis and guava vectors
 #   ENVOY_SRC      Envoy (envoyproxy/envoy)        -> tests/compat/envoy/published.txt
@@ -17,6 +18,7 @@ run() {
 }
 python3 make_keys.py
 run ./libmemcached/generate.sh
+if [ -n "${LIBMEMCACHED_1018_SRC:-}" ]; then run ./libmemcached/generate_1018.sh "$LIBMEMCACHED_1018_SRC"; else echo "== skip libmemcached 1.0.18 (set LIBMEMCACHED_1018_SRC)"; fi
 run ./twemproxy/generate.sh
 run ./nginx/generate.sh
 run ./uhashring/generate.sh

@@ -215,5 +215,28 @@ TEST(ConfigTest, HashBalanceFactorIsRefusedForNonHashTcpBalances) {
             0u);
 }
 
+// preset_options: a preset's own settings, in order, as chash route --preset-option.
+TEST(ConfigTest, PresetOptionsReachTheRouter) {
+  const std::string servers = "  servers:\n   - 127.0.0.1:11211:1\n   - 127.0.0.1:11212:1\n";
+  const auto c = parse_config("a:\n  listen: 127.0.0.1:1\n  preset: libmemcached-modula\n"
+                              "  preset_options: {ketama_weighted: true, distribution: CONSISTENT_KETAMA_SPY}\n" +
+                                  servers,
+                              "t.yml");
+  const auto& r = c.pools[0].routing;
+  ASSERT_EQ(r.preset_settings.size(), 2u);
+  EXPECT_EQ(r.preset_settings[0], (std::pair<std::string, std::string>{"ketama_weighted", "true"}));
+  EXPECT_EQ(r.preset_settings[1].second, "CONSISTENT_KETAMA_SPY");
+  RoutingSpec spy_spec;
+  spy_spec.preset = "ketama-spy";
+  const auto spy = Router::build(spy_spec, c.pools[0].nodes());
+  const auto set = Router::build(r, c.pools[0].nodes());
+  for (int i = 0; i < 200; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    EXPECT_EQ(set.route(k), spy.route(k)) << k;
+  }
+  EXPECT_THROW(parse_config("a:\n  listen: 127.0.0.1:1\n  preset: twemproxy\n  preset_options: {x: y}\n" + servers, "t.yml"), Error);
+  EXPECT_THROW(parse_config("a:\n  listen: 127.0.0.1:1\n  preset_options: [1]\n" + servers, "t.yml"), Error);
+}
+
 }  // namespace
 }  // namespace chash::proxy

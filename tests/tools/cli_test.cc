@@ -232,6 +232,23 @@ TEST_F(Cli, PresetOptionsAreKeyValuePairsForPresetsOnly) {
   r = run("route --preset ketama --nodes a,b --preset-option distribution", "k\n");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("KEY=VALUE"), std::string::npos) << r.err;
+  // libmemcached's behaviours, in order: modula's defaults + KETAMA_WEIGHTED + KETAMA_SPY is
+  // exactly the ketama-spy preset.
+  std::string in;
+  for (int i = 0; i < 300; ++i) in += "key" + std::to_string(i) + "\n";
+  const std::string nodes = " --nodes 10.0.0.1:11211,10.0.0.2:11211,10.0.0.3:11212,10.0.0.4";
+  const auto spy = run("route --preset ketama-spy" + nodes, in);
+  const auto set = run("route --preset libmemcached-modula" + nodes +
+                           " --preset-option ketama_weighted=true"
+                           " --preset-option distribution=CONSISTENT_KETAMA_SPY", in);
+  ASSERT_EQ(spy.code, 0) << spy.err;
+  ASSERT_EQ(set.code, 0) << set.err;
+  EXPECT_EQ(spy.out, set.out);
+  const auto modula = run("route --preset libmemcached-modula" + nodes, in);
+  EXPECT_NE(modula.out, set.out);
+  r = run("route --preset libmemcached-modula" + nodes + " --preset-option distribution=RANDOMISH", "k\n");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("CONSISTENT_KETAMA_SPY"), std::string::npos) << r.err;  // lists the valid ones
 }
 
 TEST_F(Cli, SlotMatchesRedis) {

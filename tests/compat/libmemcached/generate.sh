@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Regenerates the libmemcached vectors from the real library, on this machine:
 #   tests/compat/vectors/{ketama,ketama-spy,libmemcached-consistent,libmemcached-modula}__*.tsv
+#   tests/compat/vectors/libmemcached__*.tsv   (behaviour combinations, see "Settings" below)
 #
 #   tests/compat/libmemcached/generate.sh
 #
 # Installs what it needs (Debian: libmemcached-dev, memcached, gcc, python3) if it is missing,
 # builds libmemcached_peer.c against the installed libmemcached, and
-#   - writes the "route" vectors with memcached_generate_hash() (no server needed);
+#   - writes the "route" vectors with memcached_generate_hash() (no server needed), for the
+#     four presets and for every combination of the behaviours chash takes as preset settings;
 #   - writes the "e2e" vectors end to end: memcached servers started here on 127.0.0.1 (free
 #     ports from 41211 up, always stopped on exit), every key SET through libmemcached and then
 #     looked for on every server directly; the e2e-replicas cases also check libmemcached's own
 #     replication (MEMCACHED_BEHAVIOR_NUMBER_OF_REPLICAS).
 # Every key of keys.hex is used: libmemcached takes (pointer, length) keys of any bytes up to
 # 250, and none of ours has whitespace or control bytes that the memcached protocol could not
-# carry.
+# carry. The behaviour-combination files use every 10th key (195), to keep ~320 files small.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,13 +50,14 @@ trap cleanup EXIT
 cc -O2 -Wall -Wextra -o "$tmp/peer" "$here/libmemcached_peer.c" -lmemcached
 mkdir -p "$out"
 
-# The preset's client set-up, as libmemcached_peer.c applies it before adding servers.
-mode_of() {
+# The behaviours each preset stands for, as libmemcached_peer.c applies them (in this order,
+# before adding servers); chash's presets are these lists (src/presets/libmemcached.cc).
+settings_of() {
   case $1 in
-    ketama) echo ketama ;;
-    ketama-spy) echo ketama-spy ;;
-    libmemcached-consistent) echo consistent ;;
-    libmemcached-modula) echo modula ;;
+    ketama) echo "ketama_weighted=1" ;;
+    ketama-spy) echo "ketama_weighted=1,distribution=CONSISTENT_KETAMA_SPY" ;;
+    libmemcached-consistent) echo "distribution=CONSISTENT" ;;
+    libmemcached-modula) echo "" ;;
     *) echo "generate.sh: unknown preset $1" >&2; exit 1 ;;
   esac
 }
@@ -65,6 +68,12 @@ setup_of() {
     libmemcached-consistent) echo "MEMCACHED_BEHAVIOR_DISTRIBUTION=MEMCACHED_DISTRIBUTION_CONSISTENT" ;;
     libmemcached-modula) echo "default distribution (MEMCACHED_DISTRIBUTION_MODULA)" ;;
   esac
+}
+# join_settings "a,b" "c" -> "a,b,c"; "-" (the peer's "no settings") when all are empty.
+join_settings() {
+  local out="" part
+  for part in "$@"; do [[ -n $part ]] && out+="${out:+,}$part"; done
+  echo "${out:--}"
 }
 
 header() {  # header PRESET HASH REPLICAS WHAT NODE=WEIGHT...
@@ -88,7 +97,8 @@ route_vector() {  # route_vector PRESET CASE HASH NODE=WEIGHT...
   local f="$out/${preset}__${case}.tsv"
   {
     header "$preset" "$hash" 1 "memcached_generate_hash() and memcached_server_by_key()" "$@"
-    "$tmp/peer" route "$(mode_of "$preset")" "$hash" "$keys" "$@"
+    "$tmp/peer" route "$(join_settings "$(settings_of "$preset")" \
+      "$([[ $hash != - ]] && echo "hash=$hash")")" "$keys" "$@"
   } >"$f.tmp"
   mv "$f.tmp" "$f"
   echo "wrote $f"
@@ -173,6 +183,117 @@ if [[ $("$tmp/peer" hashes | awk '$1 == "hsieh" { print $2 }') != refused ]]; th
   exit 1
 fi
 
+# ---- Settings: behaviour combinations -------------------------------------------------------------
+# libmemcached clients configured by behaviours alone, as users set them (pylibmc "distribution",
+# "ketama_weighted", "hash"; PHP OPT_DISTRIBUTION, OPT_LIBKETAMA_COMPATIBLE, OPT_HASH; C
+# memcached_behavior_set), applied in the order of the file name's tokens, before the servers
+# are added. chash reads them as @setting lines on the bare client (@preset libmemcached-modula).
+#   kw-on / kw-off        MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED 1 / 0
+#   ketama-on / -off      MEMCACHED_BEHAVIOR_KETAMA 1 / 0
+#   dist-<d>              MEMCACHED_BEHAVIOR_DISTRIBUTION (modula, consistent, ketama = CONSISTENT_
+#                         KETAMA, spy = CONSISTENT_KETAMA_SPY, weighted = CONSISTENT_WEIGHTED)
+#   khash-<h> / hash-<h>  MEMCACHED_BEHAVIOR_KETAMA_HASH / MEMCACHED_BEHAVIOR_HASH
+sub_keys=$tmp/keys-every-10th.hex
+awk 'NR % 10 == 1' "$keys" >"$sub_keys"
+dist_name() {
+  case $1 in
+    modula) echo MODULA ;; consistent) echo CONSISTENT ;; ketama) echo CONSISTENT_KETAMA ;;
+    spy) echo CONSISTENT_KETAMA_SPY ;; weighted) echo CONSISTENT_WEIGHTED ;;
+    *) echo "generate.sh: unknown distribution token $1" >&2; exit 1 ;;
+  esac
+}
+on_off() { [[ $1 == on ]] && echo "$2" || echo "$3"; }
+
+settings_vector() {  # settings_vector PRESET FILE-STEM "TOKEN ..." NODE=WEIGHT...
+  local preset=$1 stem=$2 tokens=$3 t peer_list="" lines=() d n
+  shift 3
+  for t in $tokens; do
+    case $t in
+      kw-*) peer_list+=",ketama_weighted=$(on_off "${t#kw-}" 1 0)"
+            lines+=("@setting ketama_weighted $(on_off "${t#kw-}" true false)") ;;
+      ketama-*) peer_list+=",ketama=$(on_off "${t#ketama-}" 1 0)"
+                lines+=("@setting ketama $(on_off "${t#ketama-}" true false)") ;;
+      dist-*) d=$(dist_name "${t#dist-}")
+              peer_list+=",distribution=$d"; lines+=("@setting distribution $d") ;;
+      khash-*) peer_list+=",ketama_hash=${t#khash-}"; lines+=("@setting ketama_hash ${t#khash-}") ;;
+      hash-*) peer_list+=",hash=${t#hash-}"; lines+=("@setting hash ${t#hash-}") ;;
+      *) echo "generate.sh: unknown token $t" >&2; exit 1 ;;
+    esac
+  done
+  local f="$out/${stem}.tsv"
+  {
+    echo "# peer: libmemcached $lm_version (Debian libmemcached11), memcached_generate_hash() and memcached_server_by_key()"
+    echo "# client: $(setup_of "$preset"), then the @settings in this order (one" \
+         "memcached_behavior_set each), then servers added in this order"
+    echo "# keys: every 10th key of tests/compat/keys.hex"
+    echo "# command: $cmd"
+    echo "@preset $preset"
+    for t in "${lines[@]}"; do echo "$t"; done
+    for n in "$@"; do echo "@node ${n%=*} ${n##*=}"; done
+    "$tmp/peer" route "$(join_settings "$(settings_of "$preset")" "${peer_list#,}")" "$sub_keys" "$@"
+  } >"$f.tmp"
+  mv "$f.tmp" "$f"
+  echo "wrote $f"
+}
+
+# A name for a token list: "kw-on dist-spy hash-crc" -> "kw-on_dist-spy_hash-crc".
+stem_of() { local s="$*"; s=${s// /_}; echo "${s:-none}"; }
+
+# 30 servers of weight 1 (ports 11212, 11213 and 11211 in turn; 11211 is left out of the names).
+many30=()
+for i in $(seq 1 30); do many30+=("cache$i.example:$((11211 + i % 3))=1"); done
+settings_nodes() {  # settings_nodes SET: that node list, one NAME=WEIGHT a word
+  case $1 in
+    equal) echo "${default_port_unweighted[@]}" ;;
+    weighted) echo "${default_port[@]}" ;;
+    many) echo "${many30[@]}" ;;
+  esac
+}
+
+combo_hashes=(- default md5 crc fnv1a_32 murmur jenkins)
+for set in equal weighted many; do
+  read -r -a nodes <<<"$(settings_nodes "$set")"
+  # Every distribution (or none) x KETAMA_WEIGHTED (none, off, on; set first) x HASH (set last);
+  # the 30-server set with the default hash only.
+  for d in - modula consistent ketama spy weighted; do
+    for kw in - off on; do
+      for h in "${combo_hashes[@]}"; do
+        [[ $set == many && $h != - ]] && continue
+        tokens=""
+        [[ $kw != - ]] && tokens+=" kw-$kw"
+        [[ $d != - ]] && tokens+=" dist-$d"
+        [[ $h != - ]] && tokens+=" hash-$h"
+        tokens=${tokens# }
+        settings_vector libmemcached-modula "libmemcached__${set}_$(stem_of $tokens)" "$tokens" \
+          "${nodes[@]}"
+      done
+    done
+  done
+  [[ $set == many ]] && continue
+  # The order matters: KETAMA_WEIGHTED after a distribution replaces it (and sets the hashes);
+  # a hash before KETAMA_WEIGHTED=1 is lost; MODULA and CONSISTENT_KETAMA_SPY keep the weighting;
+  # KETAMA_HASH changes nothing.
+  for tokens in "dist-modula kw-on" "dist-consistent kw-on" "dist-ketama kw-on" "dist-spy kw-on" \
+                "dist-weighted kw-on" "dist-modula kw-off" "dist-consistent kw-off" \
+                "dist-ketama kw-off" "dist-spy kw-off" "dist-weighted kw-off" \
+                "hash-crc kw-on" "hash-crc kw-off" "hash-fnv1a_32 dist-weighted" \
+                "hash-murmur dist-spy" "ketama-on" "ketama-off" "kw-on ketama-on" \
+                "kw-on dist-modula dist-spy" "kw-on ketama-off dist-spy" "kw-on khash-crc" \
+                "dist-consistent khash-md5 hash-crc" "dist-spy khash-jenkins"; do
+    settings_vector libmemcached-modula "libmemcached__${set}_$(stem_of $tokens)" "$tokens" \
+      "${nodes[@]}"
+  done
+done
+# The presets are shorthands that settings extend.
+read -r -a nodes <<<"$(settings_nodes weighted)"
+settings_vector ketama ketama__set-dist-spy "dist-spy" "${nodes[@]}"
+settings_vector ketama-spy ketama-spy__set-kw-off "kw-off" "${nodes[@]}"
+settings_vector ketama ketama__set-hash-crc "hash-crc" "${nodes[@]}"
+read -r -a nodes <<<"$(settings_nodes equal)"
+settings_vector libmemcached-consistent libmemcached-consistent__set-kw-on "kw-on" "${nodes[@]}"
+settings_vector libmemcached-consistent libmemcached-consistent__set-dist-spy_hash-md5 \
+  "dist-spy hash-md5" "${nodes[@]}"
+
 # ---- Ties ----------------------------------------------------------------------------------------
 # Two servers sharing a point value (found by find_ties.py), listed both ways: the keys on the
 # contested point must change owner, proving that the lower server index wins a tie.
@@ -228,7 +349,8 @@ e2e_vector() {  # e2e_vector PRESET CASE REPLICAS WEIGHT...
   {
     header "$preset" - "$replicas" "end to end: SET through libmemcached (binary protocol, \
 NUMBER_OF_REPLICAS=$((replicas - 1))), then GET from each memcached $mc_version directly" "${nodes[@]}"
-    "$tmp/peer" e2e "$(mode_of "$preset")" - "$((replicas - 1))" "$keys" "${nodes[@]}"
+    "$tmp/peer" e2e "$(join_settings "$(settings_of "$preset")")" "$((replicas - 1))" "$keys" \
+      "${nodes[@]}"
   } >"$f.tmp"
   mv "$f.tmp" "$f"
   echo "wrote $f"

@@ -1,11 +1,16 @@
 /* The real libmemcached (Debian libmemcached-dev 1.1.4, the "awesome" fork) choosing servers for
- * the compat key set: the peer side of the ketama, ketama-spy, libmemcached-consistent and
- * libmemcached-modula vectors. Run by generate.sh; writes the key lines of a vector file.
+ * the compat key set: the peer side of the ketama, ketama-spy, libmemcached-consistent,
+ * libmemcached-modula and libmemcached__* vectors. Run by generate.sh; writes the key lines of a
+ * vector file.
  *
- *   libmemcached_peer route MODE HASH KEYS.hex NAME=WEIGHT...
+ *   libmemcached_peer route SETTINGS KEYS.hex NAME=WEIGHT...
  *       For every key: the server memcached_generate_hash() picks (and memcached_server_by_key()
- *       must agree), printed as "<key hex>\t<name as given>". No server needs to run.
- *   libmemcached_peer e2e MODE HASH REPLICAS KEYS.hex NAME=WEIGHT...
+ *       must agree), printed as "<key hex>\t<name as given>", after one "# final: ..." comment
+ *       line with the client's resulting distribution, weighting and hash (memcached_behavior_get).
+ *       No server needs to run. Every key is also routed by one more client per hash this build
+ *       accepts, configured the same with MEMCACHED_BEHAVIOR_KETAMA_HASH set to that hash last:
+ *       all must pick the same server (1.1.4 stores KETAMA_HASH and never reads it).
+ *   libmemcached_peer e2e SETTINGS REPLICAS KEYS.hex NAME=WEIGHT...
  *       End to end against memcached servers listening at the NAMEs (127.0.0.1:port): SET every
  *       key through libmemcached (binary protocol, MEMCACHED_BEHAVIOR_NUMBER_OF_REPLICAS =
  *       REPLICAS), then GET it from every server directly. Prints "<key hex>\t<owner>[\t<replica>
@@ -14,18 +19,23 @@
  *   libmemcached_peer hashes
  *       Which MEMCACHED_BEHAVIOR_HASH values this build accepts (one line each).
  *
- * MODE is how the client is configured, in this order, before any server is added:
- *   ketama       memcached_behavior_set(MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED, 1)
- *   ketama-spy   KETAMA_WEIGHTED, then memcached_behavior_set_distribution(
- *                MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY) (1.1.4 has no KETAMA_COMPAT
- *                behaviour any more; this is what its own ketama test does for spymemcached)
- *   consistent   memcached_behavior_set(MEMCACHED_BEHAVIOR_DISTRIBUTION,
- *                MEMCACHED_DISTRIBUTION_CONSISTENT)
- *   modula       nothing (the default distribution)
- * then MEMCACHED_BEHAVIOR_HASH = HASH unless HASH is "-". Servers are added one by one: a NAME
- * starting with '/' with memcached_server_add_unix_socket_with_weight(), any other NAME is parsed
- * by libmemcached itself (memcached_servers_parse, so "host" gets the default port exactly as a
- * user's server string would) and added with memcached_server_add_with_weight().
+ * SETTINGS is how the client is configured before any server is added: "-" for nothing (the
+ * defaults, MEMCACHED_DISTRIBUTION_MODULA), else a comma-separated list of NAME=VALUE applied in
+ * that order, one memcached_behavior_set() call each:
+ *   distribution=MODULA|CONSISTENT|CONSISTENT_KETAMA|CONSISTENT_KETAMA_SPY|CONSISTENT_WEIGHTED
+ *                                    MEMCACHED_BEHAVIOR_DISTRIBUTION
+ *   ketama=0|1                       MEMCACHED_BEHAVIOR_KETAMA
+ *   ketama_weighted=0|1              MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED
+ *   ketama_hash=HASH                 MEMCACHED_BEHAVIOR_KETAMA_HASH
+ *   hash=HASH                        MEMCACHED_BEHAVIOR_HASH
+ * (HASH as in kHashes below.) The presets are such lists: ketama = ketama_weighted=1; ketama-spy
+ * = ketama_weighted=1,distribution=CONSISTENT_KETAMA_SPY (1.1.4 has no KETAMA_COMPAT behaviour
+ * any more; this is what its own ketama test does for spymemcached); libmemcached-consistent =
+ * distribution=CONSISTENT; libmemcached-modula = nothing.
+ * Servers are then added one by one: a NAME starting with '/' with
+ * memcached_server_add_unix_socket_with_weight(), any other NAME is parsed by libmemcached itself
+ * (memcached_servers_parse, so "host" gets the default port exactly as a user's server string
+ * would) and added with memcached_server_add_with_weight().
  *
  * Build: cc -O2 -o libmemcached_peer libmemcached_peer.c -lmemcached
  */
@@ -114,27 +124,70 @@ static void check(memcached_st* memc, memcached_return_t rc, const char* what) {
   }
 }
 
-static void configure(memcached_st* memc, const char* mode, const char* hash) {
-  if (strcmp(mode, "ketama") == 0) {
-    check(memc, memcached_behavior_set(memc, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED, 1),
-          "KETAMA_WEIGHTED");
-  } else if (strcmp(mode, "ketama-spy") == 0) {
-    check(memc, memcached_behavior_set(memc, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED, 1),
-          "KETAMA_WEIGHTED");
-    check(memc,
-          memcached_behavior_set_distribution(memc, MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY),
-          "DISTRIBUTION_CONSISTENT_KETAMA_SPY");
-  } else if (strcmp(mode, "consistent") == 0) {
-    check(memc,
-          memcached_behavior_set(memc, MEMCACHED_BEHAVIOR_DISTRIBUTION,
-                                 MEMCACHED_DISTRIBUTION_CONSISTENT),
-          "DISTRIBUTION_CONSISTENT");
-  } else if (strcmp(mode, "modula") != 0) {
-    die("unknown mode", mode);
+static const struct {
+  const char* name;
+  memcached_server_distribution_t value;
+} kDistributions[] = {
+    {"MODULA", MEMCACHED_DISTRIBUTION_MODULA},
+    {"CONSISTENT", MEMCACHED_DISTRIBUTION_CONSISTENT},
+    {"CONSISTENT_KETAMA", MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA},
+    {"CONSISTENT_KETAMA_SPY", MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY},
+    {"CONSISTENT_WEIGHTED", MEMCACHED_DISTRIBUTION_CONSISTENT_WEIGHTED},
+};
+
+static const char* distribution_name(uint64_t value) {
+  for (size_t i = 0; i < sizeof kDistributions / sizeof kDistributions[0]; ++i) {
+    if ((uint64_t)kDistributions[i].value == value) return kDistributions[i].name;
   }
-  if (strcmp(hash, "-") != 0) {
-    check(memc, memcached_behavior_set(memc, MEMCACHED_BEHAVIOR_HASH, parse_hash(hash)), "HASH");
+  return "other";
+}
+
+static const char* hash_name(uint64_t value) {
+  for (size_t i = 0; i < sizeof kHashes / sizeof kHashes[0]; ++i) {
+    if ((uint64_t)kHashes[i].value == value) return kHashes[i].name;
   }
+  return "other";
+}
+
+/* One NAME=VALUE of SETTINGS, applied with memcached_behavior_set(). */
+static void apply(memcached_st* memc, char* setting) {
+  char* eq = strchr(setting, '=');
+  if (!eq) die("setting must be NAME=VALUE", setting);
+  *eq = 0;
+  const char* name = setting;
+  const char* value = eq + 1;
+  memcached_return_t rc;
+  if (strcmp(name, "distribution") == 0) {
+    size_t i = 0;
+    while (i < sizeof kDistributions / sizeof kDistributions[0] &&
+           strcmp(kDistributions[i].name, value) != 0) {
+      ++i;
+    }
+    if (i == sizeof kDistributions / sizeof kDistributions[0]) die("unknown distribution", value);
+    rc = memcached_behavior_set(memc, MEMCACHED_BEHAVIOR_DISTRIBUTION, kDistributions[i].value);
+  } else if (strcmp(name, "ketama") == 0) {
+    rc = memcached_behavior_set(memc, MEMCACHED_BEHAVIOR_KETAMA, strtoul(value, NULL, 10));
+  } else if (strcmp(name, "ketama_weighted") == 0) {
+    rc = memcached_behavior_set(memc, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED, strtoul(value, NULL, 10));
+  } else if (strcmp(name, "ketama_hash") == 0) {
+    rc = memcached_behavior_set(memc, MEMCACHED_BEHAVIOR_KETAMA_HASH, parse_hash(value));
+  } else if (strcmp(name, "hash") == 0) {
+    rc = memcached_behavior_set(memc, MEMCACHED_BEHAVIOR_HASH, parse_hash(value));
+  } else {
+    die("unknown setting", name);
+    return;
+  }
+  *eq = '=';
+  check(memc, rc, setting);
+}
+
+static void configure(memcached_st* memc, const char* settings) {
+  if (strcmp(settings, "-") == 0) return;
+  char* list = strdup(settings);
+  for (char* save = NULL, *s = strtok_r(list, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+    apply(memc, s);
+  }
+  free(list);
 }
 
 static void add_servers(memcached_st* memc) {
@@ -155,22 +208,36 @@ static void add_servers(memcached_st* memc) {
   if (memcached_server_count(memc) != n_nodes) die("server count differs", NULL);
 }
 
-static memcached_st* make_client(const char* mode, const char* hash) {
+static memcached_st* make_client(const char* settings) {
   memcached_st* memc = memcached_create(NULL);
   if (!memc) die("memcached_create failed", NULL);
-  configure(memc, mode, hash);
+  configure(memc, settings);
   return memc;
 }
 
-static int route(const char* mode, const char* hash) {
-  memcached_st* memc = make_client(mode, hash);
+static int route(const char* settings) {
+  memcached_st* memc = make_client(settings);
   add_servers(memc);
+  const uint64_t distribution = memcached_behavior_get(memc, MEMCACHED_BEHAVIOR_DISTRIBUTION);
+  printf("# final: distribution=%s ketama_weighted=%d hash=%s (memcached_behavior_get)\n",
+         distribution_name(distribution),
+         (int)memcached_behavior_get(memc, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED),
+         hash_name(memcached_behavior_get(memc, MEMCACHED_BEHAVIOR_HASH)));
   // MEMCACHED_BEHAVIOR_KETAMA_HASH is stored by 1.1.4 but never read when the continuum is built
-  // (hosts.cc update_continuum): a client with a different one must choose the same servers.
-  memcached_st* other = make_client(mode, hash);
-  check(other, memcached_behavior_set(other, MEMCACHED_BEHAVIOR_KETAMA_HASH, MEMCACHED_HASH_CRC),
-        "KETAMA_HASH");
-  add_servers(other);
+  // (hosts.cc update_continuum): clients that set it, to any hash, must choose the same servers.
+  memcached_st* other[sizeof kHashes / sizeof kHashes[0]];
+  size_t n_other = 0;
+  for (size_t h = 0; h < sizeof kHashes / sizeof kHashes[0]; ++h) {
+    memcached_st* o = make_client(settings);
+    if (memcached_behavior_set(o, MEMCACHED_BEHAVIOR_KETAMA_HASH, kHashes[h].value) !=
+        MEMCACHED_SUCCESS) {
+      memcached_free(o);  // a hash this build lacks (hsieh)
+      continue;
+    }
+    add_servers(o);
+    other[n_other++] = o;
+  }
+  if (n_other < 9) die("too few KETAMA_HASH values accepted", NULL);
   for (size_t k = 0; k < n_keys; ++k) {
     const uint32_t idx = memcached_generate_hash(memc, key_bytes[k], key_len[k]);
     if (idx >= n_nodes) die("server index out of range", key_hex[k]);
@@ -180,18 +247,20 @@ static int route(const char* mode, const char* hash) {
     if (rc != MEMCACHED_SUCCESS || by_key != memcached_server_instance_by_position(memc, idx)) {
       die("memcached_server_by_key disagrees with memcached_generate_hash", key_hex[k]);
     }
-    if (memcached_generate_hash(other, key_bytes[k], key_len[k]) != idx) {
-      die("KETAMA_HASH changed the mapping", key_hex[k]);
+    for (size_t o = 0; o < n_other; ++o) {
+      if (memcached_generate_hash(other[o], key_bytes[k], key_len[k]) != idx) {
+        die("KETAMA_HASH changed the mapping", key_hex[k]);
+      }
     }
     printf("%s\t%s\n", key_hex[k], node_name[idx]);
   }
-  memcached_free(other);
+  for (size_t o = 0; o < n_other; ++o) memcached_free(other[o]);
   memcached_free(memc);
   return 0;
 }
 
-static int e2e(const char* mode, const char* hash, unsigned replicas) {
-  memcached_st* memc = make_client(mode, hash);
+static int e2e(const char* settings, unsigned replicas) {
+  memcached_st* memc = make_client(settings);
   check(memc, memcached_behavior_set(memc, MEMCACHED_BEHAVIOR_BINARY_PROTOCOL, 1), "BINARY");
   check(memc, memcached_behavior_set(memc, MEMCACHED_BEHAVIOR_NUMBER_OF_REPLICAS, replicas),
         "NUMBER_OF_REPLICAS");
@@ -267,19 +336,19 @@ static int hashes(void) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "hashes") == 0) return hashes();
-  if (argc >= 6 && strcmp(argv[1], "route") == 0) {
+  if (argc >= 5 && strcmp(argv[1], "route") == 0) {
+    read_keys(argv[3]);
+    read_nodes(argc - 4, argv + 4);
+    return route(argv[2]);
+  }
+  if (argc >= 6 && strcmp(argv[1], "e2e") == 0) {
     read_keys(argv[4]);
     read_nodes(argc - 5, argv + 5);
-    return route(argv[2], argv[3]);
-  }
-  if (argc >= 7 && strcmp(argv[1], "e2e") == 0) {
-    read_keys(argv[5]);
-    read_nodes(argc - 6, argv + 6);
-    return e2e(argv[2], argv[3], (unsigned)strtoul(argv[4], NULL, 10));
+    return e2e(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
   }
   fprintf(stderr,
-          "usage: libmemcached_peer route MODE HASH KEYS.hex NAME=WEIGHT...\n"
-          "       libmemcached_peer e2e MODE HASH REPLICAS KEYS.hex NAME=WEIGHT...\n"
+          "usage: libmemcached_peer route SETTINGS KEYS.hex NAME=WEIGHT...\n"
+          "       libmemcached_peer e2e SETTINGS REPLICAS KEYS.hex NAME=WEIGHT...\n"
           "       libmemcached_peer hashes\n");
   return 2;
 }
