@@ -178,7 +178,7 @@ TEST_F(Cli, ErrorsAreClearWithConventionalExitCodes) {
   EXPECT_NE(r.out.find("Exit codes"), std::string::npos);
 }
 
-// The version comes from project(chash VERSION ...) through chash/version.h, not a string of its own.
+// The version comes from project(chash VERSION ...) through chash/version.h, not its own string.
 TEST_F(Cli, VersionIsTheProjectVersion) {
   const auto r = run("--version");
   EXPECT_EQ(r.code, 0) << r.err;
