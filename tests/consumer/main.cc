@@ -3,8 +3,9 @@
 // source tree (add_subdirectory). The README's "Use libchash from your project" shows this code.
 //
 // The expected nodes were printed by this tree's CLI, once:
-//   printf 'user:%s\n' $(seq 12) | chash route --preset ketama --nodes 10.0.0.1:11211,...
-//   printf 'user:%s\n' $(seq 12) | chash route --algo ring --nodes 10.0.0.1:11211,...
+//   N=10.0.0.1:11211,10.0.0.2:11211,10.0.0.3:11211,10.0.0.4:11211
+//   printf 'user:%s\n' $(seq 12) | build/chash route --preset ketama --nodes $N
+//   printf 'user:%s\n' $(seq 12) | build/chash route --algo ring --nodes $N
 // A wrong answer, or a library that is not the version of its headers, exits 1.
 #include <cstdio>
 #include <iterator>
