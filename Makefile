@@ -9,8 +9,9 @@ FUZZ_SECONDS ?= 10
 BENCH_FLAGS ?= --benchmark_min_time=0.2 --benchmark_repetitions=3
 PEER_NODES ?= 100
 PEER_KEYS ?= 100000
+PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build release demo test unit-test asan tsan fuzz bench bench-peers bench-proxy compat-vectors clean
+.PHONY: all bootstrap build release install demo test unit-test asan tsan fuzz bench bench-peers bench-proxy compat-vectors clean
 
 all: build
 
@@ -24,6 +25,15 @@ build: bootstrap
 release: bootstrap
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCHASH_BUILD_TESTS=OFF $(CMAKE_FLAGS) >/dev/null
 	cmake --build build-release -j $(JOBS) --target chash-cli chash-demo
+
+# A Release build of libchash (static and shared), the CLI and chash-proxy, installed under PREFIX:
+# include/chash, lib/libchash.{a,so}, lib/cmake/chash (find_package), lib/pkgconfig/chash.pc,
+# bin/chash, bin/chash-proxy. DESTDIR=... is honoured (staged installs for packaging).
+install: bootstrap
+	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCHASH_BUILD_TESTS=OFF \
+	  -DCHASH_BUILD_BENCH=OFF -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS) >/dev/null
+	cmake --build build-release -j $(JOBS)
+	cmake --install build-release
 
 # The main job: the consistent-hashing scenarios with measured numbers; plots in ./chash-demo/.
 demo: release

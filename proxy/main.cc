@@ -7,6 +7,7 @@
 #include <exception>
 #include <string>
 
+#include "chash/version.h"
 #include "config/config.h"
 #include "core/log.h"
 #include "core/proxy.h"
@@ -21,6 +22,7 @@ constexpr const char* kUsage =
     "  -w, --workers N        worker threads (default: chash_proxy.workers, else one per core)\n"
     "  -v, --log-level LEVEL  debug, info (default), warn, error\n"
     "  -h, --help             this text\n"
+    "      --version          print the version (chash-proxy " CHASH_VERSION_STRING ") and exit\n"
     "\n"
     "Signals: SIGHUP reloads the config; SIGINT/SIGTERM stop. Exit codes: 0 ok, 1 bad config or\n"
     "cannot listen, 2 usage error.\n";
@@ -42,6 +44,9 @@ int main(int argc, char** argv) {
     };
     if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--version") {
+      std::puts("chash-proxy " CHASH_VERSION_STRING);
       return 0;
     } else if (a == "-c" || a == "--conf-file" || a == "--config") {
       path = value("-c");

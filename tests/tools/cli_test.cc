@@ -15,6 +15,7 @@
 #include "chash/chash.h"
 #include "chash/analysis.h"
 #include "chash/preset.h"
+#include "chash/version.h"
 
 namespace chash {
 namespace {
@@ -176,6 +177,14 @@ TEST_F(Cli, ErrorsAreClearWithConventionalExitCodes) {
   r = run("--help");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("Exit codes"), std::string::npos);
+}
+
+// The version comes from project(chash VERSION ...) through chash/version.h, not its own string.
+TEST_F(Cli, VersionIsTheProjectVersion) {
+  const auto r = run("--version");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "chash " CHASH_VERSION_STRING "\n");
+  EXPECT_EQ(version(), CHASH_VERSION_STRING);
 }
 
 TEST_F(Cli, HashTagHashesOnlyTheTag) {

@@ -2,14 +2,15 @@
 // dependent chain so lookups cannot overlap), pick alone, the key hash alone, pick_batch,
 // lookups/s with several threads, build time and memory per table. `make bench` runs the Google
 // Benchmark suites; this is the quick answer for "what would my setup cost". Both measure with
-// the same kernels (bench/bench_kernels.h: keys, node names, chain), so the figures agree.
+// the same kernels (bench_kernels.h beside this file: keys, node names, chain), so the figures
+// agree.
 #include <malloc.h>
 
 #include <atomic>
 #include <chrono>
 #include <thread>
 
-#include "../../bench/bench_kernels.h"
+#include "bench_kernels.h"
 #include "chash/batch.h"
 #include "chash/error.h"
 #include "report.h"

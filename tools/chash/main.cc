@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "chash/error.h"
+#include "chash/version.h"
 #include "commands.h"
 
 int main(int argc, char** argv) {
@@ -13,7 +14,7 @@ int main(int argc, char** argv) {
   app.footer(
       "Exit codes: 0 success; 1 bad input (unreadable file, invalid node list, a key that cannot "
       "be routed); 2 usage error (unknown flag or subcommand, missing argument).");
-  app.set_version_flag("--version", "chash 0.1.0");
+  app.set_version_flag("--version", "chash " CHASH_VERSION_STRING);
   chash::cli::add_route(app);
   chash::cli::add_slot(app);
   chash::cli::add_presets(app);

@@ -1,6 +1,8 @@
-// chash benchmarks — the measurement kernels shared by the Google Benchmark suites (bench/), the
-// peer comparison (bench/peers/chash_peers.cc) and `chash bench` (tools/chash/bench.cc), so the
-// three report the same figures for the same configuration.
+// chash benchmarks — the measurement kernels of `chash bench` (bench.cc beside this file), shared
+// with the Google Benchmark suites (bench/) and the peer comparison (bench/peers/chash_peers.cc),
+// so the three report the same figures for the same configuration. The CLI owns them: bench/
+// includes this header (bench/CMakeLists.txt adds tools/chash to its include path), never the
+// other way round.
 //
 // Latency is measured as a dependent chain: the index of the next key is computed from the node
 // the previous lookup returned, so the CPU cannot start lookup i+1 before lookup i finished (the

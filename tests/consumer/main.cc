@@ -1,0 +1,73 @@
+// A program that uses libchash from outside the source tree, as a user's project does: built by
+// tests/consumer/run.sh against an installed copy (find_package and pkg-config) and against the
+// source tree (add_subdirectory). The README's "Use libchash from your project" shows this code.
+//
+// The expected nodes were printed by this tree's CLI, once:
+//   N=10.0.0.1:11211,10.0.0.2:11211,10.0.0.3:11211,10.0.0.4:11211
+//   printf 'user:%s\n' $(seq 12) | build/chash route --preset ketama --nodes $N
+//   printf 'user:%s\n' $(seq 12) | build/chash route --algo ring --nodes $N
+// A wrong answer, or a library that is not the version of its headers, exits 1.
+#include <cstdio>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chash/chash.h"
+#include "chash/preset.h"
+#include "chash/version.h"
+
+namespace {
+
+struct Expected {
+  const char* key;
+  const char* ketama;  // libmemcached's ketama (the `ketama` preset)
+  const char* ring;    // chash's own ring: xxh3 key hash, 160 points per node
+};
+
+constexpr Expected kExpected[] = {
+    {"user:1", "10.0.0.2:11211", "10.0.0.4:11211"},
+    {"user:2", "10.0.0.4:11211", "10.0.0.1:11211"},
+    {"user:3", "10.0.0.3:11211", "10.0.0.3:11211"},
+    {"user:4", "10.0.0.2:11211", "10.0.0.3:11211"},
+    {"user:5", "10.0.0.2:11211", "10.0.0.3:11211"},
+    {"user:6", "10.0.0.4:11211", "10.0.0.1:11211"},
+    {"user:7", "10.0.0.2:11211", "10.0.0.1:11211"},
+    {"user:8", "10.0.0.2:11211", "10.0.0.2:11211"},
+    {"user:9", "10.0.0.4:11211", "10.0.0.1:11211"},
+    {"user:10", "10.0.0.3:11211", "10.0.0.3:11211"},
+    {"user:11", "10.0.0.1:11211", "10.0.0.2:11211"},
+    {"user:12", "10.0.0.4:11211", "10.0.0.1:11211"},
+};
+
+}  // namespace
+
+int main() {
+  const std::vector<chash::Node> nodes = {
+      {"10.0.0.1:11211", 1}, {"10.0.0.2:11211", 1}, {"10.0.0.3:11211", 1}, {"10.0.0.4:11211", 1}};
+
+  // As libmemcached's ketama would pick (a compatibility preset) ...
+  const auto ketama = chash::make_preset("ketama", nodes);
+  // ... and chash's own ring, fed a key hash computed separately.
+  const chash::AnyTable ring = chash::build_table(chash::Algorithm::kRing, nodes);
+
+  int wrong = 0;
+  for (const Expected& e : kExpected) {
+    const std::string_view by_ketama = nodes[ketama->route(e.key)].name;
+    const std::string_view by_ring = nodes[chash::pick(ring, chash::hash::xxh3_64(e.key))].name;
+    if (by_ketama != e.ketama || by_ring != e.ring) {
+      std::fprintf(stderr, "%s: ketama %.*s (want %s), ring %.*s (want %s)\n", e.key,
+                   static_cast<int>(by_ketama.size()), by_ketama.data(), e.ketama,
+                   static_cast<int>(by_ring.size()), by_ring.data(), e.ring);
+      ++wrong;
+    }
+  }
+  if (chash::version() != CHASH_VERSION_STRING || chash::version() != "0.2.0") {
+    std::fprintf(stderr, "libchash %s, headers %s, want 0.2.0\n",
+                 std::string(chash::version()).c_str(), CHASH_VERSION_STRING);
+    ++wrong;
+  }
+  std::printf("libchash %s: %d of %zu keys wrong\n", CHASH_VERSION_STRING, wrong,
+              std::size(kExpected));
+  return wrong == 0 ? 0 : 1;
+}
