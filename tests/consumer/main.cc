@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "chash/chash.h"
-#include "chash/preset.h"
 #include "chash/version.h"
 
 namespace {
@@ -47,18 +46,34 @@ int main() {
       {"10.0.0.1:11211", 1}, {"10.0.0.2:11211", 1}, {"10.0.0.3:11211", 1}, {"10.0.0.4:11211", 1}};
 
   // As libmemcached's ketama would pick (a compatibility preset) ...
-  const auto ketama = chash::make_preset("ketama", nodes);
-  // ... and chash's own ring, fed a key hash computed separately.
-  const chash::AnyTable ring = chash::build_table(chash::Algorithm::kRing, nodes);
+  chash::RoutingSpec ketama_spec;
+  ketama_spec.preset = "ketama";
+  const chash::Router ketama = chash::Router::build(ketama_spec, nodes);
+  // ... and chash's own ring (xxh3 key hash, 160 points per node).
+  chash::RoutingSpec ring_spec;
+  ring_spec.algorithm = "ring";
+  const chash::Router ring = chash::Router::build(ring_spec, nodes);
 
   int wrong = 0;
   for (const Expected& e : kExpected) {
-    const std::string_view by_ketama = nodes[ketama->route(e.key)].name;
-    const std::string_view by_ring = nodes[chash::pick(ring, chash::hash::xxh3_64(e.key))].name;
+    const std::string_view by_ketama = ketama.name(ketama.route(e.key));
+    const std::string_view by_ring = ring.name(ring.route(e.key));
     if (by_ketama != e.ketama || by_ring != e.ring) {
       std::fprintf(stderr, "%s: ketama %.*s (want %s), ring %.*s (want %s)\n", e.key,
                    static_cast<int>(by_ketama.size()), by_ketama.data(), e.ketama,
                    static_cast<int>(by_ring.size()), by_ring.data(), e.ring);
+      ++wrong;
+    }
+  }
+  // Failover: with 10.0.0.2 down, its keys go to their next choice and no other key moves.
+  const chash::NodeId down = ketama.find("10.0.0.2:11211");
+  for (const Expected& e : kExpected) {
+    const chash::NodeId id = ketama.route(e.key, [&](chash::NodeId n) { return n != down; });
+    chash::NodeId order[2];
+    const bool ok = ketama.route_n(e.key, order) == 2 &&
+                    id == (order[0] == down ? order[1] : order[0]) && id != down;
+    if (!ok) {
+      std::fprintf(stderr, "%s: failover to %s\n", e.key, std::string(ketama.name(id)).c_str());
       ++wrong;
     }
   }
@@ -67,7 +82,6 @@ int main() {
                  std::string(chash::version()).c_str(), CHASH_VERSION_STRING);
     ++wrong;
   }
-  std::printf("libchash %s: %d of %zu keys wrong\n", CHASH_VERSION_STRING, wrong,
-              std::size(kExpected));
+  std::printf("libchash %s: %d wrong\n", CHASH_VERSION_STRING, wrong);
   return wrong == 0 ? 0 : 1;
 }
