@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 SHELL := /bin/bash
 # Thin wrapper over CMake. `make demo` and `make test` are the two commands a newcomer needs.
 JOBS ?= $(shell nproc)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Google Benchmark suites: every hash function and every placement algorithm.
 //
 //   BM_HashOnly/<hash>/key_bytes:K        the key hash alone, chained (the floor of a lookup)
@@ -79,8 +80,8 @@ Quality quality(Algorithm a, std::size_t n) {
     if (auto it = cache.find({a, n}); it != cache.end()) return it->second;
   }
   // Rendezvous is O(n) per key: fewer keys at large n keep setup short.
-  const std::size_t count = a == Algorithm::kRendezvous ? std::clamp<std::size_t>(20'000'000 / n, 2000, 100000)
-                                                        : 100000;
+  const std::size_t count =
+      a == Algorithm::kRendezvous ? std::clamp<std::size_t>(20'000'000 / n, 2000, 100000) : 100000;
   const KeySet ks(count, 16);
   const auto before_nodes = make_nodes(n);
   const auto after_nodes = make_nodes(n + 1);
@@ -172,7 +173,8 @@ template <class Ring>
 void BM_PickPlain(benchmark::State& s, std::size_t n) {
   const auto& hs = key_hashes();
   const std::size_t mask = hs.size() - 1;
-  const Ring& t = std::get<Ring>(table(std::is_same_v<Ring, RingTable> ? Algorithm::kRing : Algorithm::kRing64, n));
+  const Ring& t = std::get<Ring>(
+      table(std::is_same_v<Ring, RingTable> ? Algorithm::kRing : Algorithm::kRing64, n));
   std::size_t idx = 0;
   std::uint64_t step = 0;
   for (auto _ : s) idx = chain_next(++step, t.owners()[t.plain_index_of(hs[idx])], mask);
@@ -285,13 +287,15 @@ void register_all() {
   for (const KeyHash h : kAllKeyHashes) {
     for (const std::size_t k : {8, 16, 32, 64}) {
       benchmark::RegisterBenchmark(
-          ("BM_HashOnly/" + std::string(key_hash_name(h)) + "/key_bytes:" + std::to_string(k)).c_str(),
+          ("BM_HashOnly/" + std::string(key_hash_name(h)) + "/key_bytes:" + std::to_string(k))
+              .c_str(),
           [h, k](benchmark::State& s) { BM_HashOnly(s, h, k); });
     }
   }
   for (const std::size_t k : {8, 16, 32, 64}) {
-    benchmark::RegisterBenchmark(("BM_Lookup/ring/nodes:100/key_bytes:" + std::to_string(k)).c_str(),
-                                 [k](benchmark::State& s) { BM_Lookup(s, Algorithm::kRing, 100, k); });
+    benchmark::RegisterBenchmark(
+        ("BM_Lookup/ring/nodes:100/key_bytes:" + std::to_string(k)).c_str(),
+        [k](benchmark::State& s) { BM_Lookup(s, Algorithm::kRing, 100, k); });
   }
   for (const Algorithm a : kAllAlgorithms) {
     for (const std::size_t n : node_counts(a)) {
@@ -320,9 +324,9 @@ void register_all() {
         benchmark::RegisterBenchmark((name("BM_PickN", a, n) + "/n:3").c_str(),
                                      [a, n](benchmark::State& s) { BM_PickN(s, a, n); });
       }
-      benchmark::RegisterBenchmark(name("BM_Build", a, n).c_str(),
-                                   [a, n](benchmark::State& s) { BM_Build(s, a, n); })
-          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(name("BM_Build", a, n).c_str(), [a, n](benchmark::State& s) {
+        BM_Build(s, a, n);
+      })->Unit(benchmark::kMillisecond);
     }
   }
 }

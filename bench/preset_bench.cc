@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Compatibility presets: route() of a 16-byte key (the peer's own key hash + lookup), chained.
 //   BM_Preset/<preset>/nodes:N
 #include <benchmark/benchmark.h>

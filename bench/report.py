@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Summarizes a chash_bench JSON file (--benchmark_out=FILE --benchmark_repetitions=R) as Markdown.
 
     python3 bench/report.py results.json [FILTER_REGEX]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small tour of libchash: what adding, removing and failing a node does to a cache cluster.
 // (The full report is `chash demo`, from the command-line tool.)
 #include <cstdio>
@@ -13,7 +14,8 @@ constexpr std::size_t kKeys = 200000;
 std::vector<std::uint64_t> make_keys() {
   std::vector<std::uint64_t> keys;
   keys.reserve(kKeys);
-  for (std::size_t i = 0; i < kKeys; ++i) keys.push_back(chash::hash::xxh3_64("user:" + std::to_string(i)));
+  for (std::size_t i = 0; i < kKeys; ++i)
+    keys.push_back(chash::hash::xxh3_64("user:" + std::to_string(i)));
   return keys;
 }
 
@@ -30,7 +32,8 @@ double moved_fraction(const chash::AnyTable& a, const chash::AnyTable& b,
   return static_cast<double>(moved) / static_cast<double>(keys.size());
 }
 
-double max_over_mean(const chash::AnyTable& t, std::size_t n, const std::vector<std::uint64_t>& keys) {
+double max_over_mean(const chash::AnyTable& t, std::size_t n,
+                     const std::vector<std::uint64_t>& keys) {
   std::vector<std::size_t> count(n, 0);
   for (auto h : keys) ++count[chash::pick(t, h)];
   std::size_t mx = 0;
@@ -46,9 +49,10 @@ int main() {
 
   std::printf("1. Growing a cache cluster from 4 to 5 nodes — keys that change owner:\n");
   std::printf("   %-12s %10s %14s\n", "algorithm", "moved", "max/mean (5)");
-  for (chash::Algorithm a : {chash::Algorithm::kModulo, chash::Algorithm::kRing, chash::Algorithm::kJump,
-                             chash::Algorithm::kMemento, chash::Algorithm::kRendezvous,
-                             chash::Algorithm::kMaglev, chash::Algorithm::kMultiProbe}) {
+  for (chash::Algorithm a :
+       {chash::Algorithm::kModulo, chash::Algorithm::kRing, chash::Algorithm::kJump,
+        chash::Algorithm::kMemento, chash::Algorithm::kRendezvous, chash::Algorithm::kMaglev,
+        chash::Algorithm::kMultiProbe}) {
     const auto four = chash::build_table(a, nodes_named(4));
     const auto five = chash::build_table(a, nodes_named(5));
     std::printf("   %-12s %9.1f%% %14.3f\n", std::string(chash::algorithm_name(a)).c_str(),

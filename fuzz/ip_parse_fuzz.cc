@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Client addresses arrive as text: parse_ip must accept or refuse, and round-trip what it accepts.
 #include <cstdlib>
 #include <string_view>

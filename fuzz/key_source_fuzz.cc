@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Key streams are user input: any bytes split into keys without crashing or losing bytes.
 #include <cstdio>
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Client and backend bytes are untrusted: the memcached text-protocol request and reply parsers
 // must accept or refuse any input, fed in arbitrary pieces, with the same result as in one
 // piece, never reading outside the buffer, and never holding more than a line plus a value.
@@ -21,13 +22,14 @@ constexpr std::size_t kMaxGetLine = 4096;
 // Every parsed element (and a final "fatal" marker on kError), parsing `data` in pieces whose
 // sizes come from `cuts` (whole when empty).
 template <class Parser, class Collect>
-void feed(std::string_view data, std::string_view cuts, std::size_t bound, Parser& p, std::vector<std::string>& out,
-          Collect collect) {
+void feed(std::string_view data, std::string_view cuts, std::size_t bound, Parser& p,
+          std::vector<std::string>& out, Collect collect) {
   std::string buf;
   std::size_t off = 0, ci = 0;
   while (off < data.size()) {
     std::size_t n = data.size() - off;
-    if (!cuts.empty()) n = std::min<std::size_t>(n, static_cast<unsigned char>(cuts[ci++ % cuts.size()]) % 23 + 1);
+    if (!cuts.empty())
+      n = std::min<std::size_t>(n, static_cast<unsigned char>(cuts[ci++ % cuts.size()]) % 23 + 1);
     buf.append(data.substr(off, n));
     off += n;
     for (;;) {
@@ -63,7 +65,9 @@ std::string request(const RequestParser& p, std::string_view buf) {
     if (d.size() > kMaxValue || d.data() + d.size() > buf.data() + buf.size()) std::abort();
     s += "|" + std::string(d);
   }
-  if (p.first_key() > p.key_end() || p.key_end() > p.token_count() || p.forward_end() > p.token_count()) std::abort();
+  if (p.first_key() > p.key_end() || p.key_end() > p.token_count() ||
+      p.forward_end() > p.token_count())
+    std::abort();
   return s + (p.noreply() ? "|noreply" : "");
 }
 
@@ -93,7 +97,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   lim.max_get_line = kMaxGetLine;
   std::vector<std::string> whole, pieces;
   RequestParser a(lim), b(lim);
-  const std::size_t request_bound = std::max(kMaxGetLine, chash::proxy::memcache::kMaxLine + kMaxValue + 2);
+  const std::size_t request_bound =
+      std::max(kMaxGetLine, chash::proxy::memcache::kMaxLine + kMaxValue + 2);
   feed(input, "", request_bound, a, whole, request);
   feed(input, cuts, request_bound, b, pieces, request);
   if (whole != pieces) std::abort();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Node-list files are user input: any bytes give a node list or a chash::Error, never a crash.
 #include <cstddef>
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Client bytes are untrusted: the RESP request and reply parsers must accept or refuse any
 // input, fed in arbitrary pieces, with the same result as in one piece, never reading out of
 // bounds, and never holding a request larger than the limit.
@@ -18,7 +19,8 @@ bool feed(std::string_view data, std::string_view cuts, Parser& p, Collect colle
   std::size_t off = 0, ci = 0;
   while (off < data.size()) {
     std::size_t n = data.size() - off;
-    if (ci < cuts.size()) n = std::min<std::size_t>(n, static_cast<unsigned char>(cuts[ci++]) % 17 + 1);
+    if (ci < cuts.size())
+      n = std::min<std::size_t>(n, static_cast<unsigned char>(cuts[ci++]) % 17 + 1);
     buf.append(data.substr(off, n));
     off += n;
     for (;;) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Node lists and options from untrusted config: every algorithm and preset either builds or
 // throws chash::Error; a built table only ever answers with a drawable node.
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — shard Redis keys across servers as nutcracker does, with reload, health checks
 // and metrics. See docs/PROXY.md.
 #include <signal.h>
@@ -22,7 +23,8 @@ constexpr const char* kUsage =
     "  -w, --workers N        worker threads (default: chash_proxy.workers, else one per core)\n"
     "  -v, --log-level LEVEL  debug, info (default), warn, error\n"
     "  -h, --help             this text\n"
-    "      --version          print the version (chash-proxy " CHASH_VERSION_STRING ") and exit\n"
+    "      --version          print the version (chash-proxy " CHASH_VERSION_STRING
+    ") and exit\n"
     "\n"
     "Signals: SIGHUP reloads the config; SIGINT/SIGTERM stop. Exit codes: 0 ok, 1 bad config or\n"
     "cannot listen, 2 usage error.\n";
@@ -95,7 +97,8 @@ int main(int argc, char** argv) {
   }
   ::signal(SIGPIPE, SIG_IGN);
   try {
-    chash::proxy::Proxy proxy(std::move(config), {.config_path = path, .handle_signals = true, .workers = workers});
+    chash::proxy::Proxy proxy(std::move(config),
+                              {.config_path = path, .handle_signals = true, .workers = workers});
     proxy.run();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "chash-proxy: %s\n", e.what());

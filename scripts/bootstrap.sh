@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs every Debian package chash needs to build, test and run its demo. Idempotent and fast
 # when everything is present (one dpkg-query, no apt-get). Uses sudo when not root.
 set -euo pipefail
@@ -17,6 +18,7 @@ PACKAGES=(
   memcached                       # chash-proxy memcache pools are tested against real memcached
   nutcracker haproxy nginx libnginx-mod-stream wrk libmemcached-tools  # make bench-proxy peers and load
   python3
+  clang-format                    # .clang-format (developers: clang-format -i; not needed to build)
 )
 
 missing=()

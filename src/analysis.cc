@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "chash/analysis.h"
 
 #include <algorithm>
@@ -52,7 +53,8 @@ std::vector<double> ring_fractions(const Ring& r, double space) {
   const std::size_t n = pos.size();
   // Point i (>= successor) owns (pos[i-1], pos[i]]; point 0 also owns the wrap-around arc.
   for (std::size_t i = 0; i < n; ++i) {
-    const double prev = i == 0 ? static_cast<double>(pos[n - 1]) - space : static_cast<double>(pos[i - 1]);
+    const double prev =
+        i == 0 ? static_cast<double>(pos[n - 1]) - space : static_cast<double>(pos[i - 1]);
     f[own[i]] += (static_cast<double>(pos[i]) - prev) / space;
   }
   return f;
@@ -149,7 +151,9 @@ std::vector<MovedRange> moved_ranges(const Ring& before, std::span<const Node> b
 
 template std::vector<MovedRange> moved_ranges<RingTable>(const RingTable&, std::span<const Node>,
                                                          const RingTable&, std::span<const Node>);
-template std::vector<MovedRange> moved_ranges<Ring64Table>(const Ring64Table&, std::span<const Node>,
-                                                           const Ring64Table&, std::span<const Node>);
+template std::vector<MovedRange> moved_ranges<Ring64Table>(const Ring64Table&,
+                                                           std::span<const Node>,
+                                                           const Ring64Table&,
+                                                           std::span<const Node>);
 
 }  // namespace chash

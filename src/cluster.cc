@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "chash/cluster.h"
 
 #include <algorithm>
@@ -25,9 +26,7 @@ NodeId Snapshot::find(std::string_view name) const noexcept {
 
 namespace {
 constexpr std::string_view kTombstonePrefix{"\0removed#", 9};
-std::string tombstone_name(NodeId id) {
-  return std::string(kTombstonePrefix) + std::to_string(id);
-}
+std::string tombstone_name(NodeId id) { return std::string(kTombstonePrefix) + std::to_string(id); }
 }  // namespace
 
 // ---- Cluster -----------------------------------------------------------------------------------
@@ -44,7 +43,8 @@ Cluster::Cluster(const RoutingSpec& spec, std::vector<Node> nodes) {
   if (!spec.preset.empty()) {
     throw Error(ErrorCode::kUnsupported,
                 "membership changes keep tombstones, which a preset's peer does not have; for "
-                "preset " + spec.preset + " build a new Router from the changed node list");
+                "preset " +
+                    spec.preset + " build a new Router from the changed node list");
   }
   // Router::build checks the spec; its table options and key policy are then ours.
   const Router checked = Router::build(spec, nodes);
@@ -137,7 +137,8 @@ void Cluster::set_weight(std::string_view name, std::uint32_t weight) {
   nodes[id].weight = weight;
   std::vector<NodeId> order = removal_order_;
   if (weight == 0 && !was_drained) order.push_back(id);
-  if (weight != 0 && was_drained) order.erase(std::remove(order.begin(), order.end(), id), order.end());
+  if (weight != 0 && was_drained)
+    order.erase(std::remove(order.begin(), order.end(), id), order.end());
   rebuild(std::move(nodes), std::move(removed), std::move(order), snapshot_->down());
 }
 
@@ -201,13 +202,21 @@ auto SharedCluster::mutate(F&& f) {
   }
 }
 
-NodeId SharedCluster::add(Node node) { return mutate([&] { return cluster_.add(std::move(node)); }); }
-void SharedCluster::remove(std::string_view name) { mutate([&] { cluster_.remove(name); }); }
+NodeId SharedCluster::add(Node node) {
+  return mutate([&] { return cluster_.add(std::move(node)); });
+}
+void SharedCluster::remove(std::string_view name) {
+  mutate([&] { cluster_.remove(name); });
+}
 void SharedCluster::set_weight(std::string_view name, std::uint32_t weight) {
   mutate([&] { cluster_.set_weight(name, weight); });
 }
-void SharedCluster::mark_down(std::string_view name) { mutate([&] { cluster_.mark_down(name); }); }
-void SharedCluster::mark_up(std::string_view name) { mutate([&] { cluster_.mark_up(name); }); }
+void SharedCluster::mark_down(std::string_view name) {
+  mutate([&] { cluster_.mark_down(name); });
+}
+void SharedCluster::mark_up(std::string_view name) {
+  mutate([&] { cluster_.mark_up(name); });
+}
 
 SharedCluster::Reader::Reader(const SharedCluster& shared) : shared_(&shared), slot_(nullptr) {
   std::lock_guard<std::mutex> lock(shared.write_mu_);

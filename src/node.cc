@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "chash/node.h"
 
 #include <algorithm>
@@ -42,8 +43,8 @@ void validate_nodes(std::span<const Node> nodes) {
                   "node at position " + std::to_string(i) + " has an empty name");
     }
     if (n.name.size() > kMaxNodeNameBytes) {
-      throw Error(ErrorCode::kLimitExceeded, "node name at position " + std::to_string(i) +
-                                                 " is " + std::to_string(n.name.size()) +
+      throw Error(ErrorCode::kLimitExceeded, "node name at position " + std::to_string(i) + " is " +
+                                                 std::to_string(n.name.size()) +
                                                  " bytes (at most " +
                                                  std::to_string(kMaxNodeNameBytes) + ")");
     }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "chash/router.h"
 
 #include <algorithm>
@@ -13,7 +14,8 @@ void check_hash_tag(std::string_view tag) {
   if (tag.size() != 2 || tag[0] == '\0' || tag[1] == '\0') {
     throw Error(ErrorCode::kInvalidArgument,
                 "hash tag takes exactly two characters, as twemproxy's hash_tag (e.g. \"{}\"), "
-                "got \"" + std::string(tag.substr(0, 16)) + "\"");
+                "got \"" +
+                    std::string(tag.substr(0, 16)) + "\"");
   }
 }
 
@@ -66,8 +68,8 @@ Router Router::build(Algorithm algorithm, std::span<const Node> nodes, const Tab
   r.key_policy_ = key_policy;
   r.balance_factor_ = balance_factor;
   r.total_weight_ = sum_weights(nodes);
-  r.description_ = std::string(algorithm_name(algorithm)) + " (" +
-                   std::string(key_hash_name(key_policy.hash));
+  r.description_ =
+      std::string(algorithm_name(algorithm)) + " (" + std::string(key_hash_name(key_policy.hash));
   if (key_policy.tag_open != 0) {
     r.description_ += ", hash tag " + std::string{key_policy.tag_open, key_policy.tag_close};
   }
@@ -82,15 +84,15 @@ Router Router::build(const RoutingSpec& spec, std::span<const Node> nodes) {
   if (spec.hash_tag) check_hash_tag(*spec.hash_tag);
   if (spec.balance_factor != 0) LoadBound::check_factor(spec.balance_factor);
   if (!spec.preset.empty() && !spec.algorithm.empty()) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "choose a preset or an algorithm, not both (preset " + spec.preset +
-                    ", algorithm " + spec.algorithm + ")");
+    throw Error(ErrorCode::kInvalidArgument, "choose a preset or an algorithm, not both (preset " +
+                                                 spec.preset + ", algorithm " + spec.algorithm +
+                                                 ")");
   }
   if (!spec.preset.empty()) {
     if (spec.table_size || spec.probes || spec.point_format) {
-      throw Error(ErrorCode::kUnsupported,
-                  "table size, probes and point format apply to algorithms, not to preset " +
-                      spec.preset);
+      throw Error(
+          ErrorCode::kUnsupported,
+          "table size, probes and point format apply to algorithms, not to preset " + spec.preset);
     }
     PresetOptions o;
     o.hash = spec.hash;
@@ -141,12 +143,12 @@ NodeId Router::route_bounded(std::string_view key, std::span<const std::uint64_t
   }
   return route_bounded(
       key, [&down](NodeId id) { return !down.contains(id); },
-      [&loads](NodeId id) { return id < loads.size() ? loads[id] : std::uint64_t{0}; },
-      total_load, up_weight);
+      [&loads](NodeId id) { return id < loads.size() ? loads[id] : std::uint64_t{0}; }, total_load,
+      up_weight);
 }
 
 void Router::route_batch(std::span<const std::string_view> keys,
-                          std::span<NodeId> out) const noexcept {
+                         std::span<NodeId> out) const noexcept {
   assert(out.size() >= keys.size());
   if (preset_) {
     preset_->route_batch(keys, out.first(keys.size()));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "chash/table.h"
 
 #include <string>
@@ -7,7 +8,7 @@
 namespace chash {
 
 namespace {
-constexpr std::string_view kNames[] = {"modulo", "ring",   "ring64",     "jump", "memento",
+constexpr std::string_view kNames[] = {"modulo",     "ring",   "ring64",     "jump", "memento",
                                        "rendezvous", "maglev", "multiprobe", "slots"};
 }
 
@@ -22,8 +23,8 @@ Algorithm parse_algorithm(std::string_view name) {
     if (!valid.empty()) valid += ", ";
     valid += algorithm_name(a);
   }
-  throw Error(ErrorCode::kParse,
-              "unknown algorithm \"" + std::string(name.substr(0, 64)) + "\" (valid: " + valid + ")");
+  throw Error(ErrorCode::kParse, "unknown algorithm \"" + std::string(name.substr(0, 64)) +
+                                     "\" (valid: " + valid + ")");
 }
 
 AnyTable build_table(Algorithm algorithm, std::span<const Node> nodes, const TableOptions& o) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Counts the heap allocations this thread makes between start() and stop(), to check the
 // "lookups do not allocate" contract. The unit test binary replaces global operator new
 // (allocation_counter.cc); counting is off unless a test turns it on.

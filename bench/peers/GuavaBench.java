@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Guava (Debian libguava-java) Hashing.consistentHash over murmur3_128 of the UTF-8 key, as the
 // guava preset; JIT warmed up by WARMUP untimed passes before ROUNDS timed ones.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The chash side of the peer comparison (bench/peers/run.sh).
 //
 //   chash_peers gen DIR NODES KEYS   writes DIR/nodes.txt (one name a line, 10.0.x.y:11211) and
@@ -43,9 +44,11 @@ Pass measure(const std::vector<std::string_view>& keys, int rounds, Lookup&& loo
   for (int r = 0; r < rounds + 1; ++r) {  // the first pass warms the caches
     std::uint64_t sum = 0;
     const auto t0 = std::chrono::steady_clock::now();
-    for (std::size_t i = 0; i < keys.size(); ++i) sum += std::uint64_t{lookup(keys[i])} * (i % 1000 + 1);
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      sum += std::uint64_t{lookup(keys[i])} * (i % 1000 + 1);
     const auto t1 = std::chrono::steady_clock::now();
-    const double ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(keys.size());
+    const double ns = std::chrono::duration<double, std::nano>(t1 - t0).count() /
+                      static_cast<double>(keys.size());
     if (r > 0 && ns < best.ns) best = {ns, sum};
     keep(sum);
   }
@@ -66,7 +69,8 @@ int run(const std::string& dir, int rounds) {
   std::vector<Node> nodes;
   for (const auto& n : names) nodes.push_back({n, 1});
   auto print = [](const std::string& name, const Pass& p) {
-    std::printf("chash:%s\t%.2f\t%llu\n", name.c_str(), p.ns, static_cast<unsigned long long>(p.checksum));
+    std::printf("chash:%s\t%.2f\t%llu\n", name.c_str(), p.ns,
+                static_cast<unsigned long long>(p.checksum));
   };
   // Presets with a peer in this folder; groupcache with 50 replicas, as groupcache_bench.go.
   for (const char* preset : {"ketama", "guava", "uhashring", "node-hashring", "groupcache"}) {
@@ -109,7 +113,8 @@ int gen(const std::string& dir, std::size_t n, std::size_t count) {
 int main(int argc, char** argv) {
   try {
     const std::vector<std::string> a(argv + 1, argv + argc);
-    if (a.size() == 4 && a[0] == "gen") return chash::bench::gen(a[1], std::stoul(a[2]), std::stoul(a[3]));
+    if (a.size() == 4 && a[0] == "gen")
+      return chash::bench::gen(a[1], std::stoul(a[2]), std::stoul(a[3]));
     if (a.size() == 3 && a[0] == "run") return chash::bench::run(a[1], std::stoi(a[2]));
     std::cerr << "usage: chash_peers gen DIR NODES KEYS | chash_peers run DIR ROUNDS\n";
     return 2;

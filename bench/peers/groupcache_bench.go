@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // groupcache consistenthash (Debian golang-github-golang-groupcache-dev), 50 replicas and its
 // default hash (crc32), as the groupcache preset with vnodes 50. Built in GOPATH mode over
 // /usr/share/gocode by run.sh.

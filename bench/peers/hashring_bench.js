@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // node `hashring` (npm, the version in tests/compat/node-hashring) with its defaults (md5), as the
 // node-hashring preset; WARMUP untimed passes let V8 optimize first.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* libmemcached (Debian libmemcached-dev) as the ketama preset drives it: weighted ketama
  * (MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED), default hash, every server weight 1, added in file
  * order. Times memcached_server_by_key() over the keys; no server needs to run (it only picks).
@@ -71,11 +72,12 @@ int main(int argc, char** argv) {
   }
   unsigned long long checksum = 0;
   for (size_t i = 0; i < n_keys; ++i) {
-    checksum += (unsigned long long)memcached_generate_hash(memc, keys[i], lens[i]) * (i % 1000 + 1);
+    checksum +=
+        (unsigned long long)memcached_generate_hash(memc, keys[i], lens[i]) * (i % 1000 + 1);
   }
   double best = 1e300;
   uintptr_t sink = 0;
-  for (int r = 0; r < rounds + 1; ++r) {  /* the first pass warms the caches */
+  for (int r = 0; r < rounds + 1; ++r) { /* the first pass warms the caches */
     const double t0 = now_ns();
     for (size_t i = 0; i < n_keys; ++i) {
       memcached_return_t rc;

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The peer comparison: the same keys and node list through chash (presets and native algorithms)
 # and through the peers as Debian/npm ship them — libmemcached ketama (C), Guava (Java, JIT warmed),
 # uhashring (Python), node hashring (Node), groupcache (Go). Prints a table (table.py): ns per

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Formats bench/peers/run.sh results ("name\\tns\\tchecksum" lines) as Markdown tables."""
 import sys
 

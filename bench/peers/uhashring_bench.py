@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """uhashring (Debian python3-uhashring) in its default mode, as the uhashring preset.
 
     python3 uhashring_bench.py NODES.txt KEYS.txt ROUNDS  ->  "uhashring\t<ns per key>\t<checksum>"

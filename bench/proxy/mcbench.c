@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* mcbench: a small, bounded load generator for the memcached text protocol, used by
  * bench/proxy/run.sh (make bench-proxy) because memslap/memaslap print no percentiles.
  *
@@ -31,8 +32,8 @@ enum { kSet, kGet, kMget };
 
 typedef struct {
   int fd;
-  int inflight;      /* replies still expected for the current batch */
-  uint64_t sent_ns;  /* when the batch was written */
+  int inflight;     /* replies still expected for the current batch */
+  uint64_t sent_ns; /* when the batch was written */
   char* in;
   size_t in_len, in_cap;
   char* out;
@@ -150,20 +151,43 @@ int main(int argc, char** argv) {
   int opt;
   while ((opt = getopt(argc, argv, "h:p:c:n:P:t:r:d:k:T:")) != -1) {
     switch (opt) {
-      case 'h': host = optarg; break;
-      case 'p': port = atoi(optarg); break;
-      case 'c': nconn = atoi(optarg); break;
-      case 'n': total = atol(optarg); break;
-      case 'P': pipeline = atoi(optarg); break;
-      case 't':
-        test = strcmp(optarg, "set") == 0 ? kSet : strcmp(optarg, "get") == 0 ? kGet
-             : strcmp(optarg, "mget") == 0 ? kMget : -1;
+      case 'h':
+        host = optarg;
         break;
-      case 'r': keyspace = atol(optarg); break;
-      case 'd': value_bytes = atoi(optarg); break;
-      case 'k': mget_keys = atoi(optarg); break;
-      case 'T': limit_s = atol(optarg); break;
-      default: die(1, "usage: mcbench -p PORT [-h HOST] [-c N] [-n N] [-P N] [-t set|get|mget] [-r N] [-d N] [-k N] [-T S]");
+      case 'p':
+        port = atoi(optarg);
+        break;
+      case 'c':
+        nconn = atoi(optarg);
+        break;
+      case 'n':
+        total = atol(optarg);
+        break;
+      case 'P':
+        pipeline = atoi(optarg);
+        break;
+      case 't':
+        test = strcmp(optarg, "set") == 0    ? kSet
+               : strcmp(optarg, "get") == 0  ? kGet
+               : strcmp(optarg, "mget") == 0 ? kMget
+                                             : -1;
+        break;
+      case 'r':
+        keyspace = atol(optarg);
+        break;
+      case 'd':
+        value_bytes = atoi(optarg);
+        break;
+      case 'k':
+        mget_keys = atoi(optarg);
+        break;
+      case 'T':
+        limit_s = atol(optarg);
+        break;
+      default:
+        die(1,
+            "usage: mcbench -p PORT [-h HOST] [-c N] [-n N] [-P N] [-t set|get|mget] [-r N] [-d N] "
+            "[-k N] [-T S]");
     }
   }
   if (port <= 0 || nconn <= 0 || total <= 0 || pipeline <= 0 || test < 0 || keyspace <= 0 ||
@@ -199,7 +223,8 @@ int main(int argc, char** argv) {
   char buf[65536];
   while (done < total) {
     if (now_ns() > deadline) {
-      fprintf(stderr, "mcbench: timed out after %lds with %ld of %ld replies\n", limit_s, done, total);
+      fprintf(stderr, "mcbench: timed out after %lds with %ld of %ld replies\n", limit_s, done,
+              total);
       return 2;
     }
     int n = epoll_wait(ep, events, 256, 100);

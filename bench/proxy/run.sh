@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make bench-proxy: chash-proxy next to its peers on this machine, same backends for all.
 #
 #   redis     redis-benchmark -> direct (one of the 3 redis-servers) | nutcracker | chash-proxy

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Markdown tables for bench/proxy/run.sh (make bench-proxy).
 
 Input: the TSV run.sh writes, one row per measurement:

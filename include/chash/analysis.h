@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — measuring what a placement does: load balance, keys moved by a change, the share of
 // the hash space each node owns, and the exact hash ranges that change owner. The CLI
 // (analyze, migrate, sweep, demo) and the benchmarks report these same numbers.
@@ -11,11 +12,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <string_view>
 #include <map>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -49,8 +50,8 @@ struct LoadStats {
   double mean = 0;                 // keys per drawable node
   double max_over_mean = 0;        // weighted: max over nodes of share / fair_share
   double min_over_mean = 0;
-  double stddev = 0;               // of load_ratio over drawable nodes
-  double cv = 0;                   // coefficient of variation of load_ratio (stddev / mean)
+  double stddev = 0;  // of load_ratio over drawable nodes
+  double cv = 0;      // coefficient of variation of load_ratio (stddev / mean)
 };
 
 LoadStats load_stats(std::span<const std::uint64_t> counts, std::span<const Node> nodes);
@@ -79,10 +80,10 @@ class MoveCounter {
   std::map<std::pair<std::string, std::string>, std::uint64_t> matrix() const;
 
  private:
-  std::vector<std::string> names_;            // union of names
+  std::vector<std::string> names_;           // union of names
   std::vector<std::uint32_t> before_index_;  // NodeId in before -> name index
   std::vector<std::uint32_t> after_index_;
-  std::vector<std::uint64_t> cells_;          // names x names
+  std::vector<std::uint64_t> cells_;  // names x names
   std::uint64_t keys_ = 0, moved_ = 0;
 };
 
@@ -121,7 +122,7 @@ std::vector<MovedRange> moved_ranges(std::vector<Pos> bounds, BeforeFn&& owner_b
     if (from == to) continue;
     const Pos prev = bounds[i == 0 ? n - 1 : i - 1];
     const Pos first = static_cast<Pos>(prev + 1);  // wraps for i == 0
-    const double len = n == 1 ? space
+    const double len = n == 1   ? space
                        : i == 0 ? static_cast<double>(end) + (space - static_cast<double>(prev))
                                 : static_cast<double>(end - prev);
     if (!out.empty() && out.back().from == from && out.back().to == to &&

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — batch lookup: many keys per call, so the memory latency of one key's lookup overlaps
 // the others'.
 //
@@ -36,10 +37,13 @@ namespace chash {
 
 namespace internal {
 
+// clang-format 14 breaks compound requirements apart.
+// clang-format off
 template <class T>
 concept HasPickBatch = requires(const T& t, std::span<const std::uint64_t> h, std::span<NodeId> o) {
   { t.pick_batch(h, o) } noexcept;
 };
+// clang-format on
 
 // Keys hashed per chunk by route_batch (a stack buffer of this many hashes).
 inline constexpr std::size_t kRouteChunk = 64;

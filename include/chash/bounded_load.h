@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — consistent hashing with bounded loads (Mirrokni, Thorup & Zadimoghaddam 2018,
 // "Consistent Hashing with Bounded Loads", SODA): the capacity rule, and a decorator over any
 // placement table.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — umbrella header: key hashing, every placement algorithm, presets, the router,
 // membership.
 //

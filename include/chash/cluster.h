@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — membership and failover over any native algorithm, published to concurrent readers as
 // immutable snapshots.
 //
@@ -136,12 +137,14 @@ class SharedCluster {
   // The current snapshot as a shared_ptr (takes the writer mutex for a pointer copy: fine per
   // request or per batch; use a Reader per thread for per-key lookups).
   std::shared_ptr<const Snapshot> snapshot() const;
-  std::uint64_t version() const noexcept { return current_ptr_.load(std::memory_order_acquire)->version(); }
+  std::uint64_t version() const noexcept {
+    return current_ptr_.load(std::memory_order_acquire)->version();
+  }
 
   // A per-thread, lock-free view. current() is one atomic load while nothing changes; after a
   // change it protects the new snapshot with a hazard pointer (Michael 2004) so writers free old
-  // snapshots only when no reader still uses them. A Reader must not outlive its SharedCluster and is
-  // used by one thread at a time; a reference from current() is valid until the next call.
+  // snapshots only when no reader still uses them. A Reader must not outlive its SharedCluster and
+  // is used by one thread at a time; a reference from current() is valid until the next call.
   class Reader {
    public:
     explicit Reader(const SharedCluster& cluster);
@@ -173,9 +176,9 @@ class SharedCluster {
 
   mutable std::mutex write_mu_;
   Cluster cluster_;
-  std::shared_ptr<const Snapshot> current_;                 // under write_mu_
-  std::atomic<const Snapshot*> current_ptr_;                // what readers load
-  std::vector<std::shared_ptr<const Snapshot>> retired_;    // under write_mu_
+  std::shared_ptr<const Snapshot> current_;                           // under write_mu_
+  std::atomic<const Snapshot*> current_ptr_;                          // what readers load
+  std::vector<std::shared_ptr<const Snapshot>> retired_;              // under write_mu_
   mutable std::vector<std::unique_ptr<internal::ReaderSlot>> slots_;  // under write_mu_
 };
 

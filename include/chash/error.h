@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — error type thrown at the library's edges.
 //
 // The hot path (pick, pick_n, hashing) never throws and never allocates. Everything that takes

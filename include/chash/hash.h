@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — key hash functions, separate from placement.
 //
 // Placement tables take a hash that is already computed (as Envoy's chooseHost(hash) does), so
@@ -58,7 +59,8 @@ Md5Digest md5(std::string_view data) noexcept;
 // The i-th (0..3) 32-bit ring point of a digest as libketama/libmemcached cut it: bytes
 // 4i..4i+3 read little-endian: d[4i+3]<<24 | d[4i+2]<<16 | d[4i+1]<<8 | d[4i].
 constexpr std::uint32_t ketama_point(const Md5Digest& d, int i) noexcept {
-  return static_cast<std::uint32_t>(d[4 * i + 3]) << 24 | static_cast<std::uint32_t>(d[4 * i + 2]) << 16 |
+  return static_cast<std::uint32_t>(d[4 * i + 3]) << 24 |
+         static_cast<std::uint32_t>(d[4 * i + 2]) << 16 |
          static_cast<std::uint32_t>(d[4 * i + 1]) << 8 | static_cast<std::uint32_t>(d[4 * i]);
 }
 
@@ -126,34 +128,34 @@ constexpr std::string_view hash_tag(std::string_view key, char open, char close)
 // ---- Runtime choice of key hash ------------------------------------------------------------------
 // Each function widened to 64 bits as documented per entry; 32-bit functions are zero-extended.
 enum class KeyHash : std::uint8_t {
-  kXxh3,          // "xxh3": xxh3_64, seed 0 (the default)
-  kXxh64,         // "xxh64": xxh64, seed 0
-  kMurmur3_32,    // "murmur3_32": murmur3_x86_32, seed 0
-  kMurmur3_128,   // "murmur3_128": murmur3_x64_128 seed 0, asLong()
-  kMurmur64A,     // "murmur64a": MurmurHash64A, seed 0x1234ABCD (Jedis)
-  kMurmur2,       // "murmur2": MurmurHash2 32-bit, seed 0xdeadbeef * len (libmemcached)
-  kMd5,           // "md5": ketama_point(md5, 0) (libmemcached/twemproxy "md5")
-  kCrc32,         // "crc32": CRC-32/IEEE (full 32 bits, not libmemcached's 15-bit cut)
-  kCrc16,         // "crc16": CRC-16/XMODEM
-  kFnv1_32,       // "fnv1_32"  (the published FNV; see the note on fnv1_32 above)
-  kFnv1a_32,      // "fnv1a_32"
-  kFnv1_64,       // "fnv1_64": full 64 bits
-  kFnv1a_64,      // "fnv1a_64": full 64 bits
-  kOneAtATime,    // "one_at_a_time": unsigned bytes
-  kJenkins,       // "jenkins": lookup3 hashlittle, initval 13
-  kHsieh,         // "hsieh"
-  kJava,          // "java": String.hashCode() as an unsigned 32-bit value
-  kRedisSlot,     // "redis_slot": Redis Cluster's slot (0..16383), {hash tag} rules included —
-                  // the key hash of the "slots" algorithm and of anything that must agree
-                  // with a Redis Cluster
+  kXxh3,         // "xxh3": xxh3_64, seed 0 (the default)
+  kXxh64,        // "xxh64": xxh64, seed 0
+  kMurmur3_32,   // "murmur3_32": murmur3_x86_32, seed 0
+  kMurmur3_128,  // "murmur3_128": murmur3_x64_128 seed 0, asLong()
+  kMurmur64A,    // "murmur64a": MurmurHash64A, seed 0x1234ABCD (Jedis)
+  kMurmur2,      // "murmur2": MurmurHash2 32-bit, seed 0xdeadbeef * len (libmemcached)
+  kMd5,          // "md5": ketama_point(md5, 0) (libmemcached/twemproxy "md5")
+  kCrc32,        // "crc32": CRC-32/IEEE (full 32 bits, not libmemcached's 15-bit cut)
+  kCrc16,        // "crc16": CRC-16/XMODEM
+  kFnv1_32,      // "fnv1_32"  (the published FNV; see the note on fnv1_32 above)
+  kFnv1a_32,     // "fnv1a_32"
+  kFnv1_64,      // "fnv1_64": full 64 bits
+  kFnv1a_64,     // "fnv1a_64": full 64 bits
+  kOneAtATime,   // "one_at_a_time": unsigned bytes
+  kJenkins,      // "jenkins": lookup3 hashlittle, initval 13
+  kHsieh,        // "hsieh"
+  kJava,         // "java": String.hashCode() as an unsigned 32-bit value
+  kRedisSlot,    // "redis_slot": Redis Cluster's slot (0..16383), {hash tag} rules included —
+                 // the key hash of the "slots" algorithm and of anything that must agree
+                 // with a Redis Cluster
 };
 
 inline constexpr KeyHash kAllKeyHashes[] = {
-    KeyHash::kXxh3,    KeyHash::kXxh64,    KeyHash::kMurmur3_32, KeyHash::kMurmur3_128,
-    KeyHash::kMurmur64A, KeyHash::kMurmur2, KeyHash::kMd5,      KeyHash::kCrc32,
-    KeyHash::kCrc16,   KeyHash::kFnv1_32,  KeyHash::kFnv1a_32,  KeyHash::kFnv1_64,
-    KeyHash::kFnv1a_64, KeyHash::kOneAtATime, KeyHash::kJenkins, KeyHash::kHsieh,
-    KeyHash::kJava,    KeyHash::kRedisSlot};
+    KeyHash::kXxh3,      KeyHash::kXxh64,      KeyHash::kMurmur3_32, KeyHash::kMurmur3_128,
+    KeyHash::kMurmur64A, KeyHash::kMurmur2,    KeyHash::kMd5,        KeyHash::kCrc32,
+    KeyHash::kCrc16,     KeyHash::kFnv1_32,    KeyHash::kFnv1a_32,   KeyHash::kFnv1_64,
+    KeyHash::kFnv1a_64,  KeyHash::kOneAtATime, KeyHash::kJenkins,    KeyHash::kHsieh,
+    KeyHash::kJava,      KeyHash::kRedisSlot};
 
 std::uint64_t hash_key(KeyHash h, std::string_view key) noexcept;
 std::string_view key_hash_name(KeyHash h) noexcept;

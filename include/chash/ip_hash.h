@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — IP hash: a client address as the key, for stickiness without cookies.
 //
 // Two ways to use an address:

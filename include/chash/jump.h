@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — jump consistent hash (Lamping & Veach 2014, "A Fast, Minimal Memory, Consistent Hash
 // Algorithm", arXiv:1406.2294).
 //
@@ -20,15 +21,16 @@ namespace chash {
 
 // The paper's algorithm, verbatim in behaviour: the 64-bit LCG 2862933555777941757 * k + 1 and the
 // jump (b + 1) * 2^31 / ((k >> 33) + 1) in double precision.
-constexpr std::uint32_t jump_consistent_hash(std::uint64_t key, std::uint32_t num_buckets) noexcept {
+constexpr std::uint32_t jump_consistent_hash(std::uint64_t key,
+                                             std::uint32_t num_buckets) noexcept {
   std::int64_t b = -1;
   std::int64_t j = 0;
   while (j < static_cast<std::int64_t>(num_buckets)) {
     b = j;
     key = key * 2862933555777941757ULL + 1;
-    j = static_cast<std::int64_t>(static_cast<double>(b + 1) *
-                                  (static_cast<double>(std::int64_t{1} << 31) /
-                                   static_cast<double>((key >> 33) + 1)));
+    j = static_cast<std::int64_t>(
+        static_cast<double>(b + 1) *
+        (static_cast<double>(std::int64_t{1} << 31) / static_cast<double>((key >> 33) + 1)));
   }
   return static_cast<std::uint32_t>(b);
 }
@@ -70,8 +72,8 @@ class JumpTable {
   bool is_drained(NodeId b) const noexcept { return !drained_.empty() && drained_[b]; }
   NodeId pick_slow(std::uint64_t hash) const noexcept;
 
-  std::uint32_t buckets_ = 0;       // trailing drained nodes are trimmed off
-  std::vector<std::uint8_t> drained_;      // empty when no bucket below buckets_ is drained
+  std::uint32_t buckets_ = 0;          // trailing drained nodes are trimmed off
+  std::vector<std::uint8_t> drained_;  // empty when no bucket below buckets_ is drained
   std::size_t drawable_ = 0;
   std::size_t node_count_ = 0;
 };

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — Maglev hashing (Eisenbud et al. 2016, "Maglev: A Fast and Reliable Software Network
 // Load Balancer", NSDI, section 3.4), weighted as Envoy's maglev load balancer does it: a node of
 // weight w takes a turn in w of every max_weight rounds of the table fill.
@@ -16,8 +17,8 @@
 
 #include "chash/hash.h"
 #include "chash/internal/fastmod.h"
-#include "chash/node.h"
 #include "chash/internal/packed_node_ids.h"
+#include "chash/node.h"
 #include "chash/node_ids.h"
 #include "chash/placement.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — MementoHash (Coluzzi, Brocco, Antonucci, Leidi 2023, "MementoHash: A Stateful, Minimal
 // Memory, Best Performing Consistent Hash Algorithm", arXiv:2306.09783).
 //
@@ -36,7 +37,8 @@ class MementoTable {
     // Was b removed? Rehash within the working set as it was right after b's removal (its
     // size is the replacer), then follow the replacements of buckets removed before b.
     for (std::uint32_t w = replacer_[b]; w != kNotRemoved; w = replacer_[b]) {
-      b = static_cast<NodeId>(hash::mix64(hash ^ (std::uint64_t{b} + 1) * 0xA0761D6478BD642FULL) % w);
+      b = static_cast<NodeId>(hash::mix64(hash ^ (std::uint64_t{b} + 1) * 0xA0761D6478BD642FULL) %
+                              w);
       while (replacer_[b] != kNotRemoved && replacer_[b] >= w) b = replacer_[b];
     }
     return b;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — modulo placement: node = hash % N (weighted: hash % total_weight, then a walk over
 // cumulative weights, as nginx's plain `hash $key` does).
 //
@@ -43,11 +44,11 @@ class ModuloTable {
   std::size_t slot_of(std::uint64_t hash) const noexcept {
     if (cumulative_.empty()) return static_cast<std::size_t>(hash % live_.size());
     const std::uint64_t w = hash % total_weight_;
-    return static_cast<std::size_t>(
-        std::upper_bound(cumulative_.begin(), cumulative_.end(), w) - cumulative_.begin());
+    return static_cast<std::size_t>(std::upper_bound(cumulative_.begin(), cumulative_.end(), w) -
+                                    cumulative_.begin());
   }
 
-  std::vector<NodeId> live_;            // drawable nodes in list order
+  std::vector<NodeId> live_;               // drawable nodes in list order
   std::vector<std::uint64_t> cumulative_;  // empty when all weights are equal
   std::uint64_t total_weight_ = 0;
   std::size_t node_count_ = 0;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — multi-probe consistent hashing (Appleton & O'Reilly 2015, arXiv:1505.00062).
 //
 // One point per unit of weight on a 64-bit ring, and k probes per key (default 21, the paper's

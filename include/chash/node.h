@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — nodes and their identifiers.
 //
 // A placement table is built from an ordered list of nodes. A node's NodeId is its position in
@@ -24,9 +25,9 @@ using NodeId = std::uint32_t;
 inline constexpr NodeId kNoNode = 0xFFFFFFFFu;
 
 // Documented limits; building beyond them is an Error (kLimitExceeded).
-inline constexpr std::size_t kMaxNodes = 1u << 20;       // 1,048,576 nodes
-inline constexpr std::uint32_t kMaxWeight = 1u << 16;    // 65,536 per node
-inline constexpr std::size_t kMaxNodeNameBytes = 4096;   // node names are arbitrary bytes
+inline constexpr std::size_t kMaxNodes = 1u << 20;      // 1,048,576 nodes
+inline constexpr std::uint32_t kMaxWeight = 1u << 16;   // 65,536 per node
+inline constexpr std::size_t kMaxNodeNameBytes = 4096;  // node names are arbitrary bytes
 
 struct Node {
   std::string name;  // arbitrary bytes, unique within a node list

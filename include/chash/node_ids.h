@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — arrays of NodeIds stored in as few bytes as the node count allows.
 //
 // Tables index by NodeId, and most clusters have far fewer than 2^16 nodes: a ring owner or a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — the shape every placement table shares, and the generic operations built on it.
 //
 // A placement table is an immutable value built from an ordered list of nodes (chash::Node). Every
@@ -37,12 +38,15 @@
 
 namespace chash {
 
+// clang-format 14 breaks compound requirements apart.
+// clang-format off
 template <class T>
 concept PlacementTable = requires(const T& t, std::uint64_t h) {
   { t.pick(h) } noexcept -> std::same_as<NodeId>;
   { t.node_count() } noexcept -> std::convertible_to<std::size_t>;
   t.visit(h, [](NodeId) { return true; });
 };
+// clang-format on
 
 // ---- Node state for failover ---------------------------------------------------------------------
 // An immutable set of down NodeIds (a bitmap). Shared read-only by lookups.

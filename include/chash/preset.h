@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — compatibility presets: route keys exactly as a system people already run does.
 //
 // A preset is built from a node list written as in the peer's own config ("10.0.0.1:11211",
@@ -61,8 +62,8 @@ class Preset {
 };
 
 struct PresetInfo {
-  std::string_view name;         // as `chash route --preset` takes it
-  std::string_view peer;         // one line: which peer and version it matches
+  std::string_view name;            // as `chash route --preset` takes it
+  std::string_view peer;            // one line: which peer and version it matches
   bool keys_are_addresses = false;  // nginx-ip-hash: keys are client IP addresses
 };
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — Redis Cluster key slots: slot = CRC16-XMODEM(key or its {hash tag}) & 0x3FFF, then a
 // 16384-entry slot -> node table.
 //

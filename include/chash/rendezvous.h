@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — rendezvous / highest-random-weight hashing (Thaler & Ravishankar 1996), weighted with
 // the logarithmic method (score = -w / ln(u), u uniform in (0,1) from hash(key, node)) so that
 // each node wins with probability w / sum(w).
@@ -76,7 +77,7 @@ class RendezvousTable {
     return -weights_[i] / std::log(u);
   }
 
-  std::vector<NodeId> ids_;          // drawable nodes
+  std::vector<NodeId> ids_;           // drawable nodes
   std::vector<std::uint64_t> seeds_;  // node_hash(name) per drawable node
   std::vector<double> weights_;
   bool uniform_ = true;

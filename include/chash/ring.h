@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — classic consistent hashing on a ring with virtual nodes (Karger et al. 1997).
 //
 // Each node gets `vnodes * weight` points; point i of node "a" is the point hash of the point
@@ -30,8 +31,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
-#include <new>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -39,18 +40,18 @@
 #include <vector>
 
 #include "chash/hash.h"
+#include "chash/internal/packed_node_ids.h"
 #include "chash/internal/ring_search.h"
 #include "chash/node.h"
-#include "chash/internal/packed_node_ids.h"
 #include "chash/node_ids.h"
 #include "chash/placement.h"
 
 namespace chash {
 
 struct RingOptions {
-  std::uint32_t vnodes = 160;                   // points per unit of weight, 1..65536
-  KeyHash point_hash = KeyHash::kXxh3;          // hashes each point name
-  std::string point_format = "{name}#VN{i}";    // {name} and {i} are replaced; {i} from 0
+  std::uint32_t vnodes = 160;                 // points per unit of weight, 1..65536
+  KeyHash point_hash = KeyHash::kXxh3;        // hashes each point name
+  std::string point_format = "{name}#VN{i}";  // {name} and {i} are replaced; {i} from 0
 };
 
 // Upper bound on points in one ring (2^26 = 67,108,864; 512 MiB of 8-byte points).
@@ -101,9 +102,7 @@ class BasicRing {
 
   // Not forced inline (maglev's pick is): inlined into a caller's loop, GCC scalarizes the 64-bit
   // ring's count (spilling to the stack), a third slower than the call.
-  NodeId pick(std::uint64_t hash) const noexcept {
-    return owner(index_of(hash));
-  }
+  NodeId pick(std::uint64_t hash) const noexcept { return owner(index_of(hash)); }
 
   // Index of the owning point of `hash` in points order: the first point >= (or >, per
   // successor()) the position, wrapping to 0. The top-bits index gives the bucket's points
@@ -117,7 +116,9 @@ class BasicRing {
   // binary search inside the bucket.
   std::size_t index_of(std::uint64_t hash) const noexcept {
     // A default-constructed (or moved-from) ring has no index.
-    if (index_.empty()) [[unlikely]] return plain_index_of(hash);
+    if (index_.empty()) [[unlikely]] {
+      return plain_index_of(hash);
+    }
     const Pos pos = static_cast<Pos>(hash);
     const std::size_t bucket = bucket_of(hash);
     const std::size_t lo = index_[bucket], hi = index_[bucket + 1];
@@ -137,7 +138,9 @@ class BasicRing {
 
   // index_of by the bucket's cache lines (pick_batch's count; the same answer).
   [[gnu::always_inline]] std::size_t index_of_by_lines(std::uint64_t hash) const noexcept {
-    if (index_.empty()) [[unlikely]] return plain_index_of(hash);
+    if (index_.empty()) [[unlikely]] {
+      return plain_index_of(hash);
+    }
     const Pos pos = static_cast<Pos>(hash);
     const std::size_t bucket = bucket_of(hash);
     const std::size_t lo = index_[bucket], hi = index_[bucket + 1];
@@ -256,12 +259,12 @@ class BasicRing {
   internal::PackedNodeIds owners_;
   // index_[b] = first point whose top bits are >= b; index_.size() = 2^bits + 1 (last = points).
   std::vector<std::uint32_t> index_;
-  unsigned shift_ = 0;           // sizeof(Pos) * 8 - bits
+  unsigned shift_ = 0;  // sizeof(Pos) * 8 - bits
   std::size_t points_ = 0;
-  std::size_t last_window_ = 0;  // points - kWindow: the last window that fits
-  std::size_t window_limit_ = 0; // kWindow + 1; 0 (never count a window) below kWindow points
+  std::size_t last_window_ = 0;   // points - kWindow: the last window that fits
+  std::size_t window_limit_ = 0;  // kWindow + 1; 0 (never count a window) below kWindow points
   std::size_t node_count_ = 0;
-  std::size_t drawable_ = 0;     // distinct nodes with at least one point
+  std::size_t drawable_ = 0;  // distinct nodes with at least one point
   RingSuccessor successor_ = RingSuccessor::kGreaterOrEqual;
 };
 

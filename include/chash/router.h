@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — the router: the one object that turns a key into a node.
 //
 // A Router is an immutable value built from a RoutingSpec and an ordered node list. Everything
@@ -28,8 +29,8 @@
 //   id = router.route("user:42", [&](chash::NodeId n) { return healthy[n]; });  // failover
 #pragma once
 
-#include <concepts>
 #include <cassert>
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -62,10 +63,10 @@ struct RoutingSpec {
   // Two characters, e.g. "{}": only the bytes between the first open and the next close are
   // hashed (twemproxy's hash_tag; with "{}" Redis Cluster's rule).
   std::optional<std::string> hash_tag;
-  std::optional<std::uint32_t> vnodes;        // ring, ring64; presets with points per node
-  std::optional<std::uint64_t> table_size;    // maglev
-  std::optional<std::uint32_t> probes;        // multiprobe
-  std::optional<std::string> point_format;    // ring, ring64
+  std::optional<std::uint32_t> vnodes;      // ring, ring64; presets with points per node
+  std::optional<std::uint64_t> table_size;  // maglev
+  std::optional<std::uint32_t> probes;      // multiprobe
+  std::optional<std::string> point_format;  // ring, ring64
   // Preset behaviours in the peer's own spelling (e.g. libmemcached's distribution).
   std::vector<std::pair<std::string, std::string>> preset_settings;
   // Bounded loads: 0 = off, else >= 100 (percent of the average load; HAProxy's and Envoy's
@@ -108,8 +109,7 @@ class Router {
 
   // Failover: the first node in the key's preference order for which is_up(id) is true;
   // kNoNode when none is.
-  template <class IsUp>
-    requires std::predicate<IsUp&, NodeId>
+  template <std::predicate<NodeId> IsUp>
   NodeId route(std::string_view key, IsUp&& is_up) const noexcept {
     const NodeId first = route(key);
     if (first == kNoNode || is_up(first)) return first;
@@ -138,8 +138,7 @@ class Router {
     return n;
   }
   // Replicas on nodes that are up.
-  template <class IsUp>
-    requires std::predicate<IsUp&, NodeId>
+  template <std::predicate<NodeId> IsUp>
   std::size_t route_n(std::string_view key, std::span<NodeId> out, IsUp&& is_up) const noexcept {
     std::size_t n = 0;
     if (out.empty()) return 0;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — runtime choice of placement algorithm: one std::variant over the concrete tables.
 //
 // Generic code is templated on the PlacementTable concept; a runtime choice (config file, CLI
@@ -41,9 +42,9 @@ enum class Algorithm : std::uint8_t {
 };
 
 inline constexpr Algorithm kAllAlgorithms[] = {
-    Algorithm::kModulo,     Algorithm::kRing,   Algorithm::kRing64,     Algorithm::kJump,
-    Algorithm::kMemento,    Algorithm::kRendezvous, Algorithm::kMaglev, Algorithm::kMultiProbe,
-    Algorithm::kSlots};
+    Algorithm::kModulo, Algorithm::kRing,       Algorithm::kRing64,
+    Algorithm::kJump,   Algorithm::kMemento,    Algorithm::kRendezvous,
+    Algorithm::kMaglev, Algorithm::kMultiProbe, Algorithm::kSlots};
 
 std::string_view algorithm_name(Algorithm a) noexcept;
 // Parses a name as printed by algorithm_name ("anchor" is not offered: memento covers it).
@@ -51,10 +52,10 @@ std::string_view algorithm_name(Algorithm a) noexcept;
 Algorithm parse_algorithm(std::string_view name);
 
 struct TableOptions {
-  RingOptions ring;               // ring, ring64
-  MaglevOptions maglev;           // maglev
-  MultiProbeOptions multiprobe;   // multiprobe
-  MementoOptions memento;         // memento
+  RingOptions ring;              // ring, ring64
+  MaglevOptions maglev;          // maglev
+  MultiProbeOptions multiprobe;  // multiprobe
+  MementoOptions memento;        // memento
   RendezvousOptions rendezvous;
   SlotTable::Options slots;
 };

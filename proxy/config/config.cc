@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "config/config.h"
 
 #include <yaml-cpp/yaml.h>
@@ -25,7 +26,8 @@ std::uint16_t parse_port(std::string_view text, std::string_view what) {
   std::uint32_t port = 0;
   const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
   if (ec != std::errc() || p != text.data() + text.size() || port > 65535) {
-    throw Error(ErrorCode::kParse, std::string(what) + ": port '" + std::string(text.substr(0, 16)) +
+    throw Error(ErrorCode::kParse, std::string(what) + ": port '" +
+                                       std::string(text.substr(0, 16)) +
                                        "' is not a number from 0 to 65535");
   }
   return static_cast<std::uint16_t>(port);
@@ -62,7 +64,8 @@ Address parse_address(std::string_view text, std::string_view what) {
   a.host = std::string(text.substr(0, c));
   // IPv6 as "[::1]:6379" (the brackets are the usual form; a bare "::1:6379" also splits at the
   // last colon).
-  if (a.host.size() >= 2 && a.host.front() == '[' && a.host.back() == ']') a.host = a.host.substr(1, a.host.size() - 2);
+  if (a.host.size() >= 2 && a.host.front() == '[' && a.host.back() == ']')
+    a.host = a.host.substr(1, a.host.size() - 2);
   a.port = parse_port(text.substr(c + 1), what);
   return a;
 }
@@ -76,20 +79,28 @@ std::vector<Node> PoolConfig::nodes() const {
 
 const char* protocol_name(PoolProtocol p) noexcept {
   switch (p) {
-    case PoolProtocol::kRedis: return "redis";
-    case PoolProtocol::kMemcache: return "memcache";
-    case PoolProtocol::kTcp: return "tcp";
+    case PoolProtocol::kRedis:
+      return "redis";
+    case PoolProtocol::kMemcache:
+      return "memcache";
+    case PoolProtocol::kTcp:
+      return "tcp";
   }
   return "?";
 }
 
 const char* balance_name(Balance b) noexcept {
   switch (b) {
-    case Balance::kHash: return "hash";
-    case Balance::kIpHash: return "ip-hash";
-    case Balance::kRoundRobin: return "round-robin";
-    case Balance::kWeightedRoundRobin: return "weighted-round-robin";
-    case Balance::kLeastConn: return "least-conn";
+    case Balance::kHash:
+      return "hash";
+    case Balance::kIpHash:
+      return "ip-hash";
+    case Balance::kRoundRobin:
+      return "round-robin";
+    case Balance::kWeightedRoundRobin:
+      return "weighted-round-robin";
+    case Balance::kLeastConn:
+      return "least-conn";
   }
   return "?";
 }
@@ -97,7 +108,8 @@ const char* balance_name(Balance b) noexcept {
 namespace {
 
 // `chash_proxy:` — process settings.
-void parse_global_section(const Ctx& ctx, const YAML::Node& name, const YAML::Node& body, ProxyConfig& cfg) {
+void parse_global_section(const Ctx& ctx, const YAML::Node& name, const YAML::Node& body,
+                          ProxyConfig& cfg) {
   if (!body.IsMap()) fail_at(ctx.source, line_of(name), "'chash_proxy' must be a map");
   for (const auto& kv : body) {
     const std::string k = kv.first.Scalar();
@@ -110,7 +122,8 @@ void parse_global_section(const Ctx& ctx, const YAML::Node& name, const YAML::No
         fail_at(ctx.source, line_of(kv.second), e.what());
       }
     } else {
-      fail_at(ctx.source, line_of(kv.first), "unknown key '" + k + "' in chash_proxy" + suggest(k, kGlobalKeys));
+      fail_at(ctx.source, line_of(kv.first),
+              "unknown key '" + k + "' in chash_proxy" + suggest(k, kGlobalKeys));
     }
   }
 }
@@ -130,7 +143,8 @@ ProxyConfig parse_config(std::string_view yaml, const std::string& source) {
   cfg.source = source;
   const Ctx ctx{source};
   YAML::Node root = load_yaml(yaml, source);
-  if (!root.IsMap() || root.size() == 0) fail_at(source, 1, "expected one or more pools (a YAML map)");
+  if (!root.IsMap() || root.size() == 0)
+    fail_at(source, 1, "expected one or more pools (a YAML map)");
   for (const auto& top : root) {
     if (top.first.Scalar() == kGlobalSection) {
       parse_global_section(ctx, top.first, top.second, cfg);

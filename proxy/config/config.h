@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — configuration: nutcracker.yml pools plus chash's own keys.
 //
 // An existing nutcracker.yml is accepted unchanged: each top-level key is a pool
@@ -37,10 +38,10 @@ namespace chash::proxy {
 // A listen address: "host:port", or a unix socket "/path" with an optional octal mode
 // ("/tmp/p.sock 0666"), as nutcracker's listen.
 struct Address {
-  std::string host;        // TCP host (IPv4 address or name); empty for a unix socket
+  std::string host;  // TCP host (IPv4 address or name); empty for a unix socket
   std::uint16_t port = 0;
-  std::string unix_path;   // non-empty for a unix socket
-  std::uint32_t mode = 0;  // unix socket permissions, 0 = default
+  std::string unix_path;     // non-empty for a unix socket
+  std::uint32_t mode = 0;    // unix socket permissions, 0 = default
   std::string text() const;  // as written (without the mode)
 };
 
@@ -60,11 +61,11 @@ const char* protocol_name(PoolProtocol p) noexcept;
 
 // How a tcp pool picks the backend for a new connection (`balance:`).
 enum class Balance : std::uint8_t {
-  kHash,                // the pool's preset/algorithm on the client IP (default: nginx-hash-consistent)
-  kIpHash,              // nginx ip_hash (preset nginx-ip-hash): first three octets of an IPv4 address
-  kRoundRobin,          // each worker in turn (nginx/HAProxy roundrobin without weights)
+  kHash,        // the pool's preset/algorithm on the client IP (default: nginx-hash-consistent)
+  kIpHash,      // nginx ip_hash (preset nginx-ip-hash): first three octets of an IPv4 address
+  kRoundRobin,  // each worker in turn (nginx/HAProxy roundrobin without weights)
   kWeightedRoundRobin,  // nginx's smooth weighted round robin, per worker
-  kLeastConn,           // fewest open relays per weight (across workers); ties by smooth WRR, as nginx
+  kLeastConn,  // fewest open relays per weight (across workers); ties by smooth WRR, as nginx
 };
 const char* balance_name(Balance b) noexcept;
 
@@ -121,7 +122,7 @@ struct PoolConfig {
 struct ProxyConfig {
   std::string source;  // file name, for messages
   std::vector<PoolConfig> pools;
-  unsigned workers = 0;       // 0: one per core
+  unsigned workers = 0;  // 0: one per core
   std::optional<Address> admin;
 };
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — what the config parser's sections share (internal to proxy/config/): errors
 // that name the file and line, typed scalar readers, "did you mean" suggestions.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — one pool section of the config: its keys by group (listen, protocol, routing,
 // auth, health, tcp, servers), then the checks that need the whole pool. Error texts are part
 // of the interface (tests/proxy/config_test.cc checks them).

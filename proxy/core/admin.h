@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — the admin HTTP port: GET /metrics, GET /status (or /), POST /reload.
 //
 // HTTP/1.1 with one request per connection (Connection: close), served on the control loop

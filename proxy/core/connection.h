@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — what every protocol's backend connection offers the Worker.
 //
 // A Worker keeps server_connections BackendConns per backend of a key-sharding pool (redis,

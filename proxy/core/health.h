@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — health probing, on the control thread.
 //
 // Every 50 ms the checker looks at each backend of the current topology: a down backend is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — structured logs: one logfmt line per event on stderr
 // ("ts=2024-05-01T10:00:00.123Z level=warn msg=\"backend down\" pool=alpha backend=r1").
 // Passwords are never passed here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — the protocol seam of a health probe: what it sends, how its reply is read.
 //
 // The prober (core/health.h) owns the connection, the timeout and the up/down bookkeeping; a

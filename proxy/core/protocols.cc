@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/protocols.h"
 
 #include <unistd.h>
@@ -30,7 +31,8 @@ void accept_client(Worker& worker, std::size_t pool_index, int fd, const sockadd
   ::close(fd);
 }
 
-std::unique_ptr<BackendConn> make_backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node) {
+std::unique_ptr<BackendConn> make_backend(Worker& worker, std::shared_ptr<const Pool> pool,
+                                          NodeId node) {
   switch (pool->config.protocol) {
     case PoolProtocol::kRedis:
       return std::make_unique<redis::Backend>(worker, std::move(pool), node);
@@ -45,7 +47,8 @@ std::unique_ptr<BackendConn> make_backend(Worker& worker, std::shared_ptr<const 
 std::unique_ptr<ProbeCheck> make_probe_check(const PoolConfig& pool, const ServerConfig& server) {
   switch (pool.protocol) {
     case PoolProtocol::kRedis:
-      return std::make_unique<redis::Probe>(server.password ? server.password : pool.server_password);
+      return std::make_unique<redis::Probe>(server.password ? server.password
+                                                            : pool.server_password);
     case PoolProtocol::kMemcache:
       return std::make_unique<memcache::Probe>();
     case PoolProtocol::kTcp:
@@ -56,9 +59,12 @@ std::unique_ptr<ProbeCheck> make_probe_check(const PoolConfig& pool, const Serve
 
 std::string_view too_many_clients_reply(PoolProtocol protocol) noexcept {
   switch (protocol) {
-    case PoolProtocol::kRedis: return "-ERR max number of clients reached\r\n";
-    case PoolProtocol::kMemcache: return "SERVER_ERROR max number of clients reached\r\n";
-    case PoolProtocol::kTcp: return "";
+    case PoolProtocol::kRedis:
+      return "-ERR max number of clients reached\r\n";
+    case PoolProtocol::kMemcache:
+      return "SERVER_ERROR max number of clients reached\r\n";
+    case PoolProtocol::kTcp:
+      return "";
   }
   return "";
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — one switch from a pool's protocol to its session classes.
 //
 // Each protocol lives in proto/<name>/ and provides a client side (created per accepted
@@ -26,7 +27,8 @@ void accept_client(Worker& worker, std::size_t pool_index, int fd, const sockadd
                    socklen_t peer_len);
 
 // A connection to backend `node` of `pool` (not started).
-std::unique_ptr<BackendConn> make_backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node);
+std::unique_ptr<BackendConn> make_backend(Worker& worker, std::shared_ptr<const Pool> pool,
+                                          NodeId node);
 
 // The health probe's conversation with `server` of `pool` (core/probe_check.h).
 std::unique_ptr<ProbeCheck> make_probe_check(const PoolConfig& pool, const ServerConfig& server);

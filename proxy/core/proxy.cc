@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/proxy.h"
 
 #include <unistd.h>
@@ -13,7 +14,8 @@
 
 namespace chash::proxy {
 
-Proxy::Proxy(ProxyConfig config, ProxyOptions options) : config_(std::move(config)), options_(std::move(options)) {
+Proxy::Proxy(ProxyConfig config, ProxyOptions options)
+    : config_(std::move(config)), options_(std::move(options)) {
   unsigned w = options_.workers != 0 ? options_.workers : config_.workers;
   if (w == 0) w = std::max(1u, std::thread::hardware_concurrency());
   worker_count_ = w;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — the process: listeners, worker threads, and the control thread; start, stop
 // and reload.
 //
@@ -32,9 +33,9 @@ namespace chash::proxy {
 class Worker;
 
 struct ProxyOptions {
-  std::string config_path;     // re-read on SIGHUP / POST /reload ("" = reload disabled)
-  bool handle_signals = false; // main: true; tests that embed a Proxy: false
-  unsigned workers = 0;        // overrides the config when non-zero
+  std::string config_path;      // re-read on SIGHUP / POST /reload ("" = reload disabled)
+  bool handle_signals = false;  // main: true; tests that embed a Proxy: false
+  unsigned workers = 0;         // overrides the config when non-zero
 };
 
 class Proxy {

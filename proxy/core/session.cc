@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/session.h"
 
 #include <sys/epoll.h>
@@ -45,7 +46,8 @@ bool backend_usable(const Pool& pool, NodeId node, std::string_view what, std::s
   }
   const BackendState& s = *pool.states[node];
   if (s.down.load(std::memory_order_relaxed)) {
-    why = "backend " + s.name + " is down (retried every " + std::to_string(pool.config.server_retry_timeout_ms) + " ms)";
+    why = "backend " + s.name + " is down (retried every " +
+          std::to_string(pool.config.server_retry_timeout_ms) + " ms)";
     return false;
   }
   return true;
@@ -165,7 +167,9 @@ void ClientSession::on_done() {
     Reply& m = *pending_.front();
     out_ += m.reply;
     if (m.start != net::Clock::time_point{}) {
-      const auto us = std::chrono::duration_cast<std::chrono::microseconds>(net::Clock::now() - m.start).count();
+      const auto us =
+          std::chrono::duration_cast<std::chrono::microseconds>(net::Clock::now() - m.start)
+              .count();
       worker_.metrics().observe_latency(static_cast<std::uint64_t>(std::max<std::int64_t>(us, 0)));
     }
     m.client = nullptr;
@@ -217,7 +221,8 @@ void ClientSession::update_events() {
   if (closed_) return;
   // Backpressure: stop reading while too much is in flight or unsent to this client.
   auto readable = [this] {
-    return !read_closed_ && pending_.size() < pool_->config.max_pipeline && out_.size() - out_off_ < kMaxClientOutput;
+    return !read_closed_ && pending_.size() < pool_->config.max_pipeline &&
+           out_.size() - out_off_ < kMaxClientOutput;
   };
   bool r = readable();
   if (r && !want_read_ && !in_.empty() && !processing_) {
@@ -276,13 +281,14 @@ bool BackendSession::start(std::string& error) {
     error = std::string("epoll: ") + std::strerror(errno);
     return false;
   }
-  connect_deadline_ = net::Clock::now() + std::chrono::milliseconds(pool_->config.timeout_ms.value_or(0));
+  connect_deadline_ =
+      net::Clock::now() + std::chrono::milliseconds(pool_->config.timeout_ms.value_or(0));
   handshake();
   return true;
 }
 
-void BackendSession::enqueue(std::initializer_list<std::string_view> bytes, std::shared_ptr<Reply> msg,
-                             std::uint32_t part, std::uint32_t tag) {
+void BackendSession::enqueue(std::initializer_list<std::string_view> bytes,
+                             std::shared_ptr<Reply> msg, std::uint32_t part, std::uint32_t tag) {
   for (const std::string_view b : bytes) out_ += b;
   if (msg) state_->requests.fetch_add(1, std::memory_order_relaxed);
   queue_.push_back({std::move(msg), part, tag, worker_.loop().now()});
@@ -331,7 +337,8 @@ void BackendSession::read() {
     if (n <= 0) {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      fail(n == 0 ? "connection closed by the server" : std::string("read: ") + std::strerror(errno));
+      fail(n == 0 ? "connection closed by the server"
+                  : std::string("read: ") + std::strerror(errno));
       return;
     }
     on_input();
@@ -369,7 +376,8 @@ void BackendSession::drain() {
 void BackendSession::fail(const std::string& why) {
   if (closed_) return;
   record_failure(*state_, pool_->config, why);
-  log(LogLevel::kDebug, "backend connection failed", {{"pool", pool_->config.name}, {"backend", name()}, {"reason", why}});
+  log(LogLevel::kDebug, "backend connection failed",
+      {{"pool", pool_->config.name}, {"backend", name()}, {"reason", why}});
   const std::string err = failure_reply(why);
   std::deque<Pending> q;
   q.swap(queue_);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — what the key-sharding protocols (redis, memcache) share: a client connection
 // that answers pipelined requests strictly in order, and a backend connection whose replies
 // complete the queued requests in the order they were sent.
@@ -47,7 +48,7 @@ struct Reply {
   ClientSession* client = nullptr;  // null once the client has gone
   std::string reply;                // written when done (may be empty: noreply)
   bool done = false;
-  bool close_after = false;  // quit / protocol error: close once this reply is written
+  bool close_after = false;       // quit / protocol error: close once this reply is written
   std::uint32_t outstanding = 0;  // parts still waiting for a backend
   net::Clock::time_point start;   // set for forwarded requests: a latency sample when written
   // A backend could not answer part `part`; `error` is a whole error reply of the protocol.
@@ -174,8 +175,8 @@ class BackendSession : public BackendConn {
   virtual std::string failure_reply(const std::string& why) const = 0;
 
   // Queues a request's bytes; its reply completes msg's part `part` (msg null: handshake).
-  void enqueue(std::initializer_list<std::string_view> bytes, std::shared_ptr<Reply> msg, std::uint32_t part,
-               std::uint32_t tag);
+  void enqueue(std::initializer_list<std::string_view> bytes, std::shared_ptr<Reply> msg,
+               std::uint32_t part, std::uint32_t tag);
   // Removes the oldest queued request (its reply arrived); keeps BackendState::inflight.
   Pending take_front();
   // Every queued request gets failure_reply(why); the connection closes; counts a failure.

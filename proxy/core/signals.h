@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — process signals through a signalfd on the control loop: SIGHUP reloads,
 // SIGINT/SIGTERM stop.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — what the admin port shows: /metrics (Prometheus text format 0.0.4) and
 // /status (JSON), rendered from the process counters and one topology snapshot.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/topology.h"
 
 #include <cstdio>
@@ -25,8 +26,12 @@ void record_failure(BackendState& s, const PoolConfig& pool, std::string_view wh
       {{"pool", pool.name}, {"backend", s.name}, {"failures", failures}, {"reason", why}});
 }
 
-Pool::Pool(const PoolConfig& c, std::vector<std::shared_ptr<BackendState>> s, std::shared_ptr<PoolShared> sh)
-    : config(c), router(chash::Router::build(c.routing, c.nodes())), states(std::move(s)), shared(std::move(sh)) {}
+Pool::Pool(const PoolConfig& c, std::vector<std::shared_ptr<BackendState>> s,
+           std::shared_ptr<PoolShared> sh)
+    : config(c),
+      router(chash::Router::build(c.routing, c.nodes())),
+      states(std::move(s)),
+      shared(std::move(sh)) {}
 
 std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const Topology* previous,
                                                std::uint64_t version) {
@@ -69,7 +74,8 @@ std::string describe_change(const Topology& before, const Topology& after) {
     for (const auto& s : np->config.servers) b[s.name] = s.weight;
     for (const auto& [n, w] : b) {
       if (!a.count(n)) line += " +" + n;
-      else if (a[n] != w) line += " " + n + " weight " + std::to_string(a[n]) + "->" + std::to_string(w);
+      else if (a[n] != w)
+        line += " " + n + " weight " + std::to_string(a[n]) + "->" + std::to_string(w);
     }
     for (const auto& [n, w] : a) {
       if (!b.count(n)) line += " -" + n;
@@ -81,7 +87,8 @@ std::string describe_change(const Topology& before, const Topology& after) {
     int moved = 0;
     char key[32];
     for (int i = 0; i < kSample; ++i) {
-      const int len = std::snprintf(key, sizeof key, "key:%08x", static_cast<unsigned>(i) * 2654435761u);
+      const int len =
+          std::snprintf(key, sizeof key, "key:%08x", static_cast<unsigned>(i) * 2654435761u);
       const std::string_view k(key, static_cast<std::size_t>(len));
       const NodeId x = op->router.route(k), y = np->router.route(k);
       const std::string_view nx = x == kNoNode ? "" : std::string_view(op->config.servers[x].name);
@@ -90,7 +97,8 @@ std::string describe_change(const Topology& before, const Topology& after) {
     }
     char pct[64];
     std::snprintf(pct, sizeof pct, "; %.1f%% of keys move", 100.0 * moved / kSample);
-    out += "pool " + np->config.name + ":" + (line.empty() ? " routing changed" : line) + pct + "\n";
+    out +=
+        "pool " + np->config.name + ":" + (line.empty() ? " routing changed" : line) + pct + "\n";
   }
   for (const auto& op : before.pools) {
     bool kept = false;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — what workers route with: immutable pool snapshots plus shared backend health.
 //
 // A Topology is built off the hot path (at start and on reload) and published to workers as a
@@ -14,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "config/config.h"
 #include "chash/router.h"
+#include "config/config.h"
 
 namespace chash::proxy {
 
@@ -24,7 +25,7 @@ struct BackendState {
   const std::string name;
   // Down: failed server_failure_limit times in a row; no traffic until a PING probe succeeds.
   std::atomic<bool> down{false};
-  std::atomic<std::uint32_t> failures{0};  // consecutive
+  std::atomic<std::uint32_t> failures{0};      // consecutive
   std::atomic<std::int64_t> down_since_ms{0};  // steady clock, when `down` was last set
   std::atomic<bool> probing{false};            // a health probe is in flight
   // Counters for /metrics.
@@ -53,7 +54,8 @@ struct PoolShared {
 void record_failure(BackendState& s, const PoolConfig& pool, std::string_view why);
 // A reply arrived: the consecutive-failure count restarts.
 inline void record_success(BackendState& s) noexcept {
-  if (s.failures.load(std::memory_order_relaxed) != 0) s.failures.store(0, std::memory_order_relaxed);
+  if (s.failures.load(std::memory_order_relaxed) != 0)
+    s.failures.store(0, std::memory_order_relaxed);
 }
 std::int64_t steady_ms() noexcept;
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/worker.h"
 
 #include <sys/epoll.h>
@@ -16,12 +17,14 @@ namespace chash::proxy {
 
 class Worker::Listener : public net::Pollable {
  public:
-  Listener(Worker& w, std::size_t pool_index, int fd) : worker_(w), pool_index_(pool_index), fd_(fd) {}
+  Listener(Worker& w, std::size_t pool_index, int fd)
+      : worker_(w), pool_index_(pool_index), fd_(fd) {}
   void on_event(std::uint32_t) override {
     for (int i = 0; i < 64; ++i) {
       sockaddr_storage peer{};
       socklen_t peer_len = sizeof peer;
-      const int c = ::accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      const int c = ::accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len,
+                              SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (c < 0) {
         if (errno == EINTR) continue;
         // EAGAIN: another worker took it. EMFILE & co: try again on the next wakeup.
@@ -32,19 +35,22 @@ class Worker::Listener : public net::Pollable {
       m.clients_accepted.fetch_add(1, std::memory_order_relaxed);
       // client_connections is per pool (nutcracker's meaning), counted across workers.
       const auto open = pool.shared->clients.fetch_add(1, std::memory_order_relaxed) + 1;
-      if (pool.config.client_connections != 0 && open > static_cast<std::int64_t>(pool.config.client_connections)) {
+      if (pool.config.client_connections != 0 &&
+          open > static_cast<std::int64_t>(pool.config.client_connections)) {
         pool.shared->clients.fetch_sub(1, std::memory_order_relaxed);
         m.clients_rejected.fetch_add(1, std::memory_order_relaxed);
         const std::string_view full = too_many_clients_reply(pool.config.protocol);
         if (!full.empty()) {
-          [[maybe_unused]] const auto n = ::send(c, full.data(), full.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+          [[maybe_unused]] const auto n =
+              ::send(c, full.data(), full.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         }
         ::close(c);
         continue;
       }
       m.clients_open.fetch_add(1, std::memory_order_relaxed);
       if (pool.config.address_is_tcp()) net::set_nodelay(c);
-      accept_client(worker_, pool_index_, c, peer, peer_len);  // owns itself; freed by the loop when it closes
+      accept_client(worker_, pool_index_, c, peer,
+                    peer_len);  // owns itself; freed by the loop when it closes
     }
   }
 
@@ -54,8 +60,8 @@ class Worker::Listener : public net::Pollable {
   int fd_;
 };
 
-Worker::Worker(unsigned index, std::vector<int> listen_fds, std::shared_ptr<const Topology> topology,
-               Metrics& metrics)
+Worker::Worker(unsigned index, std::vector<int> listen_fds,
+               std::shared_ptr<const Topology> topology, Metrics& metrics)
     : index_(index), metrics_(metrics) {
   apply_topology(std::move(topology));
   loop_.set_batch_end([this] { flush_dirty(); });
@@ -71,7 +77,8 @@ Worker::~Worker() {
   std::vector<net::Pollable*> open;
   for (const auto& [c, shared] : clients_) open.push_back(c);
   for (net::Pollable* c : open) delete c;  // their destructors do not call back into the worker
-  for (BackendConn* b : std::vector<BackendConn*>(all_backends_.begin(), all_backends_.end())) delete b;
+  for (BackendConn* b : std::vector<BackendConn*>(all_backends_.begin(), all_backends_.end()))
+    delete b;
 }
 
 void Worker::start() {
@@ -97,7 +104,9 @@ void Worker::apply_topology(std::shared_ptr<const Topology> t) {
   // Keep open connections to backends that stay (same pool, name and address); drain the rest.
   for (std::size_t i = 0; i < pools_.size(); ++i) {
     const Pool& old = *pools_[i].pool;
-    const Pool* np = i < next.size() && next[i].pool->config.name == old.config.name ? next[i].pool.get() : nullptr;
+    const Pool* np = i < next.size() && next[i].pool->config.name == old.config.name
+                         ? next[i].pool.get()
+                         : nullptr;
     for (std::size_t j = 0; j < pools_[i].backends.size(); ++j) {
       auto& conns = pools_[i].backends[j];
       bool kept = false;
@@ -154,7 +163,8 @@ BackendConn* Worker::backend(std::size_t pool_index, NodeId node, std::string& e
   if (slot == nullptr) {
     auto b = make_backend(*this, wp.pool, node);
     if (b == nullptr) {
-      error = std::string("protocol ") + protocol_name(wp.pool->config.protocol) + " has no backend connections";
+      error = std::string("protocol ") + protocol_name(wp.pool->config.protocol) +
+              " has no backend connections";
       return nullptr;
     }
     if (!b->start(error)) {

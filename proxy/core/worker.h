@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — a worker thread: one event loop, its clients, its own backend connections.
 //
 // Workers share nothing mutable but the Topology snapshot pointer (swapped by post()) and the
@@ -45,12 +46,14 @@ class Worker {
          Metrics& metrics);
   ~Worker();
 
-  void start();  // spawns the thread
-  void stop();   // thread-safe; joins
+  void start();                                          // spawns the thread
+  void stop();                                           // thread-safe; joins
   void set_topology(std::shared_ptr<const Topology> t);  // thread-safe
   // The version of the topology this worker routes with (thread-safe): a reload has taken
   // effect on this worker once this reaches the new version.
-  std::uint64_t applied_version() const noexcept { return applied_version_.load(std::memory_order_acquire); }
+  std::uint64_t applied_version() const noexcept {
+    return applied_version_.load(std::memory_order_acquire);
+  }
 
   // ---- On the worker's thread --------------------------------------------------------------
   net::EventLoop& loop() noexcept { return loop_; }
@@ -72,7 +75,9 @@ class Worker {
   void client_opened(net::Pollable* c, std::size_t pool_index);
   void client_closed(net::Pollable* c);
   std::size_t client_count() const noexcept { return clients_.size(); }
-  std::unique_ptr<PoolState>& pool_state(std::size_t pool_index) noexcept { return pools_[pool_index].state; }
+  std::unique_ptr<PoolState>& pool_state(std::size_t pool_index) noexcept {
+    return pools_[pool_index].state;
+  }
 
  private:
   class Listener;

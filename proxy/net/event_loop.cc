@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "net/event_loop.h"
 
 #include <sys/epoll.h>
@@ -106,7 +107,8 @@ void EventLoop::run_timers() {
 void EventLoop::run_once(std::chrono::milliseconds max_wait) {
   int timeout = static_cast<int>(max_wait.count());
   if (!timers_.empty()) {
-    const auto until = std::chrono::ceil<std::chrono::milliseconds>(timers_.begin()->first.first - Clock::now());
+    const auto until =
+        std::chrono::ceil<std::chrono::milliseconds>(timers_.begin()->first.first - Clock::now());
     timeout = static_cast<int>(std::clamp<std::int64_t>(until.count(), 0, timeout));
   }
   epoll_event events[256];

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — one epoll event loop per thread, with timers and cross-thread posting.
 //
 // Level-triggered epoll. A Pollable registers its fd with the events it wants; the loop calls

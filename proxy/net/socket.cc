@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "net/socket.h"
 
 #include <arpa/inet.h>
@@ -68,7 +69,8 @@ int listen_on(const Address& address, int backlog, std::string& error) {
       return -1;
     }
     ::unlink(address.unix_path.c_str());
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun) != 0 || ::listen(fd, backlog) != 0) {
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun) != 0 ||
+        ::listen(fd, backlog) != 0) {
       error = errno_text(("listen on " + address.unix_path).c_str());
       ::close(fd);
       return -1;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — non-blocking sockets: listen, connect, small helpers over the BSD calls.
 // Every function returns -1 (and sets errno) or false on failure; nothing throws.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CRCs: CRC-32/IEEE from zlib, CRC-16/XMODEM written here (as Redis Cluster's crc16.c has it).
 #include <zlib.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Byte-oriented classic hashes: FNV-1/FNV-1a (Fowler, Noll, Vo), Bob Jenkins' one-at-a-time and
 // lookup3 hashlittle(), Paul Hsieh's SuperFastHash.
 //

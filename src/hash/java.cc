@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // java.lang.String.hashCode() of `new String(utf8, StandardCharsets.UTF_8)`, without building
 // the string: the bytes are decoded on the fly into UTF-16 code units u[0..n) and hashed as
 // s = u[0]*31^(n-1) + ... + u[n-1] (mod 2^32), read as a signed int.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runtime choice of key hash: one switch per key, so callers that hash batches should resolve
 // the choice once and call the function directly where that matters.
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MD5 through OpenSSL's one-shot MD5() (libcrypto's assembly-optimised block function).
 //
 // Why not EVP: EVP_Digest allocates and frees a context on every call, and MD5 sits on the hot

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MurmurHash2 and MurmurHash3 (Austin Appleby, public domain; reference code and verification
 // values in SMHasher: github.com/aappleby/smhasher, MurmurHash2.cpp / MurmurHash3.cpp).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // xxHash key hashes: thin wrappers over the system libxxhash (XXH3 64-bit and XXH64), so the
 // values are exactly the reference implementation's. Pinned in tests/hash/ to xxHash's published
 // sanity values and to the `xxhsum` CLI's output.

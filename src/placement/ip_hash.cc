@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "chash/ip_hash.h"
 
 #include <arpa/inet.h>
@@ -57,8 +58,8 @@ std::optional<IpAddress> parse_ip(std::string_view text) noexcept {
 IpAddress parse_ip_or_throw(std::string_view text) {
   auto a = parse_ip(text);
   if (!a) {
-    throw Error(ErrorCode::kParse, "not an IPv4 or IPv6 address: \"" +
-                                       std::string(text.substr(0, 64)) + "\"");
+    throw Error(ErrorCode::kParse,
+                "not an IPv4 or IPv6 address: \"" + std::string(text.substr(0, 64)) + "\"");
   }
   return *a;
 }
@@ -70,7 +71,8 @@ std::string format_ip(const IpAddress& addr) {
 }
 
 std::uint64_t ip_key_hash(const IpAddress& addr) noexcept {
-  return hash::xxh3_64(std::string_view(reinterpret_cast<const char*>(addr.bytes.data()), addr.length));
+  return hash::xxh3_64(
+      std::string_view(reinterpret_cast<const char*>(addr.bytes.data()), addr.length));
 }
 
 NginxIpHashTable NginxIpHashTable::build(std::span<const Node> nodes) {

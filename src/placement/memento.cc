@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "chash/memento.h"
 
 #include <algorithm>
@@ -19,9 +20,9 @@ MementoTable MementoTable::build(std::span<const Node> nodes, const Options& opt
   std::vector<bool> listed(nodes.size(), false);
   for (NodeId id : options.removal_order) {
     if (id >= nodes.size()) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "memento removal_order names position " + std::to_string(id) + " of " +
-                      std::to_string(nodes.size()));
+      throw Error(ErrorCode::kInvalidArgument, "memento removal_order names position " +
+                                                   std::to_string(id) + " of " +
+                                                   std::to_string(nodes.size()));
     }
     if (nodes[id].weight != 0) {
       throw Error(ErrorCode::kInvalidArgument,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "chash/multiprobe.h"
 
 #include <algorithm>
@@ -18,7 +19,8 @@ MultiProbeTable MultiProbeTable::build(std::span<const Node> nodes, const Option
   for (const Node& n : nodes) total += n.weight;
   if (total > kMaxRingPoints) {
     throw Error(ErrorCode::kLimitExceeded, "multiprobe would have " + std::to_string(total) +
-                                               " points; at most " + std::to_string(kMaxRingPoints));
+                                               " points; at most " +
+                                               std::to_string(kMaxRingPoints));
   }
   struct Raw {
     std::uint64_t pos;
@@ -31,7 +33,8 @@ MultiProbeTable MultiProbeTable::build(std::span<const Node> nodes, const Option
   for (std::size_t id = 0; id < nodes.size(); ++id) {
     for (std::uint32_t i = 0; i < nodes[id].weight; ++i) {
       internal::format_point_name("{name}#{i}", nodes[id].name, i, buf);
-      raw.push_back(Raw{hash_key(options.point_hash, buf), nodes[id].name, static_cast<NodeId>(id)});
+      raw.push_back(
+          Raw{hash_key(options.point_hash, buf), nodes[id].name, static_cast<NodeId>(id)});
     }
   }
   // Ties: the smaller name owns the position (as the ring does).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "chash/redis_slots.h"
 
 #include <algorithm>
@@ -12,7 +13,6 @@ std::string_view redis_hash_tag(std::string_view key) noexcept {
   // the whole key.
   return hash_tag(key, '{', '}');
 }
-
 
 namespace {
 
@@ -71,8 +71,9 @@ SlotTable SlotTable::build(std::span<const Node> nodes, const Options& options) 
     if (nodes[i].weight > 0) t.drawable_.push_back(static_cast<NodeId>(i));
   }
   if (t.drawable_.size() > kRedisSlots) {
-    throw Error(ErrorCode::kLimitExceeded, "a Redis Cluster has at most 16384 masters with slots; got " +
-                                               std::to_string(t.drawable_.size()) + " nodes");
+    throw Error(ErrorCode::kLimitExceeded,
+                "a Redis Cluster has at most 16384 masters with slots; got " +
+                    std::to_string(t.drawable_.size()) + " nodes");
   }
   t.slots_ = std::make_shared<std::array<NodeId, kRedisSlots>>();
   auto& slots = *t.slots_;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "chash/ring.h"
 
 #include <algorithm>
@@ -57,9 +58,9 @@ BasicRing<Pos> BasicRing<Pos>::build(std::span<const Node> nodes, const Options&
   std::uint64_t total = 0;
   for (const Node& n : nodes) total += std::uint64_t{n.weight} * options.vnodes;
   if (total > kMaxRingPoints) {
-    throw Error(ErrorCode::kLimitExceeded,
-                "ring would have " + std::to_string(total) + " points (vnodes x weight summed); at most " +
-                    std::to_string(kMaxRingPoints));
+    throw Error(ErrorCode::kLimitExceeded, "ring would have " + std::to_string(total) +
+                                               " points (vnodes x weight summed); at most " +
+                                               std::to_string(kMaxRingPoints));
   }
 
   // Tie-break rank: position of each node in name order.
@@ -82,8 +83,8 @@ BasicRing<Pos> BasicRing<Pos>::build(std::span<const Node> nodes, const Options&
     const std::uint64_t points = std::uint64_t{nodes[id].weight} * options.vnodes;
     for (std::uint64_t i = 0; i < points; ++i) {
       internal::format_point_name(options.point_format, nodes[id].name, i, buf);
-      raw.push_back(Raw{static_cast<Pos>(hash_key(options.point_hash, buf)),
-                        rank[id], static_cast<NodeId>(id)});
+      raw.push_back(Raw{static_cast<Pos>(hash_key(options.point_hash, buf)), rank[id],
+                        static_cast<NodeId>(id)});
     }
   }
   std::sort(raw.begin(), raw.end(), [](const Raw& a, const Raw& b) {
@@ -103,7 +104,8 @@ BasicRing<Pos> BasicRing<Pos>::from_points(std::vector<Point> points, std::size_
   if (points.empty()) throw Error(ErrorCode::kEmptyNodeSet, "the ring has no points");
   if (points.size() > kMaxRingPoints) {
     throw Error(ErrorCode::kLimitExceeded, "ring has " + std::to_string(points.size()) +
-                                               " points; at most " + std::to_string(kMaxRingPoints));
+                                               " points; at most " +
+                                               std::to_string(kMaxRingPoints));
   }
   std::vector<bool> has_point(node_count, false);
   for (const Point& p : points) {
@@ -159,7 +161,8 @@ void BasicRing<Pos>::build_index() {
   // to kPointsPerBucket points per bucket on a uniform ring (at most 2^26
   // points, so bits <= 25 and a bucket number fits any Pos).
   const std::size_t points = points_;
-  const unsigned bits = std::max(1u, static_cast<unsigned>(std::bit_width(points / kPointsPerBucket)));
+  const unsigned bits =
+      std::max(1u, static_cast<unsigned>(std::bit_width(points / kPointsPerBucket)));
   shift_ = kPosBits - bits;
   const std::size_t buckets = std::size_t{1} << bits;
   index_.assign(buckets + 1, 0);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Building blocks shared by the compatibility presets (not installed).
 #pragma once
 
@@ -45,8 +46,8 @@ std::unique_ptr<Preset> make_ring_preset(Ring ring, KeyFn key_fn) {
 }
 
 // Throws Error(kUnsupported) for an option the preset's peer does not have.
-inline void reject_options(std::string_view preset, const PresetOptions& o, bool hash, bool hash_tag,
-                           bool vnodes) {
+inline void reject_options(std::string_view preset, const PresetOptions& o, bool hash,
+                           bool hash_tag, bool vnodes) {
   auto fail = [&](std::string_view what) {
     throw Error(ErrorCode::kUnsupported,
                 "preset " + std::string(preset) + " has no " + std::string(what) + " setting");

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Envoy's ring_hash and maglev load balancers (source/extensions/load_balancing_policies/), with
 // the route's hash_policy hashing the key: route(key) is the host Envoy picks for the request
 // hash xxHash64(key, seed 0) — what a header, cookie or source-IP hash policy computes from the
@@ -9,6 +10,8 @@
 // load_balancing_weight; weight 0 leaves the endpoint out (Envoy's weights start at 1).
 // Locality-weighted balancing, priorities and bounded loads (hash_balance_factor) are not
 // modelled. docs/compat/envoy.md has the details.
+#include "envoy.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -22,11 +25,9 @@
 #include "chash/placement.h"
 #include "chash/ring.h"
 #include "common.h"
-#include "envoy.h"
 #include "registry.h"
 
 namespace chash::presets {
-
 
 namespace {
 

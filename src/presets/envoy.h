@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Entry points of the Envoy presets for tests/presets/envoy_test.cc, which replays the
 // expectations of Envoy's own unit tests (non-default ring and table sizes, hashes given
 // directly). Not part of the installed API.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // groupcache's consistenthash (github.com/golang/groupcache/consistenthash, the version Debian
 // packages as golang-github-golang-groupcache-dev 0.0~git20200121.8c9f03a), as HTTPPool uses it.
 // docs/compat/groupcache.md has the details and the command that regenerates the vectors.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Presets of JVM clients: Jedis' client-side sharding (jedis) and Guava's consistentHash (guava).
 // docs/compat/jvm.md has the details and the commands that regenerate the vectors.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The memcached C clients: libmemcached 1.1.4 (Debian's libmemcached11, the "awesome" fork) as
 // ketama, ketama-spy, libmemcached-consistent and libmemcached-modula — four shorthands for
 // behaviour lists, to which PresetOptions::settings adds the user's own behaviours — and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // nginx 1.22.1 upstream balancers (http and stream: the stream modules are the same code):
 //   nginx-hash-consistent  `hash $key consistent`  ngx_http_upstream_hash_module.c, *_chash_*
 //   nginx-hash             `hash $key`             the same file, *_get_hash_peer

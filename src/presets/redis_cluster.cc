@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // redis-cluster: a key's node in a Redis Cluster made by `redis-cli --cluster create` (Redis 7.0).
 //
 // Key -> slot is Redis's keyHashSlot (CRC16-XMODEM of the key or its {hash tag}, & 0x3FFF;

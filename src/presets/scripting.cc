@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Presets for the consistent-hashing libraries of scripting languages, each matching the peer's
 // own ring construction (verified against vectors the real peer produced, tests/compat/):
 //

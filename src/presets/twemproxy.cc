@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // twemproxy (nutcracker) 0.5.0: `twemproxy` is a pool with `distribution: ketama`,
 // `twemproxy-modula` one with `distribution: modula`; both take every `hash:` nutcracker offers
 // (PresetOptions::hash, default fnv1a_64) and its two-character `hash_tag`.

@@ -1,12 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "chash/analysis.h"
 
 #include <gtest/gtest.h>
 
-#include "test_nodes.h"
-
 #include <numeric>
 
 #include "chash/hash.h"
+#include "test_nodes.h"
 
 namespace chash {
 namespace {
@@ -61,7 +61,8 @@ TEST(OptimalMovedTest, AddingOneNodeToNIsOneOverNPlusOne) {
 }
 
 TEST(OwnedFractionsTest, SumToOneAndMatchKeyShares) {
-  for (Algorithm a : {Algorithm::kRing, Algorithm::kRing64, Algorithm::kMaglev, Algorithm::kSlots}) {
+  for (Algorithm a :
+       {Algorithm::kRing, Algorithm::kRing64, Algorithm::kMaglev, Algorithm::kSlots}) {
     const auto t = build_table(a, nodes(6));
     const auto f = owned_fractions(t);
     ASSERT_TRUE(f.has_value()) << algorithm_name(a);
@@ -70,7 +71,8 @@ TEST(OwnedFractionsTest, SumToOneAndMatchKeyShares) {
     LoadCounter load(6);
     for (int k = 0; k < 200000; ++k) load.add(pick(t, hash::xxh3_64("k" + std::to_string(k))));
     const auto s = load_stats(load.counts(), nodes(6));
-    for (int i = 0; i < 6; ++i) EXPECT_NEAR(s.share[i], (*f)[i], 0.006) << algorithm_name(a) << " node " << i;
+    for (int i = 0; i < 6; ++i)
+      EXPECT_NEAR(s.share[i], (*f)[i], 0.006) << algorithm_name(a) << " node " << i;
   }
   EXPECT_FALSE(owned_fractions(build_table(Algorithm::kJump, nodes(3))).has_value());
 }

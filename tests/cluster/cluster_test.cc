@@ -1,11 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "chash/cluster.h"
 
 #include <gtest/gtest.h>
 
-#include "test_nodes.h"
-
 #include "chash/bounded_load.h"
 #include "chash/error.h"
+#include "test_nodes.h"
 
 namespace chash {
 namespace {
@@ -59,7 +59,8 @@ TEST(ClusterTest, VersionsIncrease) {
 TEST(ClusterTest, WeightZeroDrainsAndBack) {
   Cluster c(Algorithm::kRendezvous, nodes(4));
   c.set_weight("n2", 0);
-  for (int k = 0; k < 5000; ++k) ASSERT_NE(c.snapshot()->pick(hash::xxh3_64(std::to_string(k))), 2u);
+  for (int k = 0; k < 5000; ++k)
+    ASSERT_NE(c.snapshot()->pick(hash::xxh3_64(std::to_string(k))), 2u);
   c.set_weight("n2", 5);
   int on2 = 0;
   for (int k = 0; k < 8000; ++k) on2 += c.snapshot()->pick(hash::xxh3_64(std::to_string(k))) == 2u;

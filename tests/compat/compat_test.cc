@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every compatibility preset against the vectors its real peer produced (tests/compat/vectors,
 // made by `make compat-vectors`). 100% agreement is required: one key elsewhere is a cache miss.
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates every compatibility vector file from the real peers (`make compat-vectors`).
 # Each generator installs its own peer from Debian or npm (idempotent), runs it on loopback and
 # rewrites tests/compat/vectors/<preset>__*.tsv. Peers that are in neither registry need a

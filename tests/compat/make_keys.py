@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes tests/compat/keys.hex: the key set every peer vector file is made from.
 
 Deterministic (no randomness from the clock): ASCII keys, UTF-8 keys, {hash tags}, one-byte keys,

@@ -1,13 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lookups stay lock-free and correct while another thread changes membership. Run under TSan in
 // `make test`.
 #include <gtest/gtest.h>
-
-#include "test_nodes.h"
 
 #include <atomic>
 #include <thread>
 
 #include "chash/cluster.h"
+#include "test_nodes.h"
 
 namespace chash {
 namespace {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A program that uses libchash from outside the source tree, as a user's project does: built by
 // tests/consumer/run.sh against an installed copy (find_package and pkg-config) and against the
 // source tree (add_subdirectory). The README's "Use libchash from your project" shows this code.

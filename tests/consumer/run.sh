@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The consumer test (ctest "consumer", tests/CMakeLists.txt): libchash used from outside its
 # source tree, the three ways a user does (README, "Use libchash from your project").
 #   1. install this build tree into a scratch prefix (cmake --install --prefix);

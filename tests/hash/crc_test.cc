@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CRC-16/XMODEM and CRC-32/IEEE against published check values (the CRC catalogue's "123456789"
 // checks, Redis Cluster's documented key slots). Peer vectors: golden_vectors_test.cc.
 #include <gtest/gtest.h>

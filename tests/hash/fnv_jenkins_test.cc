@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FNV, one-at-a-time, lookup3 and hsieh against published check values. The full FNV test suite
 // and the peers (libhashkit; twemproxy's and libmemcached's hsieh source) are in
 // golden_vectors_test.cc.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every key hash against real peers' outputs: tests/testdata/hash/*.tsv, written by the
 // generators in tests/compat/hash/ (regenerate with tests/compat/hash/gen_all.sh; never by hand).
 // Each file hashes the same key set (tests/compat/hash/keys.py): empty, all 256 single bytes,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // java_string_hashcode: the decoding rules spelled out case by case. Each expectation lists the
 // UTF-16 units the JDK decodes (checked against the JDK itself in java_string_hashcode.tsv and by
 // tests/compat/hash/java_exhaustive_check.sh); the hash is Java's s[0]*31^(n-1) + ... + s[n-1].

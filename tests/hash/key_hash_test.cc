@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runtime choice of key hash: names, parsing, and that each choice dispatches to the documented
 // function with the documented seed and widening.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MD5 against RFC 1321's test suite (appendix A.5), and the ketama cuts of a digest. Peers
 // (hashlib, libhashkit's "md5" == ketama point 0): golden_vectors_test.cc.
 #include <gtest/gtest.h>

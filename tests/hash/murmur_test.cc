@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MurmurHash2/3 against SMHasher's published verification values (aappleby/smhasher main.cpp)
 // and Hash128's Guava-style views. Peer vectors (Guava, Appleby's reference, libmurmurhash,
 // libhashkit): golden_vectors_test.cc.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // xxHash against the sanity vectors xxHash publishes with xxhsum (cli/xsum_sanity_check.c):
 // a pseudorandom buffer of fixed content, hashed at lengths that hit every code path, with
 // seed 0 and a non-zero seed. Peers (xxhsum CLI, python3-xxhash): golden_vectors_test.cc.

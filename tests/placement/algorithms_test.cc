@@ -1,12 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
 // Algorithm-specific checks beyond the shared property suite.
 #include <gtest/gtest.h>
-
-#include "test_nodes.h"
 
 #include <map>
 #include <set>
 
 #include "chash/chash.h"
+#include "test_nodes.h"
 
 namespace chash {
 namespace {
@@ -251,9 +251,9 @@ TEST(IpHashTest, ParsesAddressesWithAndWithoutPorts) {
   EXPECT_EQ(parse_ip("2001:db8::1")->length, 16);
   EXPECT_EQ(parse_ip("[2001:db8::1]:443")->bytes[15], 1);
   EXPECT_EQ(parse_ip("[::1]")->length, 16);
-  for (const char* bad : {"", "1.2.3", "1.2.3.4.5", "300.1.1.1", "host", "[::1", "[::1]x",
-                          "1.2.3.4:", "1.2.3.4:99999", "1.2.3.4:12a", "::1::2",
-                          "1.2.3.4 ", "[1.2.3.4]:80x"}) {
+  for (const char* bad :
+       {"", "1.2.3", "1.2.3.4.5", "300.1.1.1", "host", "[::1", "[::1]x",
+        "1.2.3.4:", "1.2.3.4:99999", "1.2.3.4:12a", "::1::2", "1.2.3.4 ", "[1.2.3.4]:80x"}) {
     EXPECT_FALSE(parse_ip(bad).has_value()) << bad;
   }
   EXPECT_THROW(parse_ip_or_throw("nope"), Error);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch lookup (chash/batch.h) gives exactly what pick() gives one key at a time: every
 // algorithm, through the concrete table and through AnyTable, batch sizes around the group size,
 // rings from points with both successor rules, and hash + pick over string keys.
@@ -27,7 +28,9 @@ std::vector<std::uint64_t> random_hashes(std::size_t n, std::uint64_t seed) {
 
 // One lookup the plain way: the concrete table's pick(), or chash::pick for an AnyTable (by ADL).
 template <PlacementTable T>
-NodeId pick(const T& t, std::uint64_t h) { return t.pick(h); }
+NodeId pick(const T& t, std::uint64_t h) {
+  return t.pick(h);
+}
 
 template <class Table>
 void expect_batch_matches_pick(const Table& table, const std::vector<std::uint64_t>& hashes) {
@@ -41,7 +44,6 @@ void expect_batch_matches_pick(const Table& table, const std::vector<std::uint64
     EXPECT_EQ(out[n], kNoNode - 1);  // nothing written past the batch
   }
 }
-
 
 TEST(BatchTest, EveryAlgorithmMatchesPickOneAtATime) {
   const auto hashes = random_hashes(10007, 1);
@@ -60,7 +62,8 @@ TEST(BatchTest, EveryAlgorithmMatchesPickOneAtATime) {
 TEST(BatchTest, RingsFromPointsMatchWithBothSuccessorRules) {
   std::mt19937_64 rng(3);
   std::vector<RingTable::Point> pts;
-  for (NodeId i = 0; i < 3000; ++i) pts.push_back({static_cast<std::uint32_t>(rng() % 5000), i % 9});
+  for (NodeId i = 0; i < 3000; ++i)
+    pts.push_back({static_cast<std::uint32_t>(rng() % 5000), i % 9});
   for (NodeId i = 0; i < 50; ++i) pts.push_back({0xFFFFFFFFu, i % 9});  // ties at the top
   auto hashes = random_hashes(4000, 4);
   for (std::uint64_t x = 0; x < 6000; ++x) hashes.push_back(x);  // every clustered position

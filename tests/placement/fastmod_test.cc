@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FastMod64 (chash/internal/fastmod.h) is exactly `%`: every divisor a table uses (maglev's and
 // Envoy's 65537 and 655373, small primes, the largest table size, 32-bit extremes) against edge
 // numerators (around multiples of d, around 2^32, 2^63 and 2^64) and random 64-bit ones; and
@@ -23,7 +24,8 @@ std::uint64_t largest_prime_at_most(std::uint64_t n) {
 }
 
 std::vector<std::uint64_t> divisors() {
-  std::vector<std::uint64_t> d = {1, 2, 3, 5, 7, 11, 13, 17, 31, 101, 251, 257, 1009, 4093,
+  std::vector<std::uint64_t> d = {1,     2,     3,      5,      7,       11,     13,
+                                  17,    31,    101,    251,    257,     1009,   4093,
                                   65521, 65537, 131071, 655373, 1000003, 5000011};
   d.push_back(largest_prime_at_most(kMaxMaglevTableSize));
   d.push_back(largest_prime_at_most(0xFFFFFFFFull));  // 4294967291
@@ -40,8 +42,14 @@ TEST(FastModTest, EqualsRemainderOnEdgeAndRandomNumerators) {
   std::mt19937_64 rng(2024);
   for (const std::uint64_t d : divisors()) {
     const internal::FastMod64 mod(d);
-    std::vector<std::uint64_t> hs = {0, 1, 2, kMax, kMax - 1, std::uint64_t{1} << 63,
-                                     (std::uint64_t{1} << 63) - 1, (std::uint64_t{1} << 63) + 1};
+    std::vector<std::uint64_t> hs = {0,
+                                     1,
+                                     2,
+                                     kMax,
+                                     kMax - 1,
+                                     std::uint64_t{1} << 63,
+                                     (std::uint64_t{1} << 63) - 1,
+                                     (std::uint64_t{1} << 63) + 1};
     // Around multiples of d: at the start, around 2^32, in the middle and at the top of the range.
     for (const std::uint64_t base : std::initializer_list<std::uint64_t>{
              0, std::uint64_t{1} << 32, std::uint64_t{1} << 63, kMax - 3 * d}) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One property suite over every placement algorithm (typed over the table types): determinism,
 // range, balance, weights, movement on add/remove, replicas and failover.
 #include <gtest/gtest.h>
@@ -19,7 +20,7 @@ struct ModuloTraits {
   using Table = ModuloTable;
   static constexpr Algorithm kAlgorithm = Algorithm::kModulo;
   static constexpr bool kWeighted = true;
-  static constexpr bool kConsistent = false;     // the baseline: most keys move
+  static constexpr bool kConsistent = false;  // the baseline: most keys move
   static constexpr double kMaxOverMean = 1.06;
   static constexpr double kWeightTolerance = 0.05;
   static constexpr double kStrayMoves = 0.0;
@@ -353,8 +354,8 @@ TYPED_TEST(PlacementProperties, EmptyAndDuplicateNodeSetsAreErrors) {
 }
 
 TYPED_TEST(PlacementProperties, NamesAreArbitraryBytes) {
-  std::vector<Node> ns = {{std::string("a\0b", 3), 1}, {std::string("a\0c", 3), 1},
-                          {"\xff\xfe", 1}, {"名字", 1}};
+  std::vector<Node> ns = {
+      {std::string("a\0b", 3), 1}, {std::string("a\0c", 3), 1}, {"\xff\xfe", 1}, {"名字", 1}};
   const auto c = this->counts(this->build(ns), 4);
   for (auto x : c) EXPECT_GT(x, 0u);
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The top-bits index of a ring (BasicRing::index_of, and index_of_by_lines, pick_batch's count)
 // must find exactly the point the plain binary search finds (plain_index_of): random and
 // adversarial rings, wrap-around, ties, both successor rules, tiny and huge rings, 32- and 64-bit
@@ -5,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
 #include <limits>
 #include <random>
 #include <string>
@@ -146,7 +146,8 @@ TEST(RingIndexTest, IndexCostsAFewBytesPerPoint) {
   std::vector<Node> nodes;
   for (int i = 0; i < 100; ++i) nodes.push_back({numbered("node-", i), 1});
   const RingTable r = RingTable::build(nodes);
-  const double per_point = static_cast<double>(r.memory_bytes()) / static_cast<double>(r.point_count());
+  const double per_point =
+      static_cast<double>(r.memory_bytes()) / static_cast<double>(r.point_count());
   EXPECT_LE(per_point, 8.0 + 8.0 / RingTable::kPointsPerBucket);
 }
 
@@ -155,7 +156,8 @@ TEST(RingIndexTest, RingMemoryIsAtMostEightBytesPerPoint) {
   std::vector<Node> nodes;
   for (int i = 0; i < 1000; ++i) nodes.push_back({numbered("10.0.0.", i), 1});
   const RingTable r = RingTable::build(nodes);
-  const double per_point = static_cast<double>(r.memory_bytes()) / static_cast<double>(r.point_count());
+  const double per_point =
+      static_cast<double>(r.memory_bytes()) / static_cast<double>(r.point_count());
   EXPECT_LE(per_point, 7.1);
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "chash/ring.h"
 
 #include <gtest/gtest.h>
@@ -51,7 +52,8 @@ TEST(RingTest, ClockwiseSuccessorWithWrapAround) {
   EXPECT_EQ(r.pick(300), 2u);
   EXPECT_EQ(r.pick(301), 0u);  // past the last point: wrap to the first
   EXPECT_EQ(r.pick(0xFFFFFFFFu), 0u);
-  const auto strict = RingTable::from_points({P{100, 0}, P{200, 1}, P{300, 2}}, 3, RingSuccessor::kGreater);
+  const auto strict =
+      RingTable::from_points({P{100, 0}, P{200, 1}, P{300, 2}}, 3, RingSuccessor::kGreater);
   EXPECT_EQ(strict.pick(100), 1u);
   EXPECT_EQ(strict.pick(300), 0u);
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash's envoy presets against Envoy's own unit-test expectations.
 //
 // Envoy cannot run here (it is in neither Debian nor npm), and its tests assert hosts for request
@@ -6,6 +7,8 @@
 // ring_hash_lb_test.cc, maglev_lb_test.cc and hash_test.cc into tests/compat/envoy/published.txt
 // (ring points, table entries, chooseHost results, retry attempts, per-host counts over thousands
 // of hashes, stats gauges, error messages, hash check values), and each is replayed here.
+#include "envoy.h"  // src/presets
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,8 +26,6 @@
 #include "chash/error.h"
 #include "chash/hash.h"
 #include "chash/preset.h"
-#include "envoy.h"  // src/presets
-
 
 namespace chash {
 namespace {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // groupcache preset: defaults and refusals the peer vectors (groupcache__*) do not show alone.
 #include <gtest/gtest.h>
 

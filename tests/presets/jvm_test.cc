@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // jedis and guava presets: behaviour the peer vectors (tests/compat/vectors/jedis__*, guava__*)
 // do not pin by themselves — naming rules, key tags, options the peers refuse.
 #include <gtest/gtest.h>

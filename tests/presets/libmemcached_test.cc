@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The libmemcached and libketama presets: what the peer refuses, and the details the vectors in
 // tests/compat/vectors/ rest on (replica walk, default port, hash names); libmemcached's
 // behaviours as preset settings (their spelling, their order, their errors) and the 1.0.18

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // nginx presets: the properties the peer vectors (tests/compat/vectors/nginx-*.tsv) do not spell
 // out one by one — down servers, retries, options, keys that are not addresses.
 #include <gtest/gtest.h>

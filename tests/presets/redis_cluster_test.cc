@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // redis-cluster preset: the slot split redis-cli --cluster create prints, its round-robin over
 // hosts, and what the peer vectors (tests/compat/vectors/redis-cluster__*.tsv) cannot show —
 // 1 and 2 masters, weights, route_n.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // uhashring, uhashring-ketama, hash_ring and node-hashring presets: the properties the peer
 // vectors (tests/compat/vectors/{uhashring,uhashring-ketama,hash_ring,node-hashring}__*.tsv) do
 // not spell out — refused options and weights, drained nodes, route_n's shape.

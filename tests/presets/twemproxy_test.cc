@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // twemproxy presets: what the peer vectors (tests/compat/vectors/twemproxy*.tsv) do not spell
 // out one by one — options and server lists nutcracker refuses, replicas, nutcracker's own hash
 // check values, its server order.

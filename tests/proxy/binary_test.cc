@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy run as a program: flags that answer without a config.
 #include <gtest/gtest.h>
 #include <sys/wait.h>

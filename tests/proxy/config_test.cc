@@ -1,8 +1,10 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy configuration: nutcracker.yml accepted unchanged; errors name the line.
+#include "config/config.h"
+
 #include <gtest/gtest.h>
 
 #include "chash/error.h"
-#include "config/config.h"
 
 namespace chash::proxy {
 namespace {
@@ -33,7 +35,8 @@ TEST(ConfigTest, NutcrackerYmlParsesUnchanged) {
    - 127.0.0.1:6379:1 server1
    - 127.0.0.1:6380:2
    - /tmp/r.sock:1 sock
-)", "t.yml");
+)",
+                              "t.yml");
   ASSERT_EQ(c.pools.size(), 1u);
   const PoolConfig& p = c.pools[0];
   EXPECT_EQ(p.listen.port, 22121);
@@ -66,7 +69,8 @@ beta:
   servers:
     - {server: "127.0.0.1:7001:1 x", password: px}
     - 127.0.0.1:7002:1 y
-)", "t.yml");
+)",
+                              "t.yml");
   EXPECT_EQ(c.workers, 3u);
   ASSERT_TRUE(c.admin);
   EXPECT_EQ(c.pools[0].routing.algorithm, "jump");
@@ -76,57 +80,75 @@ beta:
 }
 
 TEST(ConfigTest, UnknownKeyNamesLineAndSuggests) {
-  const std::string e = error_of("alpha:\n  listen: 127.0.0.1:1\n  redis: true\n  timout: 5\n  servers:\n   - 127.0.0.1:1:1\n");
+  const std::string e = error_of(
+      "alpha:\n  listen: 127.0.0.1:1\n  redis: true\n  timout: 5\n  servers:\n   - "
+      "127.0.0.1:1:1\n");
   EXPECT_NE(e.find("t.yml:4:"), std::string::npos) << e;
   EXPECT_NE(e.find("'timout'"), std::string::npos) << e;
   EXPECT_NE(e.find("did you mean 'timeout'"), std::string::npos) << e;
 }
 
 TEST(ConfigTest, BadServerLinesNameTheirLine) {
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:1:1\n   - 127.0.0.1:x:1\n")
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:1:1\n   "
+                     "- 127.0.0.1:x:1\n")
                 .find("t.yml:6:"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:1:0\n").find("weight"),
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:1:0\n")
+                .find("weight"),
             std::string::npos);
   // Duplicate names are refused by the router build, at the pool's line.
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:1:1 s\n   - 127.0.0.1:2:1 s\n")
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:1:1 s\n "
+                     "  - 127.0.0.1:2:1 s\n")
                 .find("t.yml:1:"),
             std::string::npos);
 }
 
 TEST(ConfigTest, RefusesWhatIsNotSupported) {
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  distribution: random\n  servers:\n   - 127.0.0.1:1:1\n")
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  distribution: random\n  "
+                     "servers:\n   - 127.0.0.1:1:1\n")
                 .find("random"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis_auth: x\n  servers:\n   - 127.0.0.1:1:1\n").find("no AUTH"),
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis_auth: x\n  servers:\n   - 127.0.0.1:1:1\n")
+                .find("no AUTH"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: http\n  servers:\n   - 127.0.0.1:1:1\n").find("unknown protocol"),
+  EXPECT_NE(
+      error_of("a:\n  listen: 127.0.0.1:1\n  protocol: http\n  servers:\n   - 127.0.0.1:1:1\n")
+          .find("unknown protocol"),
+      std::string::npos);
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  protocol: tcp\n  servers:\n   - "
+                     "127.0.0.1:1:1\n")
+                .find("disagree"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  protocol: tcp\n  servers:\n   - 127.0.0.1:1:1\n").find("disagree"),
-            std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  balance: least-conn\n  servers:\n   - 127.0.0.1:1:1\n")
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  balance: least-conn\n  "
+                     "servers:\n   - 127.0.0.1:1:1\n")
                 .find("tcp pools only"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: ip-hash\n  algorithm: ring\n  servers:\n   - 127.0.0.1:1:1\n")
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: ip-hash\n  algorithm: "
+                     "ring\n  servers:\n   - 127.0.0.1:1:1\n")
                 .find("nginx-ip-hash"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: fastest\n  servers:\n   - 127.0.0.1:1:1\n")
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: fastest\n  servers:\n "
+                     "  - 127.0.0.1:1:1\n")
                 .find("least-conn"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  proxy_protocol: v3\n  servers:\n   - 127.0.0.1:1:1\n")
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  proxy_protocol: v3\n  "
+                     "servers:\n   - 127.0.0.1:1:1\n")
                 .find("v1, v2"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  hash: nosuch\n  servers:\n   - 127.0.0.1:1:1\n")
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  hash: nosuch\n  servers:\n   - "
+                     "127.0.0.1:1:1\n")
                 .find("t.yml:1:"),
             std::string::npos);
   EXPECT_NE(error_of("a: [1\n").find("not valid YAML"), std::string::npos);
-  EXPECT_NE(error_of("a:\n  redis: true\n  servers:\n   - 127.0.0.1:1:1\n").find("'listen' is required"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("a:\n  redis: true\n  servers:\n   - 127.0.0.1:1:1\n").find("'listen' is required"),
+      std::string::npos);
 }
 
 TEST(ConfigTest, ProtocolsAndTheirDefaults) {
   // nutcracker's default is memcache (redis: false).
-  const auto mc = chash::proxy::parse_config("a:\n  listen: 127.0.0.1:1\n  servers:\n   - 127.0.0.1:1:1\n", "t.yml");
+  const auto mc = chash::proxy::parse_config(
+      "a:\n  listen: 127.0.0.1:1\n  servers:\n   - 127.0.0.1:1:1\n", "t.yml");
   EXPECT_EQ(mc.pools[0].protocol, chash::proxy::PoolProtocol::kMemcache);
   EXPECT_EQ(mc.pools[0].routing.preset, "twemproxy");
   EXPECT_EQ(mc.pools[0].max_value_bytes, std::size_t{1} << 20);
@@ -144,11 +166,14 @@ TEST(ConfigTest, ProtocolsAndTheirDefaults) {
   EXPECT_EQ(p.rise, 2u);
   EXPECT_EQ(p.server_failure_limit, 3u);
   const auto ip = chash::proxy::parse_config(
-      "a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: ip-hash\n  servers:\n   - 127.0.0.1:1:1\n", "t.yml");
+      "a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: ip-hash\n  servers:\n   - "
+      "127.0.0.1:1:1\n",
+      "t.yml");
   EXPECT_EQ(ip.pools[0].balance, chash::proxy::Balance::kIpHash);
   EXPECT_EQ(ip.pools[0].routing.preset, "nginx-ip-hash");
   const auto wrr = chash::proxy::parse_config(
-      "a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: weighted-round-robin\n  servers:\n   - 127.0.0.1:1:3\n",
+      "a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: weighted-round-robin\n  servers:\n   "
+      "- 127.0.0.1:1:3\n",
       "t.yml");
   EXPECT_EQ(wrr.pools[0].balance, chash::proxy::Balance::kWeightedRoundRobin);
 }
@@ -156,25 +181,37 @@ TEST(ConfigTest, ProtocolsAndTheirDefaults) {
 // hash_balance_factor: HAProxy's hash-balance-factor / Envoy's hash_balance_factor (percent).
 TEST(ConfigTest, HashBalanceFactorIsOffByDefaultAndKeptWhenValid) {
   const std::string servers = "  servers:\n   - 127.0.0.1:1:1\n";
-  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  redis: true\n" + servers, "t.yml").pools[0].hash_balance_factor, 0u);
-  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  redis: true\n  hash_balance_factor: 125\n" + servers, "t.yml")
-                .pools[0]
-                .hash_balance_factor,
-            125u);
-  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  hash_balance_factor: 100\n" + servers, "t.yml")  // memcache
-                .pools[0]
-                .hash_balance_factor,
-            100u);
-  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  redis: true\n  hash_balance_factor: 0\n" + servers, "t.yml")
+  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  redis: true\n" + servers, "t.yml")
                 .pools[0]
                 .hash_balance_factor,
             0u);
-  // tcp pools: with the hash balances (hash is the default).
-  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  hash_balance_factor: 150\n" + servers, "t.yml")
+  EXPECT_EQ(parse_config(
+                "a:\n  listen: 127.0.0.1:1\n  redis: true\n  hash_balance_factor: 125\n" + servers,
+                "t.yml")
                 .pools[0]
                 .hash_balance_factor,
-            150u);
-  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: ip-hash\n  hash_balance_factor: 200\n" +
+            125u);
+  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  hash_balance_factor: 100\n" + servers,
+                         "t.yml")  // memcache
+                .pools[0]
+                .hash_balance_factor,
+            100u);
+  EXPECT_EQ(
+      parse_config("a:\n  listen: 127.0.0.1:1\n  redis: true\n  hash_balance_factor: 0\n" + servers,
+                   "t.yml")
+          .pools[0]
+          .hash_balance_factor,
+      0u);
+  // tcp pools: with the hash balances (hash is the default).
+  EXPECT_EQ(
+      parse_config(
+          "a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  hash_balance_factor: 150\n" + servers,
+          "t.yml")
+          .pools[0]
+          .hash_balance_factor,
+      150u);
+  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: ip-hash\n  "
+                         "hash_balance_factor: 200\n" +
                              servers,
                          "t.yml")
                 .pools[0]
@@ -184,11 +221,14 @@ TEST(ConfigTest, HashBalanceFactorIsOffByDefaultAndKeptWhenValid) {
 
 TEST(ConfigTest, HashBalanceFactorBelow100IsAnErrorAtItsLine) {
   const std::string servers = "  servers:\n   - 127.0.0.1:1:1\n";
-  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  hash_balance_factor: 99\n" + servers),
-            "t.yml:4: pool 'a': hash_balance_factor must be 0 (off) or at least 100 (percent of the mean load, "
-            "e.g. 125), got 99");
+  EXPECT_EQ(
+      error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  hash_balance_factor: 99\n" + servers),
+      "t.yml:4: pool 'a': hash_balance_factor must be 0 (off) or at least 100 (percent of the mean "
+      "load, "
+      "e.g. 125), got 99");
   EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  hash_balance_factor: 1\n" + servers),
-            "t.yml:3: pool 'a': hash_balance_factor must be 0 (off) or at least 100 (percent of the mean load, "
+            "t.yml:3: pool 'a': hash_balance_factor must be 0 (off) or at least 100 (percent of "
+            "the mean load, "
             "e.g. 125), got 1");
   EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  hash_balance_factor: 1.25\n" + servers),
             "t.yml:3: 'hash_balance_factor' must be a whole number from 0 to 1000000, got '1.25'");
@@ -198,30 +238,37 @@ TEST(ConfigTest, HashBalanceFactorBelow100IsAnErrorAtItsLine) {
 
 TEST(ConfigTest, HashBalanceFactorIsRefusedForNonHashTcpBalances) {
   const std::string servers = "  servers:\n   - 127.0.0.1:1:1\n";
-  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  hash_balance_factor: 125\n  balance: round-robin\n" +
+  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  hash_balance_factor: 125\n  "
+                     "balance: round-robin\n" +
                      servers),
-            "t.yml:4: pool 'a': hash_balance_factor applies to hash balancing (balance: hash or ip-hash), not "
+            "t.yml:4: pool 'a': hash_balance_factor applies to hash balancing (balance: hash or "
+            "ip-hash), not "
             "balance round-robin");
-  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: least-conn\n  hash_balance_factor: 125\n" +
+  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: least-conn\n  "
+                     "hash_balance_factor: 125\n" +
                      servers),
-            "t.yml:5: pool 'a': hash_balance_factor applies to hash balancing (balance: hash or ip-hash), not "
+            "t.yml:5: pool 'a': hash_balance_factor applies to hash balancing (balance: hash or "
+            "ip-hash), not "
             "balance least-conn");
   // 0 is "off", so it is accepted whatever the balance.
-  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: weighted-round-robin\n"
-                         "  hash_balance_factor: 0\n" + servers,
-                         "t.yml")
-                .pools[0]
-                .hash_balance_factor,
-            0u);
+  EXPECT_EQ(
+      parse_config("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: weighted-round-robin\n"
+                   "  hash_balance_factor: 0\n" +
+                       servers,
+                   "t.yml")
+          .pools[0]
+          .hash_balance_factor,
+      0u);
 }
 
 // preset_options: a preset's own settings, in order, as chash route --preset-option.
 TEST(ConfigTest, PresetOptionsReachTheRouter) {
   const std::string servers = "  servers:\n   - 127.0.0.1:11211:1\n   - 127.0.0.1:11212:1\n";
-  const auto c = parse_config("a:\n  listen: 127.0.0.1:1\n  preset: libmemcached-modula\n"
-                              "  preset_options: {ketama_weighted: true, distribution: CONSISTENT_KETAMA_SPY}\n" +
-                                  servers,
-                              "t.yml");
+  const auto c = parse_config(
+      "a:\n  listen: 127.0.0.1:1\n  preset: libmemcached-modula\n"
+      "  preset_options: {ketama_weighted: true, distribution: CONSISTENT_KETAMA_SPY}\n" +
+          servers,
+      "t.yml");
   const auto& r = c.pools[0].routing;
   ASSERT_EQ(r.preset_settings.size(), 2u);
   EXPECT_EQ(r.preset_settings[0], (std::pair<std::string, std::string>{"ketama_weighted", "true"}));
@@ -234,8 +281,13 @@ TEST(ConfigTest, PresetOptionsReachTheRouter) {
     const std::string k = "k" + std::to_string(i);
     EXPECT_EQ(set.route(k), spy.route(k)) << k;
   }
-  EXPECT_THROW(parse_config("a:\n  listen: 127.0.0.1:1\n  preset: twemproxy\n  preset_options: {x: y}\n" + servers, "t.yml"), Error);
-  EXPECT_THROW(parse_config("a:\n  listen: 127.0.0.1:1\n  preset_options: [1]\n" + servers, "t.yml"), Error);
+  EXPECT_THROW(
+      parse_config(
+          "a:\n  listen: 127.0.0.1:1\n  preset: twemproxy\n  preset_options: {x: y}\n" + servers,
+          "t.yml"),
+      Error);
+  EXPECT_THROW(
+      parse_config("a:\n  listen: 127.0.0.1:1\n  preset_options: [1]\n" + servers, "t.yml"), Error);
 }
 
 }  // namespace

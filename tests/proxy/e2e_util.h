@@ -1,16 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared pieces of the chash-proxy end-to-end tests: sockets with timeouts, child server
 // processes, a temporary directory per test, and an in-process Proxy started from YAML.
 #pragma once
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cerrno>
 #include <chrono>
@@ -255,8 +255,8 @@ class UnixSocketServer {
 // A per-test temporary directory, removed at the end.
 inline fs::path make_test_dir(const std::string& prefix) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::temp_directory_path() /
-                 (prefix + "-" + std::to_string(::getpid()) + "-" + info->test_suite_name() + "-" + info->name());
+  fs::path dir = fs::temp_directory_path() / (prefix + "-" + std::to_string(::getpid()) + "-" +
+                                              info->test_suite_name() + "-" + info->name());
   fs::create_directories(dir);
   return dir;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // net::EventLoop: timers in deadline order, fd readiness, the batch-end hook, deferred deletes,
 // cross-thread post().
 #include "net/event_loop.h"

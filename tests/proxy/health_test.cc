@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Backend health: failure counting and ejection (record_failure/record_success), when probes
 // are due, how probe results move a backend up and down (rise/fall), each protocol's probe
 // conversation (core/probe_check.h via make_probe_check), and the prober on loopback sockets.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy end to end with memcached pools: real memcached processes on unix sockets in a
 // temporary directory, the proxy in-process on a free 127.0.0.1 port, and a small text-protocol
 // client. memcached must be installed (scripts/bootstrap.sh): these tests fail without it.
@@ -14,11 +15,11 @@
 #include <sstream>
 #include <thread>
 
+#include "chash/router.h"
 #include "config/config.h"
 #include "core/proxy.h"
 #include "e2e_util.h"
 #include "net/socket.h"
-#include "chash/router.h"
 #include "proto/memcache/protocol.h"
 
 namespace chash::proxy {
@@ -30,7 +31,8 @@ using namespace std::chrono_literals;
 // ---- A blocking memcached text-protocol client (5 s timeouts) --------------------------------
 
 bool is_retrieval_request(std::string_view r) {
-  return r.starts_with("get ") || r.starts_with("gets ") || r.starts_with("gat ") || r.starts_with("gats ");
+  return r.starts_with("get ") || r.starts_with("gets ") || r.starts_with("gat ") ||
+         r.starts_with("gats ");
 }
 
 class McClient {
@@ -79,19 +81,20 @@ class McClient {
 };
 
 std::string value(std::string_view key, std::string_view data, int flags = 0) {
-  return "VALUE " + std::string(key) + " " + std::to_string(flags) + " " + std::to_string(data.size()) + "\r\n" +
-         std::string(data) + "\r\n";
+  return "VALUE " + std::string(key) + " " + std::to_string(flags) + " " +
+         std::to_string(data.size()) + "\r\n" + std::string(data) + "\r\n";
 }
 std::string set(std::string_view key, std::string_view data, std::string_view verb = "set") {
-  return std::string(verb) + " " + std::string(key) + " 0 0 " + std::to_string(data.size()) + "\r\n" +
-         std::string(data) + "\r\n";
+  return std::string(verb) + " " + std::string(key) + " 0 0 " + std::to_string(data.size()) +
+         "\r\n" + std::string(data) + "\r\n";
 }
 
 // ---- memcached processes ---------------------------------------------------------------------
 
 class MemcachedServer {
  public:
-  MemcachedServer(const fs::path& dir, const std::string& name) : server_((dir / (name + ".sock")).string()) {}
+  MemcachedServer(const fs::path& dir, const std::string& name)
+      : server_((dir / (name + ".sock")).string()) {}
   const std::string& socket() const { return server_.socket(); }
   bool start() {
     std::vector<std::string> args = {"memcached", "-s", socket(), "-U", "0", "-t", "1", "-m", "64"};
@@ -135,7 +138,8 @@ class MemcacheE2E : public ::testing::Test {
   std::string yaml(const std::string& extra, int nservers = 3) {
     std::string y = "alpha:\n  listen: 127.0.0.1:0\n" + extra + "  servers:\n";
     for (int i = 1; i <= nservers; ++i) {
-      y += "    - " + servers_[static_cast<std::size_t>(i - 1)]->socket() + ":1 m" + std::to_string(i) + "\n";
+      y += "    - " + servers_[static_cast<std::size_t>(i - 1)]->socket() + ":1 m" +
+           std::to_string(i) + "\n";
     }
     return y;
   }
@@ -187,7 +191,8 @@ TEST_F(MemcacheE2E, RoutingEqualsTheLibraryRouterAndChashRoute) {
   std::string in;
   for (const auto& k : keys) in += k + "\n";
   std::ofstream(dir_ / "keys.txt") << in;
-  const std::string cmd = std::string(CHASH_CLI_PATH) + " route --preset twemproxy --hash fnv1a_64 --nodes m1,m2,m3 < " +
+  const std::string cmd = std::string(CHASH_CLI_PATH) +
+                          " route --preset twemproxy --hash fnv1a_64 --nodes m1,m2,m3 < " +
                           (dir_ / "keys.txt").string() + " > " + (dir_ / "route.txt").string();
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   std::ifstream out(dir_ / "route.txt");
@@ -225,23 +230,26 @@ TEST_F(MemcacheE2E, KetamaPresetEqualsLibmemcached) {
     std::string hex, node;
     ss >> hex >> node;
     std::string key;
-    for (std::size_t i = 0; i + 1 < hex.size(); i += 2) key += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+      key += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
     bool ok = !key.empty() && key.size() <= 250;
     for (const char ch : key) ok = ok && static_cast<unsigned char>(ch) > 0x20 && ch != 0x7f;
     if (ok) expect.emplace_back(key, node);
   }
   ASSERT_EQ(nodes.size(), 5u);
   ASSERT_GT(expect.size(), 1500u);
-  std::string y = "alpha:\n  listen: 127.0.0.1:0\n  protocol: memcache\n  preset: ketama\n  servers:\n";
+  std::string y =
+      "alpha:\n  listen: 127.0.0.1:0\n  protocol: memcache\n  preset: ketama\n  servers:\n";
   std::map<std::string, std::size_t> server_of;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    y += "    - " + servers_[i]->socket() + ":" + std::to_string(nodes[i].second) + " " + nodes[i].first + "\n";
+    y += "    - " + servers_[i]->socket() + ":" + std::to_string(nodes[i].second) + " " +
+         nodes[i].first + "\n";
     server_of[nodes[i].first] = i;
   }
   start_proxy(y);
   auto c = client();
   std::string batch;
-  for (const auto& [k, n] : expect) batch += set(k, "1", "set") ;
+  for (const auto& [k, n] : expect) batch += set(k, "1", "set");
   ASSERT_TRUE(c.send(batch));
   for (std::size_t i = 0; i < expect.size(); ++i) ASSERT_EQ(c.read(false), "STORED\r\n") << i;
   std::vector<McClient> direct;
@@ -282,7 +290,8 @@ TEST_F(MemcacheE2E, EveryCommandWithRealReplies) {
   EXPECT_EQ(c.call("incr b 41\r\n"), "42\r\n");
   EXPECT_EQ(c.call("decr b 50\r\n"), "0\r\n");
   EXPECT_EQ(c.call("incr nope 1\r\n"), "NOT_FOUND\r\n");
-  EXPECT_EQ(c.call("incr a 1\r\n"), "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+  EXPECT_EQ(c.call("incr a 1\r\n"),
+            "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
   EXPECT_EQ(c.call("incr b abc\r\n"), "CLIENT_ERROR invalid numeric delta argument\r\n");
   // touch / gat / gats / delete.
   EXPECT_EQ(c.call("touch a 100\r\n"), "TOUCHED\r\n");
@@ -295,20 +304,25 @@ TEST_F(MemcacheE2E, EveryCommandWithRealReplies) {
   EXPECT_EQ(c.call("delete a\r\n"), "DELETED\r\n");
   EXPECT_EQ(c.call("delete a\r\n"), "NOT_FOUND\r\n");
   EXPECT_EQ(c.call("delete b 0\r\n"), "DELETED\r\n");
-  EXPECT_EQ(c.call("delete b 5\r\n"), "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n");
+  EXPECT_EQ(c.call("delete b 5\r\n"),
+            "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n");
   // Local answers and refusals; the connection stays.
   EXPECT_EQ(c.call("version\r\n"), "VERSION 1.6.18-chash-proxy\r\n");
   for (const std::string cmd : {"stats", "flush_all", "verbosity 1", "mg a v", "shutdown"}) {
     const std::string r = c.call(cmd + "\r\n");
-    EXPECT_TRUE(r.starts_with("SERVER_ERROR unsupported command '" + cmd.substr(0, cmd.find(' ')) + "'")) << r;
+    EXPECT_TRUE(
+        r.starts_with("SERVER_ERROR unsupported command '" + cmd.substr(0, cmd.find(' ')) + "'"))
+        << r;
   }
   EXPECT_EQ(c.call("ms a 2\r\nxy\r\n").substr(0, 34), "SERVER_ERROR unsupported command '");
   EXPECT_EQ(c.call("bogus\r\n"), "ERROR\r\n");
   EXPECT_EQ(c.call("\r\n"), "ERROR\r\n");
-  EXPECT_EQ(c.call("get " + std::string(251, 'k') + "\r\n"), "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(c.call("get " + std::string(251, 'k') + "\r\n"),
+            "CLIENT_ERROR bad command line format\r\n");
   EXPECT_EQ(c.call("set k 0 0 abc\r\n"), "CLIENT_ERROR bad command line format\r\n");
   EXPECT_EQ(c.call("set k 0 0 3\r\nabcde\r\n"), "CLIENT_ERROR bad data chunk\r\n");
-  EXPECT_EQ(c.read(false), "ERROR\r\n");  // "de" ended the block; the "\r\n" after it is an empty command
+  EXPECT_EQ(c.read(false),
+            "ERROR\r\n");  // "de" ended the block; the "\r\n" after it is an empty command
   EXPECT_EQ(c.call("get a\r\n"), "END\r\n");
   EXPECT_EQ(c.call("quit\r\n"), "<eof>");
 }
@@ -316,10 +330,13 @@ TEST_F(MemcacheE2E, EveryCommandWithRealReplies) {
 TEST_F(MemcacheE2E, NoreplyThenALaterCommandStaysInSync) {
   start_proxy(yaml(""));
   auto c = client();
-  ASSERT_TRUE(c.send("set n 0 0 1 noreply\r\n5\r\nincr n 3 noreply\r\nadd n 0 0 1 noreply\r\nx\r\n"
-                     "delete gone noreply\r\nincr n noreply\r\ntouch n 100 noreply\r\nincr zzz 1 noreply\r\n"
-                     "set big 0 0 2000000 noreply\r\n" + std::string(2000000, 'b') + "\r\n"
-                     "flush_all noreply\r\ndelete n 5 noreply\r\nincr n abc noreply\r\n"));
+  ASSERT_TRUE(c.send(
+      "set n 0 0 1 noreply\r\n5\r\nincr n 3 noreply\r\nadd n 0 0 1 noreply\r\nx\r\n"
+      "delete gone noreply\r\nincr n noreply\r\ntouch n 100 noreply\r\nincr zzz 1 noreply\r\n"
+      "set big 0 0 2000000 noreply\r\n" +
+      std::string(2000000, 'b') +
+      "\r\n"
+      "flush_all noreply\r\ndelete n 5 noreply\r\nincr n abc noreply\r\n"));
   EXPECT_EQ(c.call("get n\r\n"), value("n", "8") + "END\r\n");
   ASSERT_TRUE(c.send("delete n noreply\r\nget n\r\n"));
   EXPECT_EQ(c.read(true), "END\r\n");
@@ -334,13 +351,15 @@ TEST_F(MemcacheE2E, PipelinedMixedCommandsInOneWriteAnswerInOrder) {
   std::string batch, want;
   for (int i = 0; i < 500; ++i) {
     const std::string k = "p" + std::to_string(i), v = std::to_string(i);
-    batch += set(k, v) + "get " + k + " nope" + std::to_string(i) + "\r\n" + "incr " + k + " 1\r\n" +
-             "set q 0 0 1 noreply\r\nq\r\n" + "version\r\n" + "delete " + k + "\r\n" + "bogus\r\n";
+    batch += set(k, v) + "get " + k + " nope" + std::to_string(i) + "\r\n" + "incr " + k +
+             " 1\r\n" + "set q 0 0 1 noreply\r\nq\r\n" + "version\r\n" + "delete " + k + "\r\n" +
+             "bogus\r\n";
     want += "STORED\r\n" + value(k, v) + "END\r\n" + std::to_string(i + 1) + "\r\n" +
             "VERSION 1.6.18-chash-proxy\r\nDELETED\r\nERROR\r\n";
   }
   ASSERT_TRUE(c.send(batch));
-  const std::string got = testing::recv_until(c.fd(), [&](const std::string& s) { return s.size() >= want.size(); });
+  const std::string got =
+      testing::recv_until(c.fd(), [&](const std::string& s) { return s.size() >= want.size(); });
   EXPECT_EQ(got, want);
 }
 
@@ -361,8 +380,9 @@ TEST_F(MemcacheE2E, MultiGetAcrossBackendsInKeyOrderWithMisses) {
   ASSERT_GE(nodes.size(), 2u);  // the keys really are spread over the backends
   EXPECT_EQ(c.call(get + "\r\n"), want + "END\r\n");
   // Duplicates are answered each time, in place.
-  EXPECT_EQ(c.call("get m1 m2 m1 m0 m1\r\n"), value("m1", "v1") + value("m2", "v2") + value("m1", "v1") +
-                                                  value("m1", "v1") + "END\r\n");
+  EXPECT_EQ(
+      c.call("get m1 m2 m1 m0 m1\r\n"),
+      value("m1", "v1") + value("m2", "v2") + value("m1", "v1") + value("m1", "v1") + "END\r\n");
   // gat across backends.
   EXPECT_EQ(c.call("gat 100 m1 m2 m4 m3\r\n"),
             value("m1", "v1") + value("m2", "v2") + value("m4", "v4") + "END\r\n");
@@ -391,7 +411,8 @@ TEST_F(MemcacheE2E, TooLargeValueIsRefusedAndTheConnectionStaysUsable) {
   auto c = client();
   const long before = rss_kb();
   for (int i = 0; i < 5; ++i) {
-    EXPECT_EQ(c.call(set("big", std::string((1 << 20) + 1, 'x'))), "SERVER_ERROR object too large for cache\r\n");
+    EXPECT_EQ(c.call(set("big", std::string((1 << 20) + 1, 'x'))),
+              "SERVER_ERROR object too large for cache\r\n");
   }
   // A huge announced size is swallowed as it streams, never buffered.
   ASSERT_TRUE(c.send("set huge 0 0 50000000\r\n"));
@@ -415,9 +436,10 @@ TEST_F(MemcacheE2E, BinaryAndGarbageClientsAreClosedOthersServed) {
   ASSERT_EQ(good.call(set("g", "1")), "STORED\r\n");
   {
     auto bin = client();  // a binary-protocol GET
-    ASSERT_TRUE(bin.send(std::string("\x80\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00"
-                                     "\x00\x00\x00\x00\x00\x00\x00\x00k",
-                                     25)));
+    ASSERT_TRUE(
+        bin.send(std::string("\x80\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00"
+                             "\x00\x00\x00\x00\x00\x00\x00\x00k",
+                             25)));
     EXPECT_TRUE(bin.closed_by_peer());
   }
   {
@@ -488,13 +510,15 @@ TEST_F(MemcacheE2E, PipeliningWithoutReadingIsBounded) {
   EXPECT_EQ(backend_get_hits(servers_) - hits_before, kN);
   // Under ThreadSanitizer RSS is mostly shadow memory; the backend count above bounds it there.
   if (!testing::kThreadSanitizer) {
-    EXPECT_LT(during - before, 100 * 1024) << "RSS grew from " << before << " kB to " << during << " kB";
+    EXPECT_LT(during - before, 100 * 1024)
+        << "RSS grew from " << before << " kB to " << during << " kB";
   }
 }
 
 TEST_F(MemcacheE2E, KilledBackendIsEjectedOthersUnaffectedAndItComesBack) {
-  start_proxy(yaml("  timeout: 500\n  auto_eject_hosts: true\n  server_failure_limit: 1\n"
-                   "  server_retry_timeout: 300\n"));
+  start_proxy(
+      yaml("  timeout: 500\n  auto_eject_hosts: true\n  server_failure_limit: 1\n"
+           "  server_retry_timeout: 300\n"));
   const std::string k1 = key_on(0), k2 = key_on(1);
   auto c = client();
   ASSERT_EQ(c.call(set(k1, "a")), "STORED\r\n");
@@ -506,7 +530,8 @@ TEST_F(MemcacheE2E, KilledBackendIsEjectedOthersUnaffectedAndItComesBack) {
   }
   // Ejected: m1's keys go to their next choice; the others stay.
   EXPECT_EQ(c.call(set(k1, "moved")), "STORED\r\n");
-  EXPECT_EQ(c.call("get " + k1 + " " + k2 + "\r\n"), value(k1, "moved") + value(k2, "b") + "END\r\n");
+  EXPECT_EQ(c.call("get " + k1 + " " + k2 + "\r\n"),
+            value(k1, "moved") + value(k2, "b") + "END\r\n");
   EXPECT_EQ(holder(k2), "m2");
   ASSERT_TRUE(servers_[0]->start());
   bool back = false;
@@ -531,7 +556,8 @@ TEST_F(MemcacheE2E, WithoutAutoEjectADownBackendFailsFastAndMultiGetFailsWhole) 
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(c.call(set(k1, "x")).starts_with("SERVER_ERROR backend m1 is down"));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 200ms);
-  EXPECT_TRUE(c.call("get " + k2 + " " + k1 + "\r\n").starts_with("SERVER_ERROR backend m1 is down"));
+  EXPECT_TRUE(
+      c.call("get " + k2 + " " + k1 + "\r\n").starts_with("SERVER_ERROR backend m1 is down"));
   EXPECT_EQ(c.call("get " + k2 + "\r\n"), value(k2, "ok") + "END\r\n");
 }
 
@@ -541,8 +567,10 @@ TEST_F(MemcacheE2E, SilentBackendTimesOutWithinTheTimeout) {
   std::string error;
   const int lfd = net::listen_on(parse_address(hole, "test"), 16, error);
   ASSERT_GE(lfd, 0);
-  std::string y = "alpha:\n  listen: 127.0.0.1:0\n  timeout: 300\n  server_failure_limit: 5\n  servers:\n    - " + hole +
-                  ":1 hole\n";
+  std::string y =
+      "alpha:\n  listen: 127.0.0.1:0\n  timeout: 300\n  server_failure_limit: 5\n  servers:\n    "
+      "- " +
+      hole + ":1 hole\n";
   start_proxy(y);
   auto c = client();
   const auto t0 = std::chrono::steady_clock::now();
@@ -586,20 +614,24 @@ TEST_F(MemcacheE2E, BoundedLoadFromManyClients) {
         const std::string k = "t" + std::to_string(t) + ":" + std::to_string(i % 200);
         const std::string v = std::to_string(i);
         if (c.call(set(k, v)) != "STORED\r\n") ++failures;
-        if (c.call("get " + k + " t0:1 t1:2 t2:3\r\n").find(value(k, v)) == std::string::npos) ++failures;
+        if (c.call("get " + k + " t0:1 t1:2 t2:3\r\n").find(value(k, v)) == std::string::npos)
+          ++failures;
       }
     });
   }
   for (auto& th : threads) th.join();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(failures.load(), 0);
-  std::printf("[ load ] %d round trips in %.2f s (%.0f/s)\n", kThreads * kOps * 2, secs, kThreads * kOps * 2 / secs);
+  std::printf("[ load ] %d round trips in %.2f s (%.0f/s)\n", kThreads * kOps * 2, secs,
+              kThreads * kOps * 2 / secs);
   // libmemcached's memslap against the proxy (text protocol), bounded in count and time.
   ASSERT_TRUE(testing::have_program("memcslap")) << "memcslap not installed (libmemcached-tools)";
-  const std::string cmd = "timeout 60 memcslap --servers=127.0.0.1:" + std::to_string(proxy_->port(0)) +
-                          " --concurrency=4 --execute-number=2000 --test=set > " + (dir_ / "slap.txt").string() +
-                          " 2>&1 && timeout 60 memcslap --servers=127.0.0.1:" + std::to_string(proxy_->port(0)) +
-                          " --concurrency=4 --execute-number=2000 --test=get >> " + (dir_ / "slap.txt").string() + " 2>&1";
+  const std::string cmd =
+      "timeout 60 memcslap --servers=127.0.0.1:" + std::to_string(proxy_->port(0)) +
+      " --concurrency=4 --execute-number=2000 --test=set > " + (dir_ / "slap.txt").string() +
+      " 2>&1 && timeout 60 memcslap --servers=127.0.0.1:" + std::to_string(proxy_->port(0)) +
+      " --concurrency=4 --execute-number=2000 --test=get >> " + (dir_ / "slap.txt").string() +
+      " 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0);
   std::stringstream ss;
   ss << std::ifstream(dir_ / "slap.txt").rdbuf();

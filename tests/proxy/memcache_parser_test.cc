@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // memcached text-protocol parsers: every request and reply shape, memcached's answers to bad
 // requests (checked against memcached 1.6.18), and the same results whether the bytes arrive
 // whole or split at any byte.
@@ -20,7 +21,8 @@ std::string describe(const RequestParser& p, std::string_view buf) {
   s += "|fwd=" + std::to_string(p.forward_end()) + (p.forward_zero() ? "+0" : "");
   if (p.noreply()) s += "|noreply";
   if (is_storage(p.command())) {
-    s += "|" + std::to_string(p.flags()) + " " + std::to_string(p.exptime()) + " " + std::to_string(p.cas_unique());
+    s += "|" + std::to_string(p.flags()) + " " + std::to_string(p.exptime()) + " " +
+         std::to_string(p.cas_unique());
     s += "|data=" + std::string(p.data(buf));
   }
   return s;
@@ -30,7 +32,8 @@ std::string describe(const RequestParser& p, std::string_view buf) {
 // every message it completes; "FATAL:<error>" ends the list on kError. Both parsers share the
 // incremental contract: parse, next(), then drop start() bytes and consume() them.
 template <class Parser, class Describe>
-std::vector<std::string> feed(Parser& p, std::string_view input, std::size_t step, Describe describe_one) {
+std::vector<std::string> feed(Parser& p, std::string_view input, std::size_t step,
+                              Describe describe_one) {
   std::vector<std::string> out;
   std::string buf;
   std::size_t off = 0;
@@ -56,7 +59,8 @@ std::vector<std::string> feed(Parser& p, std::string_view input, std::size_t ste
 }
 
 // Requests of `input` fed in pieces of `step` bytes, described.
-std::vector<std::string> parse_all(std::string_view input, std::size_t step = 0, RequestLimits limits = {}) {
+std::vector<std::string> parse_all(std::string_view input, std::size_t step = 0,
+                                   RequestLimits limits = {}) {
   RequestParser p(limits);
   return feed(p, input, step, [&](const std::string& buf) { return describe(p, buf); });
 }
@@ -107,9 +111,12 @@ TEST(MemcacheParserTest, AnswersBadRequestsAsMemcachedDoes) {
   EXPECT_EQ(reply_of("set k 0 0\r\n"), none("ERROR\r\n"));
   EXPECT_EQ(reply_of("touch k\r\n"), none("ERROR\r\n"));
   EXPECT_EQ(reply_of("delete a b c d\r\n"), none("ERROR\r\n"));
-  EXPECT_EQ(reply_of("get " + std::string(251, 'k') + "\r\n"), none("CLIENT_ERROR bad command line format\r\n"));
+  EXPECT_EQ(reply_of("get " + std::string(251, 'k') + "\r\n"),
+            none("CLIENT_ERROR bad command line format\r\n"));
   EXPECT_EQ(reply_of("get " + std::string(250, 'k') + "\r\n").substr(0, 2), "1|");
-  EXPECT_EQ(reply_of("get a\x01" "b\r\n"), none("CLIENT_ERROR bad command line format\r\n"));
+  EXPECT_EQ(reply_of("get a\x01"
+                     "b\r\n"),
+            none("CLIENT_ERROR bad command line format\r\n"));
   EXPECT_EQ(reply_of("get a\tb\r\n"), none("CLIENT_ERROR bad command line format\r\n"));
   EXPECT_EQ(reply_of("set k -1 0 1\r\nx\r\n"), none("CLIENT_ERROR bad command line format\r\n"));
   EXPECT_EQ(reply_of("set k 0 abc 1\r\nx\r\n"), none("CLIENT_ERROR bad command line format\r\n"));
@@ -162,8 +169,10 @@ TEST(MemcacheParserTest, SwallowedBytesAreNotBuffered) {
 }
 
 TEST(MemcacheParserTest, NoreplyIsStrippedWithoutDesyncingTheBackend) {
-  EXPECT_EQ(reply_of("set k 0 0 1 noreply\r\nx\r\n"), "5|set,k,0,0,1,noreply,|keys=1..2|fwd=5|noreply|0 0 0|data=x");
-  EXPECT_EQ(reply_of("set k 0 0 1 whatever\r\nx\r\n"), "5|set,k,0,0,1,whatever,|keys=1..2|fwd=5|0 0 0|data=x");
+  EXPECT_EQ(reply_of("set k 0 0 1 noreply\r\nx\r\n"),
+            "5|set,k,0,0,1,noreply,|keys=1..2|fwd=5|noreply|0 0 0|data=x");
+  EXPECT_EQ(reply_of("set k 0 0 1 whatever\r\nx\r\n"),
+            "5|set,k,0,0,1,whatever,|keys=1..2|fwd=5|0 0 0|data=x");
   EXPECT_EQ(reply_of("incr k 5 noreply\r\n"), "12|incr,k,5,noreply,|keys=1..2|fwd=3|noreply");
   EXPECT_EQ(reply_of("touch k 10 noreply\r\n"), "14|touch,k,10,noreply,|keys=1..2|fwd=3|noreply");
   EXPECT_EQ(reply_of("delete k noreply\r\n"), "11|delete,k,noreply,|keys=1..2|fwd=2+0|noreply");
@@ -179,7 +188,8 @@ TEST(MemcacheParserTest, NoreplyIsStrippedWithoutDesyncingTheBackend) {
 }
 
 TEST(MemcacheParserTest, LongLinesAndBinaryClientsAreFatal) {
-  EXPECT_EQ(parse_all(std::string(3000, 'x')), std::vector<std::string>{"FATAL:CLIENT_ERROR line too long\r\n"});
+  EXPECT_EQ(parse_all(std::string(3000, 'x')),
+            std::vector<std::string>{"FATAL:CLIENT_ERROR line too long\r\n"});
   EXPECT_EQ(parse_all("delete " + std::string(3000, 'k') + "\r\n"),
             std::vector<std::string>{"FATAL:CLIENT_ERROR line too long\r\n"});
   // A multiget may be long (up to max_get_line).
@@ -190,15 +200,19 @@ TEST(MemcacheParserTest, LongLinesAndBinaryClientsAreFatal) {
   small.max_get_line = 4096;
   EXPECT_EQ(parse_all(get + "\r\n", 100, small).front(), "FATAL:CLIENT_ERROR line too long\r\n");
   EXPECT_EQ(parse_all(std::string("\x80\x00\x00\x00", 4)), std::vector<std::string>{"FATAL:"});
-  EXPECT_EQ(parse_all("version\r\n\x80"), (std::vector<std::string>{"15|version,|keys=0..0|fwd=0", "FATAL:"}));
+  EXPECT_EQ(parse_all("version\r\n\x80"),
+            (std::vector<std::string>{"15|version,|keys=0..0|fwd=0", "FATAL:"}));
 }
 
 TEST(MemcacheParserTest, SplitAtEveryByteGivesTheSameRequests) {
   const std::string stream =
-      "set a 1 2 3\r\nabc\r\nget a b c\r\ngets a\r\nadd b 0 0 2 noreply\r\nxy\r\nappend a 0 0 1\r\nz\r\n"
-      "prepend a 0 0 1\r\ny\r\ncas a 0 0 1 99\r\nq\r\nincr n 5\r\ndecr n 2 noreply\r\ntouch a 10\r\n"
+      "set a 1 2 3\r\nabc\r\nget a b c\r\ngets a\r\nadd b 0 0 2 noreply\r\nxy\r\nappend a 0 0 "
+      "1\r\nz\r\n"
+      "prepend a 0 0 1\r\ny\r\ncas a 0 0 1 99\r\nq\r\nincr n 5\r\ndecr n 2 noreply\r\ntouch a "
+      "10\r\n"
       "gat 5 a b\r\ngats 6 c\r\ndelete a\r\ndelete b noreply\r\nversion\r\nbogus\r\n\r\nstats\r\n"
-      "set k 0 0 3\r\nabcde\r\nset big 0 0 5000000\r\n" + std::string(5000002, 'b') + "quit\r\n";
+      "set k 0 0 3\r\nabcde\r\nset big 0 0 5000000\r\n" +
+      std::string(5000002, 'b') + "quit\r\n";
   const auto whole = parse_all(stream);
   ASSERT_EQ(whole.size(), 22u);
   for (std::size_t step = 1; step <= 13; ++step) EXPECT_EQ(parse_all(stream, step), whole) << step;
@@ -209,7 +223,8 @@ TEST(MemcacheParserTest, SplitAtEveryByteGivesTheSameRequests) {
     RequestParser p;
     std::vector<std::string> got;
     std::string buf;
-    for (const std::string_view piece : {std::string_view(small).substr(0, cut), std::string_view(small).substr(cut)}) {
+    for (const std::string_view piece :
+         {std::string_view(small).substr(0, cut), std::string_view(small).substr(cut)}) {
       buf += piece;
       while (p.parse(buf) == ParseResult::kDone) {
         got.push_back(describe(p, buf));
@@ -234,7 +249,8 @@ std::vector<std::string> replies(std::string_view input, bool values, std::size_
 }
 
 TEST(MemcacheParserTest, ReplyParserReadsValuesAndLines) {
-  const std::string get = "VALUE a 0 3\r\nabc\r\nVALUE bb 5 0 123\r\n\r\nVALUE c 1 5\r\nEND\r\n\r\nEND\r\n";
+  const std::string get =
+      "VALUE a 0 3\r\nabc\r\nVALUE bb 5 0 123\r\n\r\nVALUE c 1 5\r\nEND\r\n\r\nEND\r\n";
   const auto whole = replies(get, true);
   ASSERT_EQ(whole.size(), 4u);
   EXPECT_EQ(whole[0], "0:VALUE a 0 3\r\nabc\r\nkey=a");
@@ -242,13 +258,14 @@ TEST(MemcacheParserTest, ReplyParserReadsValuesAndLines) {
   EXPECT_EQ(whole[2], "0:VALUE c 1 5\r\nEND\r\n\r\nkey=c");  // "END" inside a value is data
   EXPECT_EQ(whole[3], "1:END\r\n");
   for (std::size_t step = 1; step < 8; ++step) EXPECT_EQ(replies(get, true, step), whole);
-  EXPECT_EQ(replies("CLIENT_ERROR invalid exptime argument\r\n", true)[0], "2!:CLIENT_ERROR invalid exptime argument\r\n");
-  for (const char* line : {"STORED", "NOT_STORED", "EXISTS", "NOT_FOUND", "DELETED", "TOUCHED", "42", "ERROR",
-                           "SERVER_ERROR out of memory", "VERSION 1.6.18"}) {
+  EXPECT_EQ(replies("CLIENT_ERROR invalid exptime argument\r\n", true)[0],
+            "2!:CLIENT_ERROR invalid exptime argument\r\n");
+  for (const char* line : {"STORED", "NOT_STORED", "EXISTS", "NOT_FOUND", "DELETED", "TOUCHED",
+                           "42", "ERROR", "SERVER_ERROR out of memory", "VERSION 1.6.18"}) {
     EXPECT_EQ(replies(std::string(line) + "\r\n", false)[0].substr(0, 1), "2") << line;
   }
   EXPECT_EQ(replies("BOGUS\r\n", false)[0].substr(0, 6), "FATAL:");
-  EXPECT_EQ(replies("END\r\n", false)[0].substr(0, 6), "FATAL:");       // END only ends a retrieval
+  EXPECT_EQ(replies("END\r\n", false)[0].substr(0, 6), "FATAL:");  // END only ends a retrieval
   EXPECT_EQ(replies("STORED\r\n", true)[0].substr(0, 6), "FATAL:");
   EXPECT_EQ(replies("VALUE a 0 3\r\nabcd\r\n", true)[0].substr(0, 6), "FATAL:");
   EXPECT_EQ(replies("VALUE a 0 1001\r\n", true)[0].substr(0, 6), "FATAL:");  // over the limit

@@ -1,13 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy end to end: three real redis-server processes on unix sockets in a temporary
 // directory, the proxy in-process on a free 127.0.0.1 port, and a small RESP client.
 // Skipped when redis-server is not installed.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -19,11 +20,11 @@
 #include <sstream>
 #include <thread>
 
+#include "chash/router.h"
 #include "config/config.h"
 #include "core/proxy.h"
-#include "chash/router.h"
-#include "proto/redis/resp.h"
 #include "e2e_util.h"
+#include "proto/redis/resp.h"
 
 namespace chash::proxy {
 namespace {
@@ -91,13 +92,27 @@ std::string bulk(std::string_view s) {
 class RedisServer {
  public:
   RedisServer(fs::path dir, std::string name, std::string password = "")
-      : dir_(std::move(dir)), name_(std::move(name)), password_(std::move(password)),
+      : dir_(std::move(dir)),
+        name_(std::move(name)),
+        password_(std::move(password)),
         server_((dir_ / (name_ + ".sock")).string()) {}
   const std::string& socket() const { return server_.socket(); }
 
   bool start() {
-    std::vector<std::string> args = {"redis-server", "--port", "0", "--unixsocket", socket(), "--save", "",
-                                     "--appendonly", "no", "--enable-debug-command", "yes", "--dir", dir_.string(), "--logfile",
+    std::vector<std::string> args = {"redis-server",
+                                     "--port",
+                                     "0",
+                                     "--unixsocket",
+                                     socket(),
+                                     "--save",
+                                     "",
+                                     "--appendonly",
+                                     "no",
+                                     "--enable-debug-command",
+                                     "yes",
+                                     "--dir",
+                                     dir_.string(),
+                                     "--logfile",
                                      (dir_ / (name_ + ".log")).string()};
     if (!password_.empty()) {
       args.push_back("--requirepass");
@@ -139,7 +154,8 @@ class ProxyE2E : public ::testing::Test {
     ::signal(SIGPIPE, SIG_IGN);
     dir_ = testing::make_test_dir("chash-proxy-test");
     for (int i = 1; i <= 3; ++i) {
-      servers_.push_back(std::make_unique<RedisServer>(dir_, "r" + std::to_string(i), backend_password_));
+      servers_.push_back(
+          std::make_unique<RedisServer>(dir_, "r" + std::to_string(i), backend_password_));
       ASSERT_TRUE(servers_.back()->start()) << "redis-server r" << i << " did not start";
     }
   }
@@ -153,7 +169,8 @@ class ProxyE2E : public ::testing::Test {
   std::string yaml(const std::string& extra, int nservers = 3) {
     std::string y = "alpha:\n  listen: 127.0.0.1:0\n  redis: true\n" + extra + "  servers:\n";
     for (int i = 1; i <= nservers; ++i) {
-      y += "    - " + (dir_ / ("r" + std::to_string(i) + ".sock")).string() + ":1 r" + std::to_string(i) + "\n";
+      y += "    - " + (dir_ / ("r" + std::to_string(i) + ".sock")).string() + ":1 r" +
+           std::to_string(i) + "\n";
     }
     return y;
   }
@@ -165,7 +182,8 @@ class ProxyE2E : public ::testing::Test {
     for (std::size_t i = 0; i < servers_.size(); ++i) {
       RespClient c(RespClient::dial_unix(servers_[i]->socket()));
       if (!backend_password_.empty()) c.call({"AUTH", backend_password_});
-      if (c.call({"EXISTS", key}) == ":1\r\n") found = found.empty() ? "r" + std::to_string(i + 1) : "many";
+      if (c.call({"EXISTS", key}) == ":1\r\n")
+        found = found.empty() ? "r" + std::to_string(i + 1) : "many";
     }
     return found;
   }
@@ -186,7 +204,7 @@ TEST_F(ProxyE2E, RoutingEqualsTheLibraryRouterAndChashRoute) {
   keys.push_back("x{tag}y");
   for (const auto& k : keys) ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
   const auto router = chash::Router::build(proxy_->topology()->pools[0]->config.routing,
-                                            proxy_->topology()->pools[0]->config.nodes());
+                                           proxy_->topology()->pools[0]->config.nodes());
   std::map<std::string, std::string> where;
   for (std::size_t i = 0; i < servers_.size(); ++i) {
     for (const auto& k : servers_[i]->keys()) where[k] = "r" + std::to_string(i + 1);
@@ -199,9 +217,10 @@ TEST_F(ProxyE2E, RoutingEqualsTheLibraryRouterAndChashRoute) {
   std::string in;
   for (const auto& k : keys) in += k + "\n";
   std::ofstream(dir_ / "keys.txt") << in;
-  const std::string cmd = std::string(CHASH_CLI_PATH) +
-                          " route --preset twemproxy --hash fnv1a_64 --hash-tag '{}' --nodes r1,r2,r3 < " +
-                          (dir_ / "keys.txt").string() + " > " + (dir_ / "route.txt").string();
+  const std::string cmd =
+      std::string(CHASH_CLI_PATH) +
+      " route --preset twemproxy --hash fnv1a_64 --hash-tag '{}' --nodes r1,r2,r3 < " +
+      (dir_ / "keys.txt").string() + " > " + (dir_ / "route.txt").string();
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   std::ifstream out(dir_ / "route.txt");
   std::string line;
@@ -218,7 +237,7 @@ TEST_F(ProxyE2E, NativeAlgorithmRoutesAsTheLibraryRouter) {
   start_proxy(yaml("  algorithm: jump\n  hash: xxh3\n"), 1);
   auto c = client();
   const auto router = chash::Router::build(proxy_->topology()->pools[0]->config.routing,
-                                            proxy_->topology()->pools[0]->config.nodes());
+                                           proxy_->topology()->pools[0]->config.nodes());
   for (int i = 0; i < 100; ++i) {
     const std::string k = "k" + std::to_string(i);
     ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
@@ -293,7 +312,8 @@ TEST_F(ProxyE2E, PipelinedMultiGetsMergeWhenRepliesShareAReadBuffer) {
   auto c = client();
   std::vector<std::string> keys;
   for (int i = 0; i < 30; ++i) keys.push_back("pm:" + std::to_string(i * 2654435761u));
-  for (std::size_t i = 0; i < keys.size(); i += 2) ASSERT_EQ(c.call({"SET", keys[i], "v" + keys[i]}), "+OK\r\n");
+  for (std::size_t i = 0; i < keys.size(); i += 2)
+    ASSERT_EQ(c.call({"SET", keys[i], "v" + keys[i]}), "+OK\r\n");
   std::string batch, want;
   for (int r = 0; r < 40; ++r) {
     std::vector<std::string_view> argv = {"MGET"};
@@ -331,7 +351,8 @@ TEST_F(ProxyE2E, PausedClientResumesReadingAfterItsBufferedRequestsRunOut) {
 TEST_F(ProxyE2E, UnsupportedCommandsAnswerAndKeepTheConnection) {
   start_proxy(yaml(""));
   auto c = client();
-  for (const std::string cmd : {"KEYS", "SCAN", "MULTI", "EXEC", "SUBSCRIBE", "BLPOP", "SELECT", "FLUSHALL", "INFO"}) {
+  for (const std::string cmd :
+       {"KEYS", "SCAN", "MULTI", "EXEC", "SUBSCRIBE", "BLPOP", "SELECT", "FLUSHALL", "INFO"}) {
     const std::string r = c.call({cmd, "x", "0"});
     EXPECT_EQ(r.rfind("-ERR", 0), 0u) << cmd << ": " << r;
     EXPECT_NE(r.find(cmd), std::string::npos) << r;
@@ -369,7 +390,8 @@ TEST_F(ProxyE2E, HugeBulkAnnouncementIsRefusedAndMemoryStaysFlat) {
     auto c = client();
     ASSERT_TRUE(c.send_raw("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$10737418240\r\n"));
     c.send_raw(std::string(256 * 1024, 'x'));  // it may already be closed
-    EXPECT_EQ(c.read_reply().rfind("-ERR Protocol error: request larger than 1048576 bytes", 0), 0u);
+    EXPECT_EQ(c.read_reply().rfind("-ERR Protocol error: request larger than 1048576 bytes", 0),
+              0u);
     EXPECT_TRUE(c.closed_by_peer());
   }
   // A value just under the limit still works.
@@ -428,8 +450,9 @@ std::string key_on(const chash::Router& router, NodeId node) {
 }
 
 TEST_F(ProxyE2E, KilledBackendIsEjectedOnlyItsKeysMoveAndItComesBack) {
-  start_proxy(yaml("  timeout: 500\n  auto_eject_hosts: true\n  server_failure_limit: 1\n"
-                   "  server_retry_timeout: 300\n"));
+  start_proxy(
+      yaml("  timeout: 500\n  auto_eject_hosts: true\n  server_failure_limit: 1\n"
+           "  server_retry_timeout: 300\n"));
   const auto& pool = *proxy_->topology()->pools[0];
   const std::string k1 = key_on(pool.router, 0), k2 = key_on(pool.router, 1);
   auto c = client();
@@ -507,7 +530,7 @@ TEST_F(ProxyE2E, ReloadAddsAndRemovesAServer) {
   EXPECT_NE(message.find("% of keys move"), std::string::npos) << message;
   ASSERT_TRUE(testing::reload_applied(*proxy_));  // workers apply it between events
   const auto router = chash::Router::build(proxy_->topology()->pools[0]->config.routing,
-                                            proxy_->topology()->pools[0]->config.nodes());
+                                           proxy_->topology()->pools[0]->config.nodes());
   for (int i = 200; i < 400; ++i) {
     const std::string k = "r" + std::to_string(i);
     ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
@@ -523,7 +546,8 @@ TEST_F(ProxyE2E, ReloadAddsAndRemovesAServer) {
   EXPECT_NE(message.find("-r3"), std::string::npos) << message;
   ASSERT_TRUE(testing::reload_applied(*proxy_));
   const std::size_t on_r3 = servers_[2]->keys().size();
-  for (int i = 400; i < 500; ++i) ASSERT_EQ(c.call({"SET", "r" + std::to_string(i), "v"}), "+OK\r\n");
+  for (int i = 400; i < 500; ++i)
+    ASSERT_EQ(c.call({"SET", "r" + std::to_string(i), "v"}), "+OK\r\n");
   EXPECT_EQ(servers_[2]->keys().size(), on_r3);
 }
 
@@ -538,7 +562,8 @@ TEST_F(ProxyE2E, AdminPortServesMetricsAndStatus) {
   EXPECT_NE(m.find("HTTP/1.1 200"), std::string::npos);
   EXPECT_NE(m.find("chash_proxy_requests_total 11"), std::string::npos) << m;
   EXPECT_NE(m.find("chash_proxy_errors_total 1"), std::string::npos) << m;
-  EXPECT_NE(m.find("chash_proxy_backend_up{pool=\"alpha\",backend=\"r1\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("chash_proxy_backend_up{pool=\"alpha\",backend=\"r1\"} 1"), std::string::npos)
+      << m;
   EXPECT_NE(m.find("chash_proxy_request_duration_seconds_count 10"), std::string::npos) << m;
   const std::string s = http(proxy_->admin_port(), "GET /status HTTP/1.0\r\n\r\n");
   EXPECT_NE(s.find("\"name\":\"r2\""), std::string::npos) << s;
@@ -548,7 +573,8 @@ TEST_F(ProxyE2E, AdminPortServesMetricsAndStatus) {
 TEST_F(ProxyE2E, AdminPostReloadAppliesAndRefuses) {
   start_proxy(yaml("", 2) + "chash_proxy:\n  admin: 127.0.0.1:0\n");
   auto c = client();
-  for (int i = 0; i < 100; ++i) ASSERT_EQ(c.call({"SET", "p" + std::to_string(i * 2654435761u), "v"}), "+OK\r\n");
+  for (int i = 0; i < 100; ++i)
+    ASSERT_EQ(c.call({"SET", "p" + std::to_string(i * 2654435761u), "v"}), "+OK\r\n");
   EXPECT_TRUE(servers_[2]->keys().empty());
   proxy_.rewrite(yaml("", 3) + "chash_proxy:\n  admin: 127.0.0.1:0\n");
   std::string r = http(proxy_->admin_port(), "POST /reload HTTP/1.0\r\n\r\n");
@@ -556,11 +582,14 @@ TEST_F(ProxyE2E, AdminPostReloadAppliesAndRefuses) {
   EXPECT_NE(r.find("+r3"), std::string::npos) << r;
   EXPECT_NE(r.find("% of keys move"), std::string::npos) << r;
   ASSERT_TRUE(testing::reload_applied(*proxy_));  // workers apply it between events
-  for (int i = 100; i < 300; ++i) ASSERT_EQ(c.call({"SET", "p" + std::to_string(i * 2654435761u), "v"}), "+OK\r\n");
+  for (int i = 100; i < 300; ++i)
+    ASSERT_EQ(c.call({"SET", "p" + std::to_string(i * 2654435761u), "v"}), "+OK\r\n");
   EXPECT_FALSE(servers_[2]->keys().empty());
-  EXPECT_NE(http(proxy_->admin_port(), "GET /status HTTP/1.0\r\n\r\n").find("\"version\":2"), std::string::npos);
+  EXPECT_NE(http(proxy_->admin_port(), "GET /status HTTP/1.0\r\n\r\n").find("\"version\":2"),
+            std::string::npos);
   // A broken file: 409, the message names the line, the running topology stays.
-  proxy_.rewrite("alpha:\n  listen: 127.0.0.1:0\n  redis: true\n  hash: nosuch\n  servers:\n    - /x:1\n");
+  proxy_.rewrite(
+      "alpha:\n  listen: 127.0.0.1:0\n  redis: true\n  hash: nosuch\n  servers:\n    - /x:1\n");
   r = http(proxy_->admin_port(), "POST /reload HTTP/1.0\r\n\r\n");
   EXPECT_NE(r.find("HTTP/1.1 409"), std::string::npos) << r;
   EXPECT_NE(r.find("proxy.yml:"), std::string::npos) << r;
@@ -575,9 +604,11 @@ TEST_F(ProxyE2E, ListensOnUnixSocketAndIpv6) {
   const std::string sock = (dir_ / "proxy.sock").string();
   std::string y = yaml("");
   y.replace(y.find("127.0.0.1:0"), 11, sock + " 0600");
-  y += "beta:\n  listen: \"[::1]:0\"\n  redis: true\n  servers:\n    - " + servers_[0]->socket() + ":1 r1\n";
+  y += "beta:\n  listen: \"[::1]:0\"\n  redis: true\n  servers:\n    - " + servers_[0]->socket() +
+       ":1 r1\n";
   start_proxy(y, 1);
-  EXPECT_EQ(fs::status(sock).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::status(sock).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
   RespClient u(testing::dial_unix(sock));
   ASSERT_TRUE(u.ok());
   EXPECT_EQ(u.call({"SET", "k", "v"}), "+OK\r\n");
@@ -614,18 +645,21 @@ TEST_F(ProxyE2E, BinarySighupReloadsAndSigtermStops) {
     return true;
   }));
   RespClient c(testing::dial_tcp(port));
-  for (int i = 0; i < 100; ++i) ASSERT_EQ(c.call({"SET", "h" + std::to_string(i * 2654435761u), "v"}), "+OK\r\n");
+  for (int i = 0; i < 100; ++i)
+    ASSERT_EQ(c.call({"SET", "h" + std::to_string(i * 2654435761u), "v"}), "+OK\r\n");
   EXPECT_TRUE(servers_[2]->keys().empty());
   std::ofstream(file, std::ios::trunc) << conf(3);
   ASSERT_EQ(::kill(p.pid(), SIGHUP), 0);
   bool reloaded = false;
   for (int i = 0; i < 200 && !reloaded; ++i) {
     // applied_version: every worker routes with it, not just the control thread.
-    reloaded = http(admin, "GET /status HTTP/1.0\r\n\r\n").find("\"applied_version\":2") != std::string::npos;
+    reloaded = http(admin, "GET /status HTTP/1.0\r\n\r\n").find("\"applied_version\":2") !=
+               std::string::npos;
     if (!reloaded) std::this_thread::sleep_for(25ms);
   }
   ASSERT_TRUE(reloaded);
-  for (int i = 100; i < 300; ++i) ASSERT_EQ(c.call({"SET", "h" + std::to_string(i * 2654435761u), "v"}), "+OK\r\n");
+  for (int i = 100; i < 300; ++i)
+    ASSERT_EQ(c.call({"SET", "h" + std::to_string(i * 2654435761u), "v"}), "+OK\r\n");
   EXPECT_FALSE(servers_[2]->keys().empty());
   // fnv1a of keys this alike clusters on nutcracker's ring: spread them (i * a large odd number).
   EXPECT_EQ(p.terminate(SIGTERM), 0);
@@ -634,7 +668,8 @@ TEST_F(ProxyE2E, BinarySighupReloadsAndSigtermStops) {
 // client_connections counts per pool (nutcracker's meaning), across workers.
 TEST_F(ProxyE2E, ClientConnectionsLimitIsPerPool) {
   std::string y = yaml("  client_connections: 2\n");
-  y += "beta:\n  listen: 127.0.0.1:0\n  redis: true\n  servers:\n    - " + servers_[0]->socket() + ":1 r1\n";
+  y += "beta:\n  listen: 127.0.0.1:0\n  redis: true\n  servers:\n    - " + servers_[0]->socket() +
+       ":1 r1\n";
   start_proxy(y, 2);
   RespClient a(RespClient::dial_tcp(proxy_->port(0))), b(RespClient::dial_tcp(proxy_->port(0)));
   EXPECT_EQ(a.call({"PING"}), "+PONG\r\n");
@@ -661,10 +696,12 @@ TEST_F(ProxyE2E, BoundedRedisBenchmarkLoad) {
       << "redis-benchmark not installed (redis-tools; run scripts/bootstrap.sh)";
   start_proxy(yaml(""), 2);
   const std::string cmd = "redis-benchmark -h 127.0.0.1 -p " + std::to_string(proxy_->port(0)) +
-                          " -t set,get,mset -n 20000 -r 100000 -P 8 -c 10 -q > " + (dir_ / "bench.txt").string() + " 2>&1";
+                          " -t set,get,mset -n 20000 -r 100000 -P 8 -c 10 -q > " +
+                          (dir_ / "bench.txt").string() + " 2>&1";
   ASSERT_EQ(std::system(("timeout 60 " + cmd).c_str()), 0);
   const std::string mget = "redis-benchmark -h 127.0.0.1 -p " + std::to_string(proxy_->port(0)) +
-                           " -n 5000 -r 100000 -P 4 -c 5 -q MGET key:__rand_int__ key:__rand_int__ key:__rand_int__ >> " +
+                           " -n 5000 -r 100000 -P 4 -c 5 -q MGET key:__rand_int__ key:__rand_int__ "
+                           "key:__rand_int__ >> " +
                            (dir_ / "bench.txt").string() + " 2>&1";
   ASSERT_EQ(std::system(("timeout 60 " + mget).c_str()), 0);
   std::stringstream ss;
@@ -677,15 +714,21 @@ TEST_F(ProxyE2E, BoundedRedisBenchmarkLoad) {
 // ---- The binary --------------------------------------------------------------------------------
 
 TEST(ProxyBinary, CheckAndHelp) {
-  const fs::path dir = fs::temp_directory_path() / ("chash-proxy-bin-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("chash-proxy-bin-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  std::ofstream(dir / "good.yml") << "a:\n  listen: 127.0.0.1:0\n  redis: true\n  servers:\n    - 127.0.0.1:1:1\n";
-  std::ofstream(dir / "bad.yml") << "a:\n  listen: 127.0.0.1:0\n  redis: true\n  hash_tag: x\n  servers:\n    - 127.0.0.1:1:1\n";
+  std::ofstream(dir / "good.yml")
+      << "a:\n  listen: 127.0.0.1:0\n  redis: true\n  servers:\n    - 127.0.0.1:1:1\n";
+  std::ofstream(dir / "bad.yml") << "a:\n  listen: 127.0.0.1:0\n  redis: true\n  hash_tag: x\n  "
+                                    "servers:\n    - 127.0.0.1:1:1\n";
   const std::string bin = CHASH_PROXY_PATH;
   EXPECT_EQ(std::system((bin + " --help >/dev/null").c_str()), 0);
-  EXPECT_EQ(WEXITSTATUS(std::system((bin + " -c " + (dir / "good.yml").string() + " --check >/dev/null").c_str())), 0);
+  EXPECT_EQ(WEXITSTATUS(std::system(
+                (bin + " -c " + (dir / "good.yml").string() + " --check >/dev/null").c_str())),
+            0);
   EXPECT_EQ(WEXITSTATUS(std::system((bin + " -c " + (dir / "bad.yml").string() + " --check 2>" +
-                                      (dir / "err.txt").string()).c_str())),
+                                     (dir / "err.txt").string())
+                                        .c_str())),
             1);
   std::stringstream err;
   err << std::ifstream(dir / "err.txt").rdbuf();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The RESP parsers: resumable at every byte, pipelining, and hostile sizes refused before any
 // payload is buffered.
 #include <gtest/gtest.h>
@@ -104,13 +105,13 @@ TEST(RequestParserTest, WholeRequestIsBoundedNotJustEachBulk) {
 
 TEST(RequestParserTest, HostileHeadersAreErrors) {
   const char* bad[] = {
-      "*99999999999999999999\r\n",       // overflows
-      "*2000000\r\n",                     // more args than max_args
-      "*1\r\n$-5\r\n",                    // negative bulk
-      "*1\r\n:5\r\n",                     // not a bulk
-      "*1\r\n$3\r\nabcX\n",               // no CRLF after payload
-      "*1x\r\n",                          // junk in the count
-      "*+1\r\n",                          // '+' not allowed
+      "*99999999999999999999\r\n",  // overflows
+      "*2000000\r\n",               // more args than max_args
+      "*1\r\n$-5\r\n",              // negative bulk
+      "*1\r\n:5\r\n",               // not a bulk
+      "*1\r\n$3\r\nabcX\n",         // no CRLF after payload
+      "*1x\r\n",                    // junk in the count
+      "*+1\r\n",                    // '+' not allowed
   };
   for (const char* b : bad) {
     RequestParser p;
@@ -130,8 +131,9 @@ TEST(RequestParserTest, EndlessHeaderOrInlineLineIsRefused) {
 }
 
 TEST(ReplyParserTest, EveryTypeAndNesting) {
-  const std::string replies[] = {"+OK\r\n", "-ERR x\r\n", ":-42\r\n", "$-1\r\n", "$3\r\na\nb\r\n",
-                                 "*-1\r\n", "*0\r\n",     "*2\r\n*1\r\n:1\r\n$1\r\nx\r\n"};
+  const std::string replies[] = {
+      "+OK\r\n",        "-ERR x\r\n", ":-42\r\n", "$-1\r\n",
+      "$3\r\na\nb\r\n", "*-1\r\n",    "*0\r\n",   "*2\r\n*1\r\n:1\r\n$1\r\nx\r\n"};
   for (const auto& r : replies) {
     for (std::size_t cut = 0; cut < r.size(); ++cut) {
       ReplyParser p;

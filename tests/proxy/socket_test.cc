@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Addresses (config's parse_address, Address::text) and the net/ socket helpers on loopback.
 #include "net/socket.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // /metrics and /status rendering (core/status.h) of a known state, and the admin port's HTTP
 // (core/admin.h) with stand-in handlers and over a real loopback socket.
 #include "core/status.h"

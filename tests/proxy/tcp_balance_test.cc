@@ -1,10 +1,10 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy tcp pools, units: the PROXY protocol header byte for byte (HAProxy's
 // proxy-protocol.txt), the client key, nginx's smooth weighted round robin and least-conn.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/un.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
@@ -55,7 +55,8 @@ std::string header(ProxyProtocol v, const sockaddr_storage& src, const sockaddr_
   return out;
 }
 
-const std::string kSig = bytes({0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A});
+const std::string kSig =
+    bytes({0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A});
 
 TEST(TcpProxyHeaderTest, V1Tcp4) {
   EXPECT_EQ(header(ProxyProtocol::kV1, v4("127.0.5.6", 40000), v4("127.0.0.1", 8080)),
@@ -76,10 +77,11 @@ TEST(TcpProxyHeaderTest, V1Tcp6AndMappedV4AndUnknown) {
 }
 
 TEST(TcpProxyHeaderTest, V2Inet) {
-  const std::string want = kSig + bytes({0x21, 0x11, 0x00, 0x0C,     // v2 PROXY, TCP over IPv4, 12 bytes
-                                         0x7F, 0x00, 0x05, 0x06,     // 127.0.5.6
-                                         0x7F, 0x00, 0x00, 0x01,     // 127.0.0.1
-                                         0x9C, 0x40, 0x1F, 0x90});   // 40000, 8080
+  const std::string want =
+      kSig + bytes({0x21, 0x11, 0x00, 0x0C,    // v2 PROXY, TCP over IPv4, 12 bytes
+                    0x7F, 0x00, 0x05, 0x06,    // 127.0.5.6
+                    0x7F, 0x00, 0x00, 0x01,    // 127.0.0.1
+                    0x9C, 0x40, 0x1F, 0x90});  // 40000, 8080
   EXPECT_EQ(header(ProxyProtocol::kV2, v4("127.0.5.6", 40000), v4("127.0.0.1", 8080)), want);
   EXPECT_EQ(want.size(), 28u);
 }
@@ -88,14 +90,15 @@ TEST(TcpProxyHeaderTest, V2Inet6) {
   std::string want = kSig + bytes({0x21, 0x21, 0x00, 0x24});  // v2 PROXY, TCP over IPv6, 36 bytes
   want += bytes({0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01});  // 2001:db8::1
   want += bytes({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01});              // ::1
-  want += bytes({0x04, 0xD2, 0x01, 0xBB});                                          // 1234, 443
+  want += bytes({0x04, 0xD2, 0x01, 0xBB});                                         // 1234, 443
   EXPECT_EQ(header(ProxyProtocol::kV2, v6("2001:db8::1", 1234), v6("::1", 443)), want);
   EXPECT_EQ(want.size(), 16u + 36u);
 }
 
 TEST(TcpProxyHeaderTest, V2LocalForUnixClients) {
   // LOCAL command, UNSPEC family, no address: receivers must accept it (spec section 2.2).
-  EXPECT_EQ(header(ProxyProtocol::kV2, unix_peer(), unix_peer()), kSig + bytes({0x20, 0x00, 0x00, 0x00}));
+  EXPECT_EQ(header(ProxyProtocol::kV2, unix_peer(), unix_peer()),
+            kSig + bytes({0x20, 0x00, 0x00, 0x00}));
 }
 
 TEST(TcpBalanceTest, ClientKeyIsRemoteAddrText) {

@@ -1,15 +1,15 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy tcp pools end to end: tiny echo backends in this process (each greets a new
 // connection with its own port, and the PROXY header it received when told to expect one), the
 // proxy in-process on 127.0.0.1, and clients bound to many loopback sources 127.x.y.z.
 #include <arpa/inet.h>
-#include <netinet/in.h>
+#include <gtest/gtest.h>
 #include <linux/sockios.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
@@ -22,18 +22,18 @@
 #include <thread>
 #include <vector>
 
+#include "chash/router.h"
 #include "config/config.h"
 #include "core/proxy.h"
 #include "e2e_util.h"
-#include "chash/router.h"
 
 namespace chash::proxy {
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-using testing::eventually;
 using testing::dial_tcp;
+using testing::eventually;
 using testing::send_all;
 
 // ---- A tiny backend -----------------------------------------------------------------------------
@@ -59,7 +59,8 @@ class EchoBackend {
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listen_fd_, 512) != 0) {
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::listen(listen_fd_, 512) != 0) {
       ::close(listen_fd_);
       listen_fd_ = -1;
       return false;
@@ -72,7 +73,8 @@ class EchoBackend {
     thread_ = std::thread([this] { run(); });
     return true;
   }
-  // Closes the listener and every connection (clients see a reset or EOF; new connects are refused).
+  // Closes the listener and every connection (clients see a reset or EOF; new connects are
+  // refused).
   void stop() {
     if (!thread_.joinable()) return;
     stopping_ = true;
@@ -109,7 +111,8 @@ class EchoBackend {
       return e == std::string::npos ? 0 : e + 2;
     }
     if (c.in.size() < 16) return 0;
-    const std::size_t n = 16 + (static_cast<unsigned char>(c.in[14]) << 8 | static_cast<unsigned char>(c.in[15]));
+    const std::size_t n =
+        16 + (static_cast<unsigned char>(c.in[14]) << 8 | static_cast<unsigned char>(c.in[15]));
     return c.in.size() >= n ? n : 0;
   }
 
@@ -179,7 +182,9 @@ class EchoBackend {
           c.fd = -1;
         }
       }
-      conns.erase(std::remove_if(conns.begin(), conns.end(), [](const Conn& c) { return c.fd < 0; }), conns.end());
+      conns.erase(
+          std::remove_if(conns.begin(), conns.end(), [](const Conn& c) { return c.fd < 0; }),
+          conns.end());
     }
     for (const Conn& c : conns) ::close(c.fd);
     ::close(listen_fd_);
@@ -199,16 +204,19 @@ class EchoBackend {
 
 // 200 distinct loopback sources, with many different first three octets (ip-hash keys on those).
 std::string source(int i) {
-  return "127." + std::to_string(1 + i / 100) + "." + std::to_string(i * 37 % 256) + "." + std::to_string(1 + i % 250);
+  return "127." + std::to_string(1 + i / 100) + "." + std::to_string(i * 37 % 256) + "." +
+         std::to_string(1 + i % 250);
 }
 
 std::string read_line(int fd) {
-  return testing::recv_until(fd, [](const std::string& s) { return s.find('\n') != std::string::npos; });
+  return testing::recv_until(
+      fd, [](const std::string& s) { return s.find('\n') != std::string::npos; });
 }
 
 std::string unhex(std::string_view h) {
   std::string o;
-  for (std::size_t i = 0; i + 1 < h.size(); i += 2) o += static_cast<char>(std::stoi(std::string(h.substr(i, 2)), nullptr, 16));
+  for (std::size_t i = 0; i + 1 < h.size(); i += 2)
+    o += static_cast<char>(std::stoi(std::string(h.substr(i, 2)), nullptr, 16));
   return o;
 }
 
@@ -239,12 +247,14 @@ class TcpRelayTest : public ::testing::Test {
   }
 
   // A tcp pool over the first `n` backends (all by default), named b1..bn.
-  std::string yaml(const std::string& extra, std::vector<std::uint32_t> weights = {}, std::size_t n = 0) {
+  std::string yaml(const std::string& extra, std::vector<std::uint32_t> weights = {},
+                   std::size_t n = 0) {
     if (n == 0) n = backends_.size();
     std::string y = "tcp:\n  listen: 127.0.0.1:0\n  protocol: tcp\n" + extra + "  servers:\n";
     for (std::size_t i = 0; i < n; ++i) {
       y += "    - 127.0.0.1:" + std::to_string(backends_[i]->port()) + ":" +
-           std::to_string(i < weights.size() ? weights[i] : 1) + " b" + std::to_string(i + 1) + "\n";
+           std::to_string(i < weights.size() ? weights[i] : 1) + " b" + std::to_string(i + 1) +
+           "\n";
     }
     return y;
   }
@@ -294,8 +304,8 @@ class TcpRelayTest : public ::testing::Test {
     std::string in;
     for (int i = 0; i < 200; ++i) in += source(i) + "\n";
     std::ofstream(dir_ / "sources.txt") << in;
-    const std::string cmd = std::string(CHASH_CLI_PATH) + " route " + flags + " < " + (dir_ / "sources.txt").string() +
-                            " > " + (dir_ / "route.txt").string();
+    const std::string cmd = std::string(CHASH_CLI_PATH) + " route " + flags + " < " +
+                            (dir_ / "sources.txt").string() + " > " + (dir_ / "route.txt").string();
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     std::ifstream out(dir_ / "route.txt");
     std::string line;
@@ -359,7 +369,8 @@ TEST_F(TcpRelayTest, AlgorithmRoutesTheAddressAsTheLibraryRouter) {
     for (const int c : count) EXPECT_GT(c, 30) << algo;
     const auto names = chash_route("--algo " + algo + " --nodes b1,b2,b3");
     ASSERT_EQ(names.size(), 200u);
-    for (int i = 0; i < 200; ++i) EXPECT_EQ("b" + std::to_string(first[i] + 1), names[i]) << algo << " " << source(i);
+    for (int i = 0; i < 200; ++i)
+      EXPECT_EQ("b" + std::to_string(first[i] + 1), names[i]) << algo << " " << source(i);
     proxy_.stop();
   }
 }
@@ -475,7 +486,9 @@ TEST_F(TcpRelayTest, HalfCloseKeepsTheOtherDirection) {
   // The backend sees the EOF only after "hello", echoes it, says bye, and closes: all of it
   // arrives after our half-close, then the EOF.
   const std::string rest = testing::recv_until(fd, [](const std::string&) { return false; });
-  EXPECT_EQ(rest, "hello" "bye\n");
+  EXPECT_EQ(rest,
+            "hello"
+            "bye\n");
   EXPECT_TRUE(testing::closed_by_peer(fd));
   ::close(fd);
   EXPECT_TRUE(all_idle());
@@ -576,9 +589,11 @@ TEST_F(TcpRelayTest, LargeTransferBothWaysWithSlowReader) {
   EXPECT_EQ(testing::recv_until(fd, [](const std::string&) { return false; }), "bye\n");
   ::close(fd);
   EXPECT_TRUE(all_idle());
-  std::printf("[          ] writer stalled at %.1f MiB in flight (%d bytes unsent in its socket); "
-              "then %.0f MiB echoed in %.2f s\n",
-              static_cast<double>(stalled) / (1 << 20), unsent, static_cast<double>(kTotal) / (1 << 20), secs);
+  std::printf(
+      "[          ] writer stalled at %.1f MiB in flight (%d bytes unsent in its socket); "
+      "then %.0f MiB echoed in %.2f s\n",
+      static_cast<double>(stalled) / (1 << 20), unsent, static_cast<double>(kTotal) / (1 << 20),
+      secs);
 }
 
 TEST_F(TcpRelayTest, IdleTimeoutClosesQuietRelaysOnly) {
@@ -698,19 +713,23 @@ TEST_F(TcpRelayTest, UnixSocketClientsOfAHashPoolShareOneBackend) {
 TEST_F(TcpRelayTest, ProxyProtocolV1AndV2CarryTheClientAddress) {
   for (const ProxyProtocol v : {ProxyProtocol::kV1, ProxyProtocol::kV2}) {
     for (auto& b : backends_) b->expect(v);
-    start_proxy(yaml(std::string("  proxy_protocol: ") + (v == ProxyProtocol::kV1 ? "v1" : "v2") + "\n"));
+    start_proxy(
+        yaml(std::string("  proxy_protocol: ") + (v == ProxyProtocol::kV1 ? "v1" : "v2") + "\n"));
     const int fd = dial_tcp(proxy_->port(0), "127.0.5.6");
     ASSERT_GE(fd, 0);
     const std::string greeting = read_line(fd);
     ASSERT_GE(backend_in(greeting), 0) << greeting;
-    const std::string got = unhex(greeting.substr(greeting.find("proxy=") + 6, greeting.size() - greeting.find("proxy=") - 7));
+    const std::string got = unhex(greeting.substr(greeting.find("proxy=") + 6,
+                                                  greeting.size() - greeting.find("proxy=") - 7));
     const std::uint16_t sport = local_port_of(fd), dport = proxy_->port(0);
     std::string want;
     if (v == ProxyProtocol::kV1) {
-      want = "PROXY TCP4 127.0.5.6 127.0.0.1 " + std::to_string(sport) + " " + std::to_string(dport) + "\r\n";
+      want = "PROXY TCP4 127.0.5.6 127.0.0.1 " + std::to_string(sport) + " " +
+             std::to_string(dport) + "\r\n";
     } else {
-      const unsigned char sig[] = {0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A,
-                                   0x21, 0x11, 0x00, 0x0C, 127, 0, 5, 6, 127, 0, 0, 1};
+      const unsigned char sig[] = {0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51,
+                                   0x55, 0x49, 0x54, 0x0A, 0x21, 0x11, 0x00, 0x0C,
+                                   127,  0,    5,    6,    127,  0,    0,    1};
       want.assign(reinterpret_cast<const char*>(sig), sizeof sig);
       for (const std::uint16_t p : {sport, dport}) {
         want += static_cast<char>(p >> 8);
@@ -737,15 +756,22 @@ class NginxStream {
     const fs::path conf = dir / "nginx.conf";
     std::ofstream(conf) << "load_module /usr/lib/nginx/modules/ngx_stream_module.so;\n"
                            "daemon off;\nmaster_process off;\nworker_processes 1;\n"
-                           "pid " << (dir / "nginx.pid").string() << ";\n"
-                           "error_log " << (dir / "nginx-error.log").string() << " warn;\n"
+                           "pid "
+                        << (dir / "nginx.pid").string()
+                        << ";\n"
+                           "error_log "
+                        << (dir / "nginx-error.log").string()
+                        << " warn;\n"
                            "events { worker_connections 256; }\n"
-                           "stream {\n" << stream_block << "}\n";
+                           "stream {\n"
+                        << stream_block << "}\n";
     ports_.clear();
-    for (std::size_t pos = 0; (pos = stream_block.find("listen 127.0.0.1:", pos)) != std::string::npos; pos += 17) {
+    for (std::size_t pos = 0;
+         (pos = stream_block.find("listen 127.0.0.1:", pos)) != std::string::npos; pos += 17) {
       ports_.push_back(static_cast<std::uint16_t>(std::stoi(stream_block.substr(pos + 17))));
     }
-    return process_.start({"nginx", "-p", dir.string(), "-c", conf.string(), "-e", (dir / "nginx-error.log").string()},
+    return process_.start({"nginx", "-p", dir.string(), "-c", conf.string(), "-e",
+                           (dir / "nginx-error.log").string()},
                           [&] {
                             for (const std::uint16_t p : ports_) {
                               const int fd = testing::dial_tcp(p);
@@ -762,18 +788,23 @@ class NginxStream {
 };
 
 TEST_F(TcpRelayTest, SameBackendAsNginxHashRemoteAddrConsistent) {
-  ASSERT_TRUE(testing::have_program("nginx")) << "nginx not installed (apt-get install nginx-light libnginx-mod-stream)";
-  ASSERT_TRUE(fs::exists("/usr/lib/nginx/modules/ngx_stream_module.so")) << "libnginx-mod-stream not installed";
+  ASSERT_TRUE(testing::have_program("nginx"))
+      << "nginx not installed (apt-get install nginx-light libnginx-mod-stream)";
+  ASSERT_TRUE(fs::exists("/usr/lib/nginx/modules/ngx_stream_module.so"))
+      << "libnginx-mod-stream not installed";
   const std::uint16_t nport = testing::free_port();
   std::string block = "  upstream u {\n    hash $remote_addr consistent;\n";
   std::string servers;
   for (const auto& b : backends_) {
     block += "    server 127.0.0.1:" + std::to_string(b->port()) + ";\n";
-    servers += "    - 127.0.0.1:" + std::to_string(b->port()) + ":1\n";  // named host:port, as nginx hashes
+    servers += "    - 127.0.0.1:" + std::to_string(b->port()) +
+               ":1\n";  // named host:port, as nginx hashes
   }
-  block += "  }\n  server {\n    listen 127.0.0.1:" + std::to_string(nport) + ";\n    proxy_pass u;\n  }\n";
+  block += "  }\n  server {\n    listen 127.0.0.1:" + std::to_string(nport) +
+           ";\n    proxy_pass u;\n  }\n";
   NginxStream nginx;
-  ASSERT_TRUE(nginx.start(dir_, block)) << "nginx did not start; see " << (dir_ / "nginx-error.log");
+  ASSERT_TRUE(nginx.start(dir_, block))
+      << "nginx did not start; see " << (dir_ / "nginx-error.log");
   start_proxy("tcp:\n  listen: 127.0.0.1:0\n  protocol: tcp\n  servers:\n" + servers);
   const auto ours = map_sources();
   std::vector<int> theirs;
@@ -793,13 +824,16 @@ TEST_F(TcpRelayTest, SameBackendAsNginxHashRemoteAddrConsistent) {
 }
 
 TEST_F(TcpRelayTest, NginxReadsOurProxyProtocolHeaders) {
-  ASSERT_TRUE(testing::have_program("nginx")) << "nginx not installed (apt-get install nginx-light libnginx-mod-stream)";
-  ASSERT_TRUE(fs::exists("/usr/lib/nginx/modules/ngx_stream_module.so")) << "libnginx-mod-stream not installed";
+  ASSERT_TRUE(testing::have_program("nginx"))
+      << "nginx not installed (apt-get install nginx-light libnginx-mod-stream)";
+  ASSERT_TRUE(fs::exists("/usr/lib/nginx/modules/ngx_stream_module.so"))
+      << "libnginx-mod-stream not installed";
   const std::uint16_t nport = testing::free_port();
   NginxStream nginx;
-  ASSERT_TRUE(nginx.start(dir_, "  server {\n    listen 127.0.0.1:" + std::to_string(nport) +
-                                    " proxy_protocol;\n    return \"$proxy_protocol_addr $proxy_protocol_port "
-                                    "$proxy_protocol_server_addr $proxy_protocol_server_port\\n\";\n  }\n"))
+  ASSERT_TRUE(nginx.start(
+      dir_, "  server {\n    listen 127.0.0.1:" + std::to_string(nport) +
+                " proxy_protocol;\n    return \"$proxy_protocol_addr $proxy_protocol_port "
+                "$proxy_protocol_server_addr $proxy_protocol_server_port\\n\";\n  }\n"))
       << "nginx did not start; see " << (dir_ / "nginx-error.log");
   for (const std::string v : {"v1", "v2"}) {
     start_proxy("tcp:\n  listen: 127.0.0.1:0\n  protocol: tcp\n  proxy_protocol: " + v +

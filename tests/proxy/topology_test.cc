@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pool routing (proxy/core/topology.h): the library router's failover and bounded loads over the
 // backends' shared state — a down backend's keys move to their next choice and nobody else's, a
 // backend with more than its share of requests in flight passes keys on, for any pool size.
@@ -14,7 +15,8 @@ namespace chash::proxy {
 namespace {
 
 std::shared_ptr<const Pool> pool_of(const std::string& extra, int servers) {
-  std::string y = "a:\n  listen: 127.0.0.1:0\n  redis: true\n  algorithm: ring\n" + extra + "  servers:\n";
+  std::string y =
+      "a:\n  listen: 127.0.0.1:0\n  redis: true\n  algorithm: ring\n" + extra + "  servers:\n";
   for (int i = 0; i < servers; ++i) {
     y += "   - 127.0.0.1:" + std::to_string(7000 + i) + ":1 r" + std::to_string(i) + "\n";
   }

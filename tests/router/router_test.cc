@@ -1,18 +1,20 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash::Router: the one key -> node object. It must route exactly as the placement it wraps
 // (tables with their key policy, presets as their peer), fail over without moving any key of a
 // node that is up, place replicas, bound loads over every placement, and do all that without
 // allocating once warm.
+#include "chash/router.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
 #include <vector>
 
+#include "allocation_counter.h"
 #include "chash/bounded_load.h"
 #include "chash/cluster.h"
 #include "chash/error.h"
-#include "chash/router.h"
-#include "allocation_counter.h"
 #include "test_nodes.h"
 
 namespace chash {
@@ -40,7 +42,9 @@ RoutingSpec preset(const std::string& name) {
 
 std::vector<Node> servers(int n) {
   std::vector<Node> v;
-  for (int i = 0; i < n; ++i) v.push_back({"10.0." + std::to_string(i / 200) + "." + std::to_string(i % 200 + 1) + ":11211", 1});
+  for (int i = 0; i < n; ++i)
+    v.push_back(
+        {"10.0." + std::to_string(i / 200) + "." + std::to_string(i % 200 + 1) + ":11211", 1});
   return v;
 }
 
@@ -54,7 +58,8 @@ struct Case {
 std::vector<Case> cases(int n) {
   std::vector<Case> v;
   for (const Algorithm a : kAllAlgorithms) {
-    v.push_back({std::string(algorithm_name(a)), algo(std::string(algorithm_name(a))), numbered_nodes(n)});
+    v.push_back(
+        {std::string(algorithm_name(a)), algo(std::string(algorithm_name(a))), numbered_nodes(n)});
   }
   for (const char* p : {"ketama", "libmemcached-consistent", "twemproxy", "nginx-hash-consistent",
                         "guava", "jedis", "uhashring", "redis-cluster"}) {
@@ -121,7 +126,8 @@ TEST(RouterTest, SpecErrorsAreClear) {
   RoutingSpec both = preset("ketama");
   both.algorithm = "ring";
   EXPECT_NE(message(both, servers(2)).find("not both"), std::string::npos);
-  EXPECT_NE(message(RoutingSpec{}, servers(2)).find("needs a preset or an algorithm"), std::string::npos);
+  EXPECT_NE(message(RoutingSpec{}, servers(2)).find("needs a preset or an algorithm"),
+            std::string::npos);
   RoutingSpec tag = algo("ring");
   tag.hash_tag = "{";
   EXPECT_NE(message(tag, servers(2)).find("exactly two characters"), std::string::npos);
@@ -130,10 +136,12 @@ TEST(RouterTest, SpecErrorsAreClear) {
   EXPECT_NE(message(factor, servers(2)).find(">= 100"), std::string::npos);
   RoutingSpec vnodes = algo("jump");
   vnodes.vnodes = 10;
-  EXPECT_NE(message(vnodes, servers(2)).find("vnodes does not apply to algorithm jump"), std::string::npos);
+  EXPECT_NE(message(vnodes, servers(2)).find("vnodes does not apply to algorithm jump"),
+            std::string::npos);
   RoutingSpec size = preset("ketama");
   size.table_size = 65537;
-  EXPECT_NE(message(size, servers(2)).find("apply to algorithms, not to preset ketama"), std::string::npos);
+  EXPECT_NE(message(size, servers(2)).find("apply to algorithms, not to preset ketama"),
+            std::string::npos);
   RoutingSpec settings = algo("ring");
   settings.preset_settings = {{"distribution", "CONSISTENT"}};
   EXPECT_NE(message(settings, servers(2)).find("apply to presets"), std::string::npos);

@@ -1,19 +1,20 @@
+// SPDX-License-Identifier: Apache-2.0
 // The chash command-line tool, run as a user runs it: exit codes, every output format parses,
 // numbers agree with the library.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 
-#include "chash/chash.h"
 #include "chash/analysis.h"
+#include "chash/chash.h"
 #include "chash/preset.h"
 #include "chash/version.h"
 
@@ -89,14 +90,18 @@ TEST_F(Cli, RoutePrintsOneNodeNamePerKeyAsTheLibraryPicks) {
 }
 
 TEST_F(Cli, RouteWithAPresetMatchesTheLibraryPreset) {
-  const auto nf = write("nodes.txt", "# memcached pool\n10.0.0.1:11211 1\n\n10.0.0.2:11211 2  # bigger\n10.0.0.3:11211\n");
+  const auto nf =
+      write("nodes.txt",
+            "# memcached pool\n10.0.0.1:11211 1\n\n10.0.0.2:11211 2  # bigger\n10.0.0.3:11211\n");
   const auto r = run("route --preset ketama --nodes-file " + nf.string(), keys_text(300));
   ASSERT_EQ(r.code, 0) << r.err;
-  const std::vector<Node> nodes = {{"10.0.0.1:11211", 1}, {"10.0.0.2:11211", 2}, {"10.0.0.3:11211", 1}};
+  const std::vector<Node> nodes = {
+      {"10.0.0.1:11211", 1}, {"10.0.0.2:11211", 2}, {"10.0.0.3:11211", 1}};
   const auto p = make_preset("ketama", nodes);
   const auto got = lines(r.out);
   ASSERT_EQ(got.size(), 300u);
-  for (int i = 0; i < 300; ++i) EXPECT_EQ(got[i], nodes[p->route("user:" + std::to_string(i))].name);
+  for (int i = 0; i < 300; ++i)
+    EXPECT_EQ(got[i], nodes[p->route("user:" + std::to_string(i))].name);
 }
 
 TEST_F(Cli, RouteReplicasAreDistinctAndTabSeparated) {
@@ -122,7 +127,8 @@ TEST_F(Cli, RouteCsvAndJsonParse) {
   EXPECT_EQ(l[0], "key,node");
   EXPECT_EQ(l[2].substr(0, 6), "\"k,2\",");
   EXPECT_EQ(l[3].substr(0, 7), "\"\"\"q\"\"\"");
-  const auto json = run("route --algo maglev --nodes a,b,c --format json --replicas 2", "k1\n\xff\xfe\n");
+  const auto json =
+      run("route --algo maglev --nodes a,b,c --format json --replicas 2", "k1\n\xff\xfe\n");
   ASSERT_EQ(json.code, 0) << json.err;
   for (const auto& line : lines(json.out)) {
     const auto j = nlohmann::json::parse(line);
@@ -188,7 +194,8 @@ TEST_F(Cli, VersionIsTheProjectVersion) {
 }
 
 TEST_F(Cli, HashTagHashesOnlyTheTag) {
-  const auto r = run("route --algo ring --nodes a,b,c,d,e,f,g --hash-tag {}", "{user1}:x\n{user1}:y\n{user1}:zzz\n");
+  const auto r = run("route --algo ring --nodes a,b,c,d,e,f,g --hash-tag {}",
+                     "{user1}:x\n{user1}:y\n{user1}:zzz\n");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto l = lines(r.out);
   EXPECT_EQ(l[0], l[1]);
@@ -228,7 +235,8 @@ TEST_F(Cli, BalanceFactorBoundsEveryNodesShareOfAHotKey) {
   for (const auto& [n, c] : plain_per_node) most = std::max(most, c);
   EXPECT_GE(most, 300);
   // analyze agrees: max/mean at most 1.25 (+1 key) with the factor.
-  const auto a = run("analyze --algo maglev --nodes a,b,c,d,e,f --balance-factor 125 --format json", input);
+  const auto a =
+      run("analyze --algo maglev --nodes a,b,c,d,e,f --balance-factor 125 --format json", input);
   ASSERT_EQ(a.code, 0) << a.err;
   EXPECT_LE(nlohmann::json::parse(a.out)["max_over_mean"].get<double>(), 1.26);
   EXPECT_EQ(run("route --algo maglev --nodes a,b --balance-factor 99", "k\n").code, 1);
@@ -249,15 +257,18 @@ TEST_F(Cli, PresetOptionsAreKeyValuePairsForPresetsOnly) {
   const auto spy = run("route --preset ketama-spy" + nodes, in);
   const auto set = run("route --preset libmemcached-modula" + nodes +
                            " --preset-option ketama_weighted=true"
-                           " --preset-option distribution=CONSISTENT_KETAMA_SPY", in);
+                           " --preset-option distribution=CONSISTENT_KETAMA_SPY",
+                       in);
   ASSERT_EQ(spy.code, 0) << spy.err;
   ASSERT_EQ(set.code, 0) << set.err;
   EXPECT_EQ(spy.out, set.out);
   const auto modula = run("route --preset libmemcached-modula" + nodes, in);
   EXPECT_NE(modula.out, set.out);
-  r = run("route --preset libmemcached-modula" + nodes + " --preset-option distribution=RANDOMISH", "k\n");
+  r = run("route --preset libmemcached-modula" + nodes + " --preset-option distribution=RANDOMISH",
+          "k\n");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("CONSISTENT_KETAMA_SPY"), std::string::npos) << r.err;  // lists the valid ones
+  EXPECT_NE(r.err.find("CONSISTENT_KETAMA_SPY"), std::string::npos)
+      << r.err;  // lists the valid ones
 }
 
 TEST_F(Cli, SlotMatchesRedis) {
@@ -329,7 +340,8 @@ TEST_F(Cli, MigrateShowsModuloMovingMostAndTheRingOnlyTheNewShare) {
 }
 
 TEST_F(Cli, MigrateDownMovesOnlyTheDownNodesKeys) {
-  const auto r = run("migrate --algo maglev --nodes a,b,c,d --down b --synthetic 20000 --format json");
+  const auto r =
+      run("migrate --algo maglev --nodes a,b,c,d --down b --synthetic 20000 --format json");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   for (const auto& m : j["moves"]) EXPECT_EQ(m["from"], "b");
@@ -349,8 +361,10 @@ TEST_F(Cli, SweepTableCsvJson) {
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["points"].size(), 3u);
-  EXPECT_GT(j["points"][0]["max_over_mean"].get<double>(), j["points"][2]["max_over_mean"].get<double>());
-  const auto csv = run("sweep --algo maglev --param table-size --values 251,65537 --synthetic 5000 --format csv");
+  EXPECT_GT(j["points"][0]["max_over_mean"].get<double>(),
+            j["points"][2]["max_over_mean"].get<double>());
+  const auto csv = run(
+      "sweep --algo maglev --param table-size --values 251,65537 --synthetic 5000 --format csv");
   EXPECT_EQ(lines(csv.out).size(), 3u) << csv.err;
   EXPECT_EQ(run("sweep --param balance-factor --values 100,150 --synthetic 5000").code, 0);
   EXPECT_EQ(run("sweep --param nodes --values 0 --synthetic 10").code, 1);
@@ -358,7 +372,8 @@ TEST_F(Cli, SweepTableCsvJson) {
 }
 
 TEST_F(Cli, BenchReportsEveryAlgorithmAndNodeCount) {
-  const auto r = run("bench --algos ring,jump --node-counts 10,100 --threads 1,2 --lookups 20000 --format json");
+  const auto r = run(
+      "bench --algos ring,jump --node-counts 10,100 --threads 1,2 --lookups 20000 --format json");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["results"].size(), 4u);
@@ -374,16 +389,18 @@ TEST_F(Cli, BenchReportsEveryAlgorithmAndNodeCount) {
 
 bool renders(const fs::path& svg) {
   // rsvg-convert (librsvg, from scripts/bootstrap.sh) parses the XML and draws it.
-  const std::string cmd = "rsvg-convert " + svg.string() + " -o " + svg.string() + ".png 2>/dev/null";
+  const std::string cmd =
+      "rsvg-convert " + svg.string() + " -o " + svg.string() + ".png 2>/dev/null";
   return std::system(cmd.c_str()) == 0 && fs::file_size(svg.string() + ".png") > 1000;
 }
 
 TEST_F(Cli, EveryPlotIsWellFormedSvg) {
   const auto out = dir_ / "p.svg";
-  for (const std::string args :
-       {"plot --kind ring --algo ring --nodes a,b,c --vnodes 10", "plot --kind load --algo ring --nodes a,b,c",
-        "plot --kind moves --algo ring --nodes a,b,c --add d", "plot --kind moves --algo jump --nodes a,b,c --add d",
-        "plot --kind sweep --values 1,10,100 --synthetic 5000"}) {
+  for (const std::string args : {"plot --kind ring --algo ring --nodes a,b,c --vnodes 10",
+                                 "plot --kind load --algo ring --nodes a,b,c",
+                                 "plot --kind moves --algo ring --nodes a,b,c --add d",
+                                 "plot --kind moves --algo jump --nodes a,b,c --add d",
+                                 "plot --kind sweep --values 1,10,100 --synthetic 5000"}) {
     const auto r = run(args + " --out " + out.string());
     ASSERT_EQ(r.code, 0) << args << ": " << r.err;
     EXPECT_TRUE(renders(out)) << args;
@@ -391,7 +408,10 @@ TEST_F(Cli, EveryPlotIsWellFormedSvg) {
   EXPECT_EQ(run("plot --kind ring --algo jump --nodes a,b").code, 1);
   // Hostile node names are escaped.
   const auto nf = write("n.txt", "<script>&\"x\n\xff\xfe\n");
-  EXPECT_EQ(run("plot --kind ring --algo ring --nodes-file " + nf.string() + " --out " + out.string()).code, 0);
+  EXPECT_EQ(
+      run("plot --kind ring --algo ring --nodes-file " + nf.string() + " --out " + out.string())
+          .code,
+      0);
   EXPECT_TRUE(renders(out));
   EXPECT_EQ(slurp(out).find("<script>"), std::string::npos);
 }
@@ -401,7 +421,8 @@ TEST_F(Cli, DemoPrintsTheReportAndWritesThePlots) {
   const auto r = run("demo --keys 20000 --out-dir " + plots.string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err, "");
-  for (const char* s : {"4 to 5 nodes", "Virtual nodes", "Weighted", "fails", "Replicas", "Bounded loads"}) {
+  for (const char* s :
+       {"4 to 5 nodes", "Virtual nodes", "Weighted", "fails", "Replicas", "Bounded loads"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
   }
   EXPECT_NE(r.out.find("keys moved that were not on cache-2: 0"), std::string::npos);

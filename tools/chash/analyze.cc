@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash analyze — how evenly keys spread: per-node keys and share against the weight-fair
 // share, max/mean, standard deviation, coefficient of variation; for table algorithms also the
 // fraction of the hash space each node owns.
@@ -77,9 +78,9 @@ void run_analyze(const AnalyzeArgs& a) {
   t.numeric = {false, true, true, true, true, true, true};
   if (owned) t.header.push_back("owned");
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    std::vector<std::string> row = {nodes[i].name, std::to_string(nodes[i].weight),
-                                    std::to_string(load.counts()[i]), percent(s.share[i]),
-                                    percent(s.fair_share[i]), fixed(s.load_ratio[i], 3)};
+    std::vector<std::string> row = {
+        nodes[i].name,       std::to_string(nodes[i].weight), std::to_string(load.counts()[i]),
+        percent(s.share[i]), percent(s.fair_share[i]),        fixed(s.load_ratio[i], 3)};
     if (owned) row.push_back(percent((*owned)[i]));
     t.add(std::move(row));
   }
@@ -100,8 +101,9 @@ void run_analyze(const AnalyzeArgs& a) {
 void add_analyze(CLI::App& app) {
   auto args = std::make_shared<AnalyzeArgs>();
   auto* sub = app.add_subcommand(
-      "analyze", "How evenly keys spread: per-node keys and share vs the weight-fair share, "
-                 "max/mean, stddev, coefficient of variation, owned hash space.");
+      "analyze",
+      "How evenly keys spread: per-node keys and share vs the weight-fair share, "
+      "max/mean, stddev, coefficient of variation, owned hash space.");
   add_routing_flags(sub, args->spec, args->nodes);
   add_balance_flag(sub, args->spec);
   add_key_flags(sub, args->keys);

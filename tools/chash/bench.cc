@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash bench — lookup cost for a user's own configuration: ns per lookup (hash + pick, as a
 // dependent chain so lookups cannot overlap), pick alone, the key hash alone, pick_batch,
 // lookups/s with several threads, build time and memory per table. `make bench` runs the Google
@@ -88,12 +89,15 @@ double threads_rate(RouteFn&& route, const KeySet& keys, std::uint64_t lookups, 
 }
 
 void run_bench(const BenchArgs& a) {
-  if (a.key_size == 0 || a.key_size > 4096) throw Error(ErrorCode::kInvalidArgument, "--key-size must be 1..4096");
-  if (a.lookups == 0 || a.lookups > 10'000'000'000ull) throw Error(ErrorCode::kInvalidArgument, "--lookups must be 1..1e10");
+  if (a.key_size == 0 || a.key_size > 4096)
+    throw Error(ErrorCode::kInvalidArgument, "--key-size must be 1..4096");
+  if (a.lookups == 0 || a.lookups > 10'000'000'000ull)
+    throw Error(ErrorCode::kInvalidArgument, "--lookups must be 1..1e10");
   std::vector<unsigned> thread_counts;
   for (const auto& t : split_list(a.threads)) {
     const auto v = to_u64(t, "--threads");
-    if (v == 0 || v > 256) throw Error(ErrorCode::kInvalidArgument, "--threads values must be 1..256");
+    if (v == 0 || v > 256)
+      throw Error(ErrorCode::kInvalidArgument, "--threads values must be 1..256");
     thread_counts.push_back(static_cast<unsigned>(v));
   }
   const KeySet keys(bench::kKeyCount, a.key_size);
@@ -104,11 +108,15 @@ void run_bench(const BenchArgs& a) {
   for (const auto& name : names) {
     for (const auto& c : counts) {
       const std::uint64_t n = to_u64(c, "--node-counts");
-      if (n == 0 || n > kMaxNodes) throw Error(ErrorCode::kInvalidArgument, "--node-counts values must be 1.." + std::to_string(kMaxNodes));
+      if (n == 0 || n > kMaxNodes)
+        throw Error(ErrorCode::kInvalidArgument,
+                    "--node-counts values must be 1.." + std::to_string(kMaxNodes));
       const std::vector<Node> nodes = bench::make_nodes(n);
       RoutingSpec spec;
-      if (a.preset.empty()) spec.algorithm = name; else spec.preset = name;
-      if (a.vnodes && (name == "ring" || name == "ring64" || !a.preset.empty())) spec.vnodes = a.vnodes;
+      if (a.preset.empty()) spec.algorithm = name;
+      else spec.preset = name;
+      if (a.vnodes && (name == "ring" || name == "ring64" || !a.preset.empty()))
+        spec.vnodes = a.vnodes;
       if (spec.algorithm == "slots" && n > kRedisSlots) continue;
       Result r;
       r.name = name;
@@ -116,9 +124,13 @@ void run_bench(const BenchArgs& a) {
       const auto m0 = mallinfo2().uordblks + mallinfo2().hblkhd;
       const auto t0 = std::chrono::steady_clock::now();
       const Router router = Router::build(spec, nodes);
-      r.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      r.build_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       r.memory_bytes = static_cast<double>(mallinfo2().uordblks + mallinfo2().hblkhd - m0);
-      const std::uint64_t lookups = spec.algorithm == "rendezvous" ? std::max<std::uint64_t>(a.lookups / std::max<std::uint64_t>(n / 10, 1), 1000) : a.lookups;
+      const std::uint64_t lookups =
+          spec.algorithm == "rendezvous"
+              ? std::max<std::uint64_t>(a.lookups / std::max<std::uint64_t>(n / 10, 1), 1000)
+              : a.lookups;
       auto route = [&](std::string_view k) { return router.route(k); };
       if (const AnyTable* t = router.table()) {
         // The table's own type, visited once: what a program using the library pays per key.
@@ -126,8 +138,11 @@ void run_bench(const BenchArgs& a) {
         for (std::size_t i = 0; i < keys.size(); ++i) hs[i] = router.key_hash(keys[i]);
         std::visit(
             [&](const auto& table) {
-              r.ns_hash_pick = bench::chain_ns(keys, lookups, [&](std::string_view k) { return table.pick(router.key_hash(k)); });
-              r.ns_pick = bench::chain_ns(hs, lookups, [&](std::uint64_t h) { return table.pick(h); });
+              r.ns_hash_pick = bench::chain_ns(keys, lookups, [&](std::string_view k) {
+                return table.pick(router.key_hash(k));
+              });
+              r.ns_pick =
+                  bench::chain_ns(hs, lookups, [&](std::uint64_t h) { return table.pick(h); });
               std::vector<NodeId> out(1024);
               const std::uint64_t rounds = std::max<std::uint64_t>(lookups / out.size(), 1);
               const auto b0 = std::chrono::steady_clock::now();
@@ -136,19 +151,28 @@ void run_bench(const BenchArgs& a) {
                 pick_batch(table, std::span<const std::uint64_t>(hs.data() + at, out.size()), out);
                 bench::keep(out[i & 1023]);
               }
-              r.ns_pick_batch = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - b0).count() /
-                                static_cast<double>(rounds * out.size());
+              r.ns_pick_batch =
+                  std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - b0)
+                      .count() /
+                  static_cast<double>(rounds * out.size());
             },
             *t);
-        r.ns_hash_only = bench::chain_ns(keys, lookups, [&](std::string_view k) { return router.key_hash(k); });
+        r.ns_hash_only =
+            bench::chain_ns(keys, lookups, [&](std::string_view k) { return router.key_hash(k); });
         for (unsigned th : thread_counts) {
-          r.throughput.emplace_back(th, std::visit([&](const auto& table) {
-            return threads_rate([&](std::string_view k) { return table.pick(router.key_hash(k)); }, keys, lookups, th);
-          }, *t));
+          r.throughput.emplace_back(
+              th, std::visit(
+                      [&](const auto& table) {
+                        return threads_rate(
+                            [&](std::string_view k) { return table.pick(router.key_hash(k)); },
+                            keys, lookups, th);
+                      },
+                      *t));
         }
       } else {
         r.ns_hash_pick = bench::chain_ns(keys, lookups, route);
-        for (unsigned th : thread_counts) r.throughput.emplace_back(th, threads_rate(route, keys, lookups, th));
+        for (unsigned th : thread_counts)
+          r.throughput.emplace_back(th, threads_rate(route, keys, lookups, th));
       }
       results.push_back(std::move(r));
       progress.tick();
@@ -159,7 +183,10 @@ void run_bench(const BenchArgs& a) {
   if (a.format == Format::kJson) {
     Json arr = Json::array();
     for (const auto& r : results) {
-      Json j = {{"name", r.name}, {"nodes", r.nodes}, {"build_ms", r.build_ms}, {"memory_bytes", r.memory_bytes},
+      Json j = {{"name", r.name},
+                {"nodes", r.nodes},
+                {"build_ms", r.build_ms},
+                {"memory_bytes", r.memory_bytes},
                 {"ns_per_lookup", r.ns_hash_pick}};
       if (r.ns_pick > 0) j["ns_per_pick"] = r.ns_pick;
       if (r.ns_hash_only > 0) j["ns_hash_only"] = r.ns_hash_only;
@@ -173,17 +200,22 @@ void run_bench(const BenchArgs& a) {
     return;
   }
   TextTable t;
-  t.header = {"algorithm", "nodes", "ns/lookup", "ns/pick", "ns/hash", "ns/pick batch", "build ms", "memory"};
+  t.header = {"algorithm", "nodes",         "ns/lookup", "ns/pick",
+              "ns/hash",   "ns/pick batch", "build ms",  "memory"};
   for (unsigned th : thread_counts) t.header.push_back("Mlookups/s x" + std::to_string(th));
   t.numeric.assign(t.header.size(), true);
   t.numeric[0] = false;
   for (const auto& r : results) {
-    std::vector<std::string> row = {r.name, std::to_string(r.nodes), fixed(r.ns_hash_pick, 1),
+    std::vector<std::string> row = {r.name,
+                                    std::to_string(r.nodes),
+                                    fixed(r.ns_hash_pick, 1),
                                     r.ns_pick > 0 ? fixed(r.ns_pick, 1) : "-",
                                     r.ns_hash_only > 0 ? fixed(r.ns_hash_only, 1) : "-",
-                                    r.ns_pick_batch > 0 ? fixed(r.ns_pick_batch, 1) : "-", fixed(r.build_ms, 2),
-                                    r.memory_bytes >= 1 << 20 ? fixed(r.memory_bytes / (1 << 20), 1) + " MiB"
-                                                              : fixed(r.memory_bytes / 1024, 1) + " KiB"};
+                                    r.ns_pick_batch > 0 ? fixed(r.ns_pick_batch, 1) : "-",
+                                    fixed(r.build_ms, 2),
+                                    r.memory_bytes >= 1 << 20
+                                        ? fixed(r.memory_bytes / (1 << 20), 1) + " MiB"
+                                        : fixed(r.memory_bytes / 1024, 1) + " KiB"};
     for (const auto& [th, v] : r.throughput) row.push_back(fixed(v / 1e6, 1));
     t.add(std::move(row));
   }
@@ -191,9 +223,11 @@ void run_bench(const BenchArgs& a) {
     out.put(t.csv());
     return;
   }
-  out.put("bench: " + std::to_string(a.key_size) + "-byte keys, " + std::to_string(a.lookups) +
-          " lookups per measurement (ns/lookup = key hash + pick, chained; ns/pick and ns/hash the\n"
-          "two parts alone, chained; ns/pick batch = pick_batch throughput; as bench/ measures them)\n\n");
+  out.put(
+      "bench: " + std::to_string(a.key_size) + "-byte keys, " + std::to_string(a.lookups) +
+      " lookups per measurement (ns/lookup = key hash + pick, chained; ns/pick and ns/hash the\n"
+      "two parts alone, chained; ns/pick batch = pick_batch throughput; as bench/ measures "
+      "them)\n\n");
   out.put(t.render());
 }
 
@@ -201,11 +235,14 @@ void run_bench(const BenchArgs& a) {
 
 void add_bench(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
-  auto* sub = app.add_subcommand("bench", "ns per lookup and lookups/s per algorithm (or a preset) at chosen "
-                                          "node counts, single and multi-threaded; build time and memory.");
+  auto* sub =
+      app.add_subcommand("bench",
+                         "ns per lookup and lookups/s per algorithm (or a preset) at chosen "
+                         "node counts, single and multi-threaded; build time and memory.");
   sub->add_option("--algos", args->algos, "Comma-separated native algorithms (default: all)");
   sub->add_option("--preset", args->preset, "Benchmark a preset instead");
-  sub->add_option("--node-counts", args->node_counts, "Comma-separated node counts (default 10,100,1000)");
+  sub->add_option("--node-counts", args->node_counts,
+                  "Comma-separated node counts (default 10,100,1000)");
   sub->add_option("--threads", args->threads, "Comma-separated thread counts (default 1,2)");
   sub->add_option("--lookups", args->lookups, "Lookups per measurement (default 2000000)");
   sub->add_option("--key-size", args->key_size, "Key size in bytes (default 16)");

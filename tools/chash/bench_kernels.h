@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash benchmarks — the measurement kernels of `chash bench` (bench.cc beside this file), shared
 // with the Google Benchmark suites (bench/) and the peer comparison (bench/peers/chash_peers.cc),
 // so the three report the same figures for the same configuration. The CLI owns them: bench/
@@ -29,7 +30,8 @@ inline std::vector<Node> make_nodes(std::size_t n) {
   std::vector<Node> v;
   v.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
-    v.push_back({"10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1) + ":11211", 1});
+    v.push_back(
+        {"10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1) + ":11211", 1});
   }
   return v;
 }

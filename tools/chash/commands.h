@@ -1,14 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
 // Subcommands of the chash CLI. Each add_* registers one subcommand on the app; the callbacks
 // throw chash::Error for bad input, which main() turns into a message and exit code 1.
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
 
-#include "io.h"
 #include "chash/chash.h"
+#include "io.h"
 #include "nodes.h"
 
 namespace chash::cli {

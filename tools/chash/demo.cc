@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash demo — the scenarios of the articles chash grew from, measured on synthetic keys: modulo
 // vs consistent hashing on 4 -> 5 nodes, virtual nodes vs imbalance, weighted nodes, a node
 // failing, replicas, and bounded loads under a hot key. Prints a short report and writes the
@@ -36,12 +37,15 @@ struct Demo {
     if (!f) throw Error(ErrorCode::kInvalidArgument, "cannot write " + path.string());
     written.push_back(path.string());
   }
-  void heading(const std::string& s) { out.put("\n" + s + "\n" + std::string(s.size(), '-') + "\n"); }
+  void heading(const std::string& s) {
+    out.put("\n" + s + "\n" + std::string(s.size(), '-') + "\n");
+  }
 
   void growth() {
     heading("1. Growing a cache cluster from 4 to 5 nodes");
-    out.put("With hash % N most keys change owner and the cache empties into the database;\n"
-            "consistent hashing moves only the new node's share (optimum 1/5 = 20%).\n\n");
+    out.put(
+        "With hash % N most keys change owner and the cache empties into the database;\n"
+        "consistent hashing moves only the new node's share (optimum 1/5 = 20%).\n\n");
     TextTable t;
     t.header = {"algorithm", "keys moved", "moved/optimum", "max/mean (5 nodes)"};
     t.numeric = {false, true, true, true};
@@ -59,27 +63,30 @@ struct Demo {
         load.add(b);
       }
       const auto s = load_stats(load.counts(), cache_nodes(5));
-      t.add({std::string(algorithm_name(a)), percent(m.moved_fraction(), 1), fixed(m.moved_fraction() / 0.2, 2),
-             fixed(s.max_over_mean, 3)});
+      t.add({std::string(algorithm_name(a)), percent(m.moved_fraction(), 1),
+             fixed(m.moved_fraction() / 0.2, 2), fixed(s.max_over_mean, 3)});
       names.emplace_back(algorithm_name(a));
       moved.push_back(m.moved_fraction());
     }
     out.put(t.render());
-    save("algorithms-4-to-5.svg", svg::bars("Keys moved when a 5th node joins 4", "keys moved", names,
-                                            {{"moved", moved}}, std::vector<double>(names.size(), 0.2),
-                                            "optimum (1/5)", true));
+    save("algorithms-4-to-5.svg",
+         svg::bars("Keys moved when a 5th node joins 4", "keys moved", names, {{"moved", moved}},
+                   std::vector<double>(names.size(), 0.2), "optimum (1/5)", true));
     RingOptions few;
     few.vnodes = 8;
-    const auto r4 = RingTable::build(cache_nodes(4), few), r5 = RingTable::build(cache_nodes(5), few);
-    save("ring-4-to-5.svg", plot_ring(AnyTable(r5), cache_nodes(5), "Ring, 8 vnodes each: what cache-4 takes over",
-                                      moved_ranges(r4, cache_nodes(4), r5, cache_nodes(5))));
+    const auto r4 = RingTable::build(cache_nodes(4), few),
+               r5 = RingTable::build(cache_nodes(5), few);
+    save("ring-4-to-5.svg",
+         plot_ring(AnyTable(r5), cache_nodes(5), "Ring, 8 vnodes each: what cache-4 takes over",
+                   moved_ranges(r4, cache_nodes(4), r5, cache_nodes(5))));
   }
 
   void vnodes() {
     heading("2. Virtual nodes vs imbalance (ring, 10 nodes)");
-    out.put("One point per node is badly skewed. More virtual nodes even the load out: the\n"
-            "spread (stddev of load/fair) falls roughly as 1/sqrt(vnodes); the common advice of\n"
-            "150-200 leaves it near 8%, with the busiest node at ~1.1-1.15x the mean.\n\n");
+    out.put(
+        "One point per node is badly skewed. More virtual nodes even the load out: the\n"
+        "spread (stddev of load/fair) falls roughly as 1/sqrt(vnodes); the common advice of\n"
+        "150-200 leaves it near 8%, with the busiest node at ~1.1-1.15x the mean.\n\n");
     TextTable t;
     t.header = {"vnodes", "max/mean", "stddev", "moved on +1 / optimum", "build ms"};
     t.numeric = {true, true, true, true, true};
@@ -95,12 +102,14 @@ struct Demo {
       mv.push_back(p.moved_on_add / p.optimal_on_add);
     }
     out.put(t.render());
-    save("vnodes-sweep.svg", svg::lines("Ring with 10 nodes: balance vs virtual nodes", "virtual nodes per node",
-                                        "ratio", xs, {{"max/mean load", mm}, {"moved on +1 node / optimum", mv}}, true));
+    save(
+        "vnodes-sweep.svg",
+        svg::lines("Ring with 10 nodes: balance vs virtual nodes", "virtual nodes per node",
+                   "ratio", xs, {{"max/mean load", mm}, {"moved on +1 node / optimum", mv}}, true));
     TableOptions four_vn;
     four_vn.ring.vnodes = 4;
-    save("ring.svg", plot_ring(build_table(Algorithm::kRing, cache_nodes(4), four_vn), cache_nodes(4),
-                               "A ring: 4 nodes x 4 virtual nodes", {}));
+    save("ring.svg", plot_ring(build_table(Algorithm::kRing, cache_nodes(4), four_vn),
+                               cache_nodes(4), "A ring: 4 nodes x 4 virtual nodes", {}));
   }
 
   void weighted() {
@@ -115,17 +124,19 @@ struct Demo {
     tt.header = {"node", "weight", "share", "fair", "ratio"};
     tt.numeric = {false, true, true, true, true};
     for (std::size_t i = 0; i < ns.size(); ++i) {
-      tt.add({ns[i].name, std::to_string(ns[i].weight), percent(s.share[i], 1), percent(s.fair_share[i], 1),
-              fixed(s.load_ratio[i], 3)});
+      tt.add({ns[i].name, std::to_string(ns[i].weight), percent(s.share[i], 1),
+              percent(s.fair_share[i], 1), fixed(s.load_ratio[i], 3)});
     }
     out.put(tt.render());
-    save("weighted-load.svg", plot_load(s, ns, "Weighted ring: share of keys vs weight-fair share"));
+    save("weighted-load.svg",
+         plot_load(s, ns, "Weighted ring: share of keys vs weight-fair share"));
   }
 
   void failover() {
     heading("4. A node fails (5 nodes, cache-2 down)");
-    out.put("The ring sends only cache-2's keys to their next node clockwise; modulo over the\n"
-            "4 survivors would move most keys. cache-2's keys come back when it recovers.\n\n");
+    out.put(
+        "The ring sends only cache-2's keys to their next node clockwise; modulo over the\n"
+        "4 survivors would move most keys. cache-2's keys come back when it recovers.\n\n");
     Cluster cluster(Algorithm::kRing, cache_nodes(5));
     const auto before = cluster.snapshot();
     cluster.mark_down("cache-2");
@@ -145,20 +156,22 @@ struct Demo {
     MoveCounter mm(cache_nodes(5), survivors);
     for (auto h : hashes) mm.add(pick(mod5, h), pick(mod4, h));
     out.put("ring:   " + percent(m.moved_fraction(), 1) + " of keys moved (cache-2 held " +
-            percent(static_cast<double>(on_failed) / static_cast<double>(hashes.size()), 1) + "); keys moved that were not on cache-2: " +
-            std::to_string(strays) + "\n");
+            percent(static_cast<double>(on_failed) / static_cast<double>(hashes.size()), 1) +
+            "); keys moved that were not on cache-2: " + std::to_string(strays) + "\n");
     out.put("modulo: " + percent(mm.moved_fraction(), 1) + " of keys moved\n");
     out.put("where cache-2's keys went:");
     std::vector<std::string> to;
     std::vector<double> counts;
     for (const auto& [k, v] : m.matrix()) {
-      out.put(" " + k.second + " " + percent(static_cast<double>(v) / static_cast<double>(m.keys()), 1));
+      out.put(" " + k.second + " " +
+              percent(static_cast<double>(v) / static_cast<double>(m.keys()), 1));
       to.push_back(k.second);
       counts.push_back(static_cast<double>(v) / static_cast<double>(m.keys()));
     }
     out.put("\n");
-    save("failover.svg", svg::bars("cache-2 fails: where its keys go (share of all keys)", "share of all keys", to,
-                                   {{"keys taken over", counts}}, {}, {}, true));
+    save("failover.svg",
+         svg::bars("cache-2 fails: where its keys go (share of all keys)", "share of all keys", to,
+                   {{"keys taken over", counts}}, {}, {}, true));
   }
 
   void replicas() {
@@ -186,14 +199,16 @@ struct Demo {
     }
     out.put("copies per node: min " + std::to_string(mn) + ", max " + std::to_string(mx) + " (of " +
             std::to_string(hashes.size() * 3) + ")\n");
-    out.put("with cache-1 down, keys whose new owner holds no replica: " + std::to_string(lost) + "\n");
+    out.put("with cache-1 down, keys whose new owner holds no replica: " + std::to_string(lost) +
+            "\n");
   }
 
   void bounded() {
     heading("6. Bounded loads under a hot key (ring, 8 nodes, every 10th request is one key)");
-    out.put("Consistent hashing alone piles the hot key onto one node; bounded loads (factor\n"
-            "1.25, as Envoy's hash_balance_factor / HAProxy's hash-balance-factor 125) caps\n"
-            "every node at 1.25x the average and spills the rest to the next choices.\n\n");
+    out.put(
+        "Consistent hashing alone piles the hot key onto one node; bounded loads (factor\n"
+        "1.25, as Envoy's hash_balance_factor / HAProxy's hash-balance-factor 125) caps\n"
+        "every node at 1.25x the average and spills the rest to the next choices.\n\n");
     const auto ns = cache_nodes(8);
     const auto t = RingTable::build(ns);
     std::vector<std::uint64_t> plain(8, 0), bounded(8, 0);
@@ -205,8 +220,8 @@ struct Demo {
       ++bounded[b.pick(h, bounded, total++)];
     }
     const auto sp = load_stats(plain, ns), sb = load_stats(bounded, ns);
-    out.put("max/mean without bounds " + fixed(sp.max_over_mean, 3) + ", with factor 125: " +
-            fixed(sb.max_over_mean, 3) + "\n");
+    out.put("max/mean without bounds " + fixed(sp.max_over_mean, 3) +
+            ", with factor 125: " + fixed(sb.max_over_mean, 3) + "\n");
     std::vector<std::string> names;
     for (const auto& n : ns) names.push_back(n.name);
     std::vector<double> a, c;
@@ -214,9 +229,10 @@ struct Demo {
       a.push_back(sp.share[i]);
       c.push_back(sb.share[i]);
     }
-    save("bounded-loads.svg", svg::bars("A hot key: load per node without and with bounded loads (factor 125)",
-                                        "share of requests", names, {{"plain ring", a}, {"bounded, 125", c}},
-                                        std::vector<double>(8, 0.125), "mean", true));
+    save("bounded-loads.svg",
+         svg::bars("A hot key: load per node without and with bounded loads (factor 125)",
+                   "share of requests", names, {{"plain ring", a}, {"bounded, 125", c}},
+                   std::vector<double>(8, 0.125), "mean", true));
   }
 };
 
@@ -227,16 +243,19 @@ struct DemoArgs {
 };
 
 void run_demo(const DemoArgs& a) {
-  if (a.keys < 1000 || a.keys > 100'000'000) throw Error(ErrorCode::kInvalidArgument, "--keys must be 1000..100000000");
+  if (a.keys < 1000 || a.keys > 100'000'000)
+    throw Error(ErrorCode::kInvalidArgument, "--keys must be 1000..100000000");
   Demo d;
   d.dir = a.out_dir;
   std::error_code ec;
   std::filesystem::create_directories(d.dir, ec);
-  if (ec) throw Error(ErrorCode::kInvalidArgument, "cannot create " + a.out_dir + ": " + ec.message());
+  if (ec)
+    throw Error(ErrorCode::kInvalidArgument, "cannot create " + a.out_dir + ": " + ec.message());
   d.hashes.reserve(a.keys);
-  for (std::uint64_t i = 0; i < a.keys; ++i) d.hashes.push_back(hash::xxh3_64(synthetic_key(a.seed, i)));
-  d.out.put("chash demo: " + std::to_string(a.keys) + " synthetic keys (seed " + std::to_string(a.seed) +
-            "), key hash xxh3\n");
+  for (std::uint64_t i = 0; i < a.keys; ++i)
+    d.hashes.push_back(hash::xxh3_64(synthetic_key(a.seed, i)));
+  d.out.put("chash demo: " + std::to_string(a.keys) + " synthetic keys (seed " +
+            std::to_string(a.seed) + "), key hash xxh3\n");
   d.growth();
   d.vnodes();
   d.weighted();
@@ -251,8 +270,9 @@ void run_demo(const DemoArgs& a) {
 
 void add_demo(CLI::App& app) {
   auto args = std::make_shared<DemoArgs>();
-  auto* sub = app.add_subcommand("demo", "Run the consistent-hashing scenarios on synthetic keys, print a "
-                                         "report with measured numbers, and write the plots.");
+  auto* sub = app.add_subcommand("demo",
+                                 "Run the consistent-hashing scenarios on synthetic keys, print a "
+                                 "report with measured numbers, and write the plots.");
   sub->add_option("--out-dir", args->out_dir, "Folder for the SVG plots (default ./chash-demo)");
   sub->add_option("--keys", args->keys, "Synthetic keys (default 200000)");
   sub->add_option("--seed", args->seed, "Seed of the synthetic keys (default 1)");

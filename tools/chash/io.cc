@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "io.h"
 
 #include <unistd.h>
@@ -83,7 +84,8 @@ bool KeySource::next(std::string_view& key) {
       key = std::string_view(start, len);
       if (!key.empty() && key.back() == '\r') key.remove_suffix(1);
       if (key.size() > kMaxKeyBytes) {
-        throw Error(ErrorCode::kLimitExceeded, "key on line " + std::to_string(line_) + " is too long");
+        throw Error(ErrorCode::kLimitExceeded,
+                    "key on line " + std::to_string(line_) + " is too long");
       }
       return true;
     }
@@ -102,7 +104,8 @@ bool KeySource::next(std::string_view& key) {
 void Out::flush() {
   if (buf_.empty()) return;
   if (std::fwrite(buf_.data(), 1, buf_.size(), stdout) != buf_.size()) {
-    throw Error(ErrorCode::kInvalidArgument, std::string("cannot write output: ") + std::strerror(errno));
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("cannot write output: ") + std::strerror(errno));
   }
   buf_.clear();
 }
@@ -131,12 +134,23 @@ std::string json_string(std::string_view s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
     switch (c) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      default:
+        break;
     }
     if (c < 0x20 || c == 0x7F) {
       char buf[8];
@@ -151,7 +165,8 @@ std::string json_string(std::string_view s) {
     // Copy a well-formed UTF-8 sequence; escape stray bytes as \u00XX.
     std::size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
     bool ok = len > 0 && i + len <= s.size();
-    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    for (std::size_t k = 1; ok && k < len; ++k)
+      ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
     if (ok && len == 3) {
       const auto c1 = static_cast<unsigned char>(s[i + 1]);
       ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Streaming key input and output helpers for the CLI: keys one per line from stdin or a file
 // (bounded memory whatever the input size), or N synthetic keys from a seed.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — the command-line tool: route keys, analyse balance, plan migrations, sweep parameters,
 // benchmark, draw pictures. `chash --help` lists the subcommands, `chash CMD --help` each one.
 #include <cstdio>
@@ -8,8 +9,9 @@
 #include "commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"chash — consistent hashing: route keys exactly as your clients do, and see what "
-               "adding, removing or failing a node will do."};
+  CLI::App app{
+      "chash — consistent hashing: route keys exactly as your clients do, and see what "
+      "adding, removing or failing a node will do."};
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 success; 1 bad input (unreadable file, invalid node list, a key that cannot "

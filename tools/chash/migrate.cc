@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash migrate — what a change does before it is made: the fraction of keys that move against
 // the least any placement could move, where they go (from -> to), and for rings the exact hash
 // ranges that change owner, as a plan a person can act on.
@@ -25,10 +26,12 @@ struct MigrateArgs {
 };
 
 // "NAME=W" -> (NAME, W); the weight is after the last '='.
-std::pair<std::string, std::uint32_t> name_weight(const std::string& s, const char* flag, bool required) {
+std::pair<std::string, std::uint32_t> name_weight(const std::string& s, const char* flag,
+                                                  bool required) {
   const auto eq = s.rfind('=');
   if (eq == std::string::npos) {
-    if (required) throw Error(ErrorCode::kParse, std::string(flag) + " takes NAME=WEIGHT, got \"" + s + "\"");
+    if (required)
+      throw Error(ErrorCode::kParse, std::string(flag) + " takes NAME=WEIGHT, got \"" + s + "\"");
     return {s, 1};
   }
   std::uint32_t w = 0;
@@ -61,18 +64,19 @@ std::string_view owner(const Snapshot& s, std::uint64_t h) {
 
 void run_migrate(const MigrateArgs& a) {
   require_routing(a.spec, a.nodes);
-  const bool changes = !a.add.empty() || !a.remove.empty() || !a.reweight.empty() || !a.down.empty();
+  const bool changes =
+      !a.add.empty() || !a.remove.empty() || !a.reweight.empty() || !a.down.empty();
   if (changes == !a.after_nodes_file.empty()) {
-    throw CLI::ValidationError("migrate",
-                               "give the change: --add/--remove/--reweight/--down, or --after-nodes-file");
+    throw CLI::ValidationError(
+        "migrate", "give the change: --add/--remove/--reweight/--down, or --after-nodes-file");
   }
   require_key_input(a.keys);
   const auto before_nodes = a.nodes.load();
 
   // The two placements. Natives go through chash::Cluster, so remove/down/reweight have the
   // library's membership semantics (stable positions, failover to the next choice).
-  std::vector<Node> after_nodes;        // names by the ids route_after returns
-  std::vector<Node> after_effective;    // for the optimum: down nodes with weight 0
+  std::vector<Node> after_nodes;      // names by the ids route_after returns
+  std::vector<Node> after_effective;  // for the optimum: down nodes with weight 0
   std::shared_ptr<const Snapshot> snap_before, snap_after;
   std::optional<Router> kr_before, kr_after;
   std::vector<std::string> down_names;
@@ -99,7 +103,9 @@ void run_migrate(const MigrateArgs& a) {
     after_nodes.assign(snap_after->nodes().begin(), snap_after->nodes().end());
     for (std::size_t i = 0; i < after_nodes.size(); ++i) {
       Node n = after_nodes[i];
-      if (snap_after->is_removed(static_cast<NodeId>(i)) || snap_after->is_down(static_cast<NodeId>(i))) n.weight = 0;
+      if (snap_after->is_removed(static_cast<NodeId>(i)) ||
+          snap_after->is_down(static_cast<NodeId>(i)))
+        n.weight = 0;
       if (!snap_after->is_removed(static_cast<NodeId>(i))) after_effective.push_back(n);
     }
   } else {
@@ -107,8 +113,10 @@ void run_migrate(const MigrateArgs& a) {
     // peer's next choice (route_n).
     after_nodes = before_nodes;
     for (const auto& r : a.remove) {
-      auto it = std::find_if(after_nodes.begin(), after_nodes.end(), [&](const Node& n) { return n.name == r; });
-      if (it == after_nodes.end()) throw Error(ErrorCode::kUnknownNode, "--remove: no node named " + r);
+      auto it = std::find_if(after_nodes.begin(), after_nodes.end(),
+                             [&](const Node& n) { return n.name == r; });
+      if (it == after_nodes.end())
+        throw Error(ErrorCode::kUnknownNode, "--remove: no node named " + r);
       after_nodes.erase(it);
     }
     for (const auto& s : a.add) {
@@ -119,14 +127,17 @@ void run_migrate(const MigrateArgs& a) {
       const auto nw = name_weight(s, "--reweight", true);
       auto it = std::find_if(after_nodes.begin(), after_nodes.end(),
                              [&](const Node& n) { return n.name == nw.first; });
-      if (it == after_nodes.end()) throw Error(ErrorCode::kUnknownNode, "--reweight: no node named " + nw.first);
+      if (it == after_nodes.end())
+        throw Error(ErrorCode::kUnknownNode, "--reweight: no node named " + nw.first);
       it->weight = nw.second;
     }
     kr_after = Router::build(a.spec, after_nodes);
     after_effective = after_nodes;
     for (const auto& d : a.down) {
-      auto it = std::find_if(after_effective.begin(), after_effective.end(), [&](const Node& n) { return n.name == d; });
-      if (it == after_effective.end()) throw Error(ErrorCode::kUnknownNode, "--down: no node named " + d);
+      auto it = std::find_if(after_effective.begin(), after_effective.end(),
+                             [&](const Node& n) { return n.name == d; });
+      if (it == after_effective.end())
+        throw Error(ErrorCode::kUnknownNode, "--down: no node named " + d);
       it->weight = 0;
     }
     down_names = a.down;
@@ -193,8 +204,8 @@ void run_migrate(const MigrateArgs& a) {
       wide = true;
     }
   }
-  const bool have_ranges =
-      tb != nullptr && (std::holds_alternative<RingTable>(*tb) || std::holds_alternative<Ring64Table>(*tb));
+  const bool have_ranges = tb != nullptr && (std::holds_alternative<RingTable>(*tb) ||
+                                             std::holds_alternative<Ring64Table>(*tb));
 
   const auto matrix = moves.matrix();
   Out out;
@@ -213,8 +224,11 @@ void run_migrate(const MigrateArgs& a) {
     if (have_ranges) {
       Json r = Json::array();
       for (const auto& x : ranges) {
-        r.push_back({{"first", x.first}, {"last", x.last}, {"from", json_name(x.from)},
-                     {"to", json_name(x.to)}, {"fraction", x.fraction}});
+        r.push_back({{"first", x.first},
+                     {"last", x.last},
+                     {"from", json_name(x.from)},
+                     {"to", json_name(x.to)},
+                     {"fraction", x.fraction}});
       }
       j["ranges"] = r;
     }
@@ -226,7 +240,8 @@ void run_migrate(const MigrateArgs& a) {
   mt.numeric = {false, false, true, true};
   for (const auto& [k, v] : matrix) {
     mt.add({k.first, k.second, std::to_string(v),
-            percent(static_cast<double>(v) / static_cast<double>(std::max<std::uint64_t>(moves.keys(), 1)))});
+            percent(static_cast<double>(v) /
+                    static_cast<double>(std::max<std::uint64_t>(moves.keys(), 1)))});
   }
   if (a.format == Format::kCsv) {
     out.put(mt.csv());
@@ -234,22 +249,26 @@ void run_migrate(const MigrateArgs& a) {
   }
   const double ratio = optimum > 0 ? moves.moved_fraction() / optimum : 0;
   out.put("migrate: " + kb.describe() + ", " + std::to_string(moves.keys()) + " keys\n\n");
-  out.put("moved    " + std::to_string(moves.moved()) + " keys (" + percent(moves.moved_fraction()) + ")\n");
+  out.put("moved    " + std::to_string(moves.moved()) + " keys (" +
+          percent(moves.moved_fraction()) + ")\n");
   out.put("optimum  " + percent(optimum) + " (the least any placement must move)" +
           (optimum > 0 ? ", moved/optimum " + fixed(ratio, 2) : std::string()) + "\n\n");
   if (!matrix.empty()) out.put(mt.render());
   if (have_ranges) {
-    out.put("\nhash ranges that change owner (ring positions, inclusive): " + std::to_string(ranges.size()) + "\n");
+    out.put("\nhash ranges that change owner (ring positions, inclusive): " +
+            std::to_string(ranges.size()) + "\n");
     TextTable rt;
     rt.header = {"first", "last", "from", "to", "of hash space"};
     rt.numeric = {false, false, false, false, true};
-    const std::size_t shown = a.all_ranges ? ranges.size() : std::min<std::size_t>(ranges.size(), 20);
+    const std::size_t shown =
+        a.all_ranges ? ranges.size() : std::min<std::size_t>(ranges.size(), 20);
     for (std::size_t i = 0; i < shown; ++i) {
-      rt.add({hex_pos(ranges[i].first, wide), hex_pos(ranges[i].last, wide), ranges[i].from, ranges[i].to,
-              percent(ranges[i].fraction, 4)});
+      rt.add({hex_pos(ranges[i].first, wide), hex_pos(ranges[i].last, wide), ranges[i].from,
+              ranges[i].to, percent(ranges[i].fraction, 4)});
     }
     out.put(rt.render());
-    if (shown < ranges.size()) out.put("... " + std::to_string(ranges.size() - shown) + " more (--all-ranges)\n");
+    if (shown < ranges.size())
+      out.put("... " + std::to_string(ranges.size() - shown) + " more (--all-ranges)\n");
   }
 }
 
@@ -258,8 +277,9 @@ void run_migrate(const MigrateArgs& a) {
 void add_migrate(CLI::App& app) {
   auto args = std::make_shared<MigrateArgs>();
   auto* sub = app.add_subcommand(
-      "migrate", "What a change does: keys moved vs the optimum, the from -> to matrix, and for "
-                 "rings the exact hash ranges that change owner.");
+      "migrate",
+      "What a change does: keys moved vs the optimum, the from -> to matrix, and for "
+      "rings the exact hash ranges that change owner.");
   add_routing_flags(sub, args->spec, args->nodes);
   add_key_flags(sub, args->keys);
   add_format_flag(sub, args->format);
@@ -267,7 +287,8 @@ void add_migrate(CLI::App& app) {
   sub->add_option("--remove", args->remove, "Remove node NAME (repeatable)");
   sub->add_option("--reweight", args->reweight, "Set NAME=WEIGHT (repeatable; 0 drains)");
   sub->add_option("--down", args->down, "Mark NAME down: it keeps its place (repeatable)");
-  sub->add_option("--after-nodes-file", args->after_nodes_file, "Compare with this node list instead")
+  sub->add_option("--after-nodes-file", args->after_nodes_file,
+                  "Compare with this node list instead")
       ->check(CLI::ExistingFile);
   sub->add_flag("--all-ranges", args->all_ranges, "List every moved range (table output)");
   sub->callback([args] { run_migrate(*args); });

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "nodes.h"
 
 #include <charconv>
@@ -53,7 +54,8 @@ std::vector<Node> parse_nodes_text(std::string_view text, const std::string& sou
     ++lineno;
     const std::string where = source + ":" + std::to_string(lineno);
     if (nodes.size() >= kMaxNodes) {
-      throw Error(ErrorCode::kLimitExceeded, where + ": more than " + std::to_string(kMaxNodes) + " nodes");
+      throw Error(ErrorCode::kLimitExceeded,
+                  where + ": more than " + std::to_string(kMaxNodes) + " nodes");
     }
     if (const auto hash = s.find('#'); hash != std::string_view::npos) s = s.substr(0, hash);
     while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
@@ -92,7 +94,8 @@ std::vector<Node> parse_nodes_list(std::string_view list) {
     if (comma == std::string_view::npos) comma = list.size();
     std::string_view item = list.substr(start, comma - start);
     if (item.empty()) {
-      throw Error(ErrorCode::kParse, "--nodes: empty node name in \"" + std::string(list.substr(0, 80)) + "\"");
+      throw Error(ErrorCode::kParse,
+                  "--nodes: empty node name in \"" + std::string(list.substr(0, 80)) + "\"");
     }
     Node n;
     // NAME or NAME:WEIGHT would be ambiguous with host:port, so weights need a nodes file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Node lists as the CLI reads them (--nodes-file, --nodes). Routing itself is chash::Router.
 #pragma once
 

@@ -1,10 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash plot — pictures a person would rather look at than read: the ring with its nodes and
 // virtual nodes, per-node load bars, keys moved by a change, sweep curves. Self-contained SVG.
+#include "plot.h"
+
 #include <fstream>
 
 #include "chash/analysis.h"
 #include "chash/error.h"
-#include "plot.h"
 #include "report.h"
 #include "svg.h"
 #include "sweep.h"
@@ -59,7 +61,8 @@ std::string plot_ring(const AnyTable& table, std::span<const Node> nodes, std::s
 std::string plot_load(const LoadStats& s, std::span<const Node> nodes, std::string_view title) {
   std::vector<std::string> names;
   for (const Node& n : nodes) names.push_back(n.name);
-  return svg::bars(title, "share of keys", names, {{"keys", s.share}}, s.fair_share, "weight-fair share", true);
+  return svg::bars(title, "share of keys", names, {{"keys", s.share}}, s.fair_share,
+                   "weight-fair share", true);
 }
 
 namespace {
@@ -94,7 +97,8 @@ void run_plot(PlotArgs a) {
     std::vector<double> xs, mm, moved;
     std::vector<std::uint64_t> hashes;
     const std::uint64_t n = a.keys.synthetic ? a.keys.synthetic : 100000;
-    for (std::uint64_t i = 0; i < n; ++i) hashes.push_back(hash::xxh3_64(synthetic_key(a.keys.seed, i)));
+    for (std::uint64_t i = 0; i < n; ++i)
+      hashes.push_back(hash::xxh3_64(synthetic_key(a.keys.seed, i)));
     std::size_t start = 0;
     while (start <= a.values.size()) {
       std::size_t comma = a.values.find(',', start);
@@ -108,21 +112,25 @@ void run_plot(PlotArgs a) {
       if (a.param == "vnodes") opt.ring.vnodes = static_cast<std::uint32_t>(v);
       else if (a.param == "table-size") opt.maglev.table_size = v;
       else if (a.param == "probes") opt.multiprobe.probes = static_cast<std::uint32_t>(v);
-      else if (a.param != "nodes") throw Error(ErrorCode::kInvalidArgument, "--param: vnodes, nodes, table-size or probes");
+      else if (a.param != "nodes")
+        throw Error(ErrorCode::kInvalidArgument, "--param: vnodes, nodes, table-size or probes");
       const SweepPoint p = measure_point(algo, ns, opt, hashes);
       xs.push_back(static_cast<double>(v));
       mm.push_back(p.max_over_mean);
       moved.push_back(p.moved_on_add / std::max(p.optimal_on_add, 1e-12));
     }
-    write_out(a.out, svg::lines(std::string(algorithm_name(algo)) + ": balance and movement vs " + a.param, a.param,
-                                "ratio", xs, {{"max/mean load", mm}, {"moved on +1 node / optimum", moved}}, true));
+    write_out(a.out,
+              svg::lines(std::string(algorithm_name(algo)) + ": balance and movement vs " + a.param,
+                         a.param, "ratio", xs,
+                         {{"max/mean load", mm}, {"moved on +1 node / optimum", moved}}, true));
     return;
   }
   require_routing(a.spec, a.nodes);
   const auto nodes = a.nodes.load();
   const Router router = Router::build(a.spec, nodes);
   if (a.kind == "ring") {
-    if (!router.table()) throw Error(ErrorCode::kUnsupported, "plot --kind ring needs --algo ring or ring64");
+    if (!router.table())
+      throw Error(ErrorCode::kUnsupported, "plot --kind ring needs --algo ring or ring64");
     write_out(a.out, plot_ring(*router.table(), nodes, "ring: " + router.describe(), {}));
     return;
   }
@@ -133,12 +141,14 @@ void run_plot(PlotArgs a) {
     std::string_view key;
     while (src.next(key)) load.add(router.route(key));
     const LoadStats s = load_stats(load.counts(), nodes);
-    write_out(a.out, plot_load(s, nodes, "load per node: " + router.describe() + " (max/mean " +
-                                             fixed(s.max_over_mean, 3) + ")"));
+    write_out(a.out, plot_load(s, nodes,
+                               "load per node: " + router.describe() + " (max/mean " +
+                                   fixed(s.max_over_mean, 3) + ")"));
     return;
   }
   if (a.kind == "moves") {
-    if (a.add.empty() && a.remove.empty()) throw Error(ErrorCode::kInvalidArgument, "plot --kind moves needs --add or --remove");
+    if (a.add.empty() && a.remove.empty())
+      throw Error(ErrorCode::kInvalidArgument, "plot --kind moves needs --add or --remove");
     std::vector<Node> after = nodes;
     for (const auto& r : a.remove) {
       std::erase_if(after, [&](const Node& n) { return n.name == r; });
@@ -150,17 +160,21 @@ void run_plot(PlotArgs a) {
       std::vector<MovedRange> ranges;
       std::vector<Node> all = after;  // names for colours: after-list, plus removed ones
       for (const Node& n : nodes) {
-        if (std::none_of(all.begin(), all.end(), [&](const Node& x) { return x.name == n.name; })) all.push_back(n);
+        if (std::none_of(all.begin(), all.end(), [&](const Node& x) { return x.name == n.name; }))
+          all.push_back(n);
       }
       if (const auto* rb = std::get_if<RingTable>(router.table())) {
         ranges = moved_ranges(*rb, nodes, std::get<RingTable>(*r2.table()), after);
       } else {
-        ranges = moved_ranges(std::get<Ring64Table>(*router.table()), nodes, std::get<Ring64Table>(*r2.table()), after);
+        ranges = moved_ranges(std::get<Ring64Table>(*router.table()), nodes,
+                              std::get<Ring64Table>(*r2.table()), after);
       }
       double f = 0;
       for (const auto& m : ranges) f += m.fraction;
-      write_out(a.out, plot_ring(*r2.table(), after, router.describe() + ": " + percent(f, 1) +
-                                                         " of the hash space changes owner", ranges));
+      write_out(a.out, plot_ring(*r2.table(), after,
+                                 router.describe() + ": " + percent(f, 1) +
+                                     " of the hash space changes owner",
+                                 ranges));
       return;
     }
     // Other algorithms: keys per node before and after.
@@ -177,14 +191,18 @@ void run_plot(PlotArgs a) {
     while (src.next(key)) {
       const std::string& b = nodes[router.route(key)].name;
       const std::string& c = after[r2.route(key)].name;
-      ++before_keys[static_cast<std::size_t>(std::find(names.begin(), names.end(), b) - names.begin())];
-      ++after_keys[static_cast<std::size_t>(std::find(names.begin(), names.end(), c) - names.begin())];
+      ++before_keys[static_cast<std::size_t>(std::find(names.begin(), names.end(), b) -
+                                             names.begin())];
+      ++after_keys[static_cast<std::size_t>(std::find(names.begin(), names.end(), c) -
+                                            names.begin())];
       moved += b != c;
       ++total;
     }
-    write_out(a.out, svg::bars(router.describe() + ": " + percent(static_cast<double>(moved) / static_cast<double>(total), 1) +
-                                   " of keys move",
-                               "keys", names, {{"before", before_keys}, {"after", after_keys}}));
+    write_out(a.out,
+              svg::bars(router.describe() + ": " +
+                            percent(static_cast<double>(moved) / static_cast<double>(total), 1) +
+                            " of keys move",
+                        "keys", names, {{"before", before_keys}, {"after", after_keys}}));
     return;
   }
   throw Error(ErrorCode::kInvalidArgument, "--kind must be ring, load, moves or sweep");
@@ -194,8 +212,9 @@ void run_plot(PlotArgs a) {
 
 void add_plot(CLI::App& app) {
   auto args = std::make_shared<PlotArgs>();
-  auto* sub = app.add_subcommand("plot", "Draw an SVG: the ring (ring), load per node (load), what "
-                                         "moves on a change (moves), or a parameter sweep (sweep).");
+  auto* sub = app.add_subcommand("plot",
+                                 "Draw an SVG: the ring (ring), load per node (load), what "
+                                 "moves on a change (moves), or a parameter sweep (sweep).");
   sub->add_option("--kind", args->kind, "ring (default), load, moves or sweep");
   sub->add_option("--out", args->out, "Write the SVG to FILE (default: stdout)");
   add_routing_flags(sub, args->spec, args->nodes);

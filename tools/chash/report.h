@@ -1,8 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 // Output of the analysis subcommands in the three formats: an aligned text table, CSV, JSON.
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 
@@ -20,8 +20,8 @@ struct TextTable {
   std::vector<bool> numeric;
 
   void add(std::vector<std::string> row) { rows.push_back(std::move(row)); }
-  std::string render() const;   // aligned, two spaces between columns
-  std::string csv() const;      // RFC 4180, header first
+  std::string render() const;  // aligned, two spaces between columns
+  std::string csv() const;     // RFC 4180, header first
 };
 
 std::string fixed(double v, int digits);

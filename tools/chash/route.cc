@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash route / slot / presets — the stable contract users' scripts call.
 #include <string>
 
@@ -13,11 +14,11 @@ std::vector<Node> NodesArg::load() const {
 }
 
 void add_routing_flags(CLI::App* sub, RoutingSpec& spec, NodesArg& nodes) {
-  auto* preset = sub->add_option("--preset", spec.preset,
-                                 "Route as a peer does (see `chash presets`)");
-  auto* algo = sub->add_option(
-      "--algo", spec.algorithm,
-      "Native algorithm: modulo, ring, ring64, jump, memento, rendezvous, maglev, multiprobe, slots");
+  auto* preset =
+      sub->add_option("--preset", spec.preset, "Route as a peer does (see `chash presets`)");
+  auto* algo = sub->add_option("--algo", spec.algorithm,
+                               "Native algorithm: modulo, ring, ring64, jump, memento, rendezvous, "
+                               "maglev, multiprobe, slots");
   preset->excludes(algo);
   sub->add_option("--nodes-file", nodes.nodes_file,
                   "Node list: one 'NAME [WEIGHT]' per line; blank lines and # comments ignored")
@@ -58,7 +59,8 @@ void add_balance_flag(CLI::App* sub, RoutingSpec& spec) {
 }
 
 void add_key_flags(CLI::App* sub, KeyInput& keys) {
-  sub->add_option("--keys-file", keys.keys_file, "Read keys from FILE, one per line (default: stdin)");
+  sub->add_option("--keys-file", keys.keys_file,
+                  "Read keys from FILE, one per line (default: stdin)");
   sub->add_option("--synthetic", keys.synthetic, "Use N synthetic keys instead of reading any");
   sub->add_option("--seed", keys.seed, "Seed of the synthetic keys (default 1)");
 }
@@ -66,7 +68,8 @@ void add_key_flags(CLI::App* sub, KeyInput& keys) {
 void add_format_flag(CLI::App* sub, Format& format) {
   sub->add_option("--format", format, "Output format: table, csv or json")
       ->transform(CLI::CheckedTransformer(
-          std::map<std::string, Format>{{"table", Format::kTable}, {"csv", Format::kCsv}, {"json", Format::kJson}},
+          std::map<std::string, Format>{
+              {"table", Format::kTable}, {"csv", Format::kCsv}, {"json", Format::kJson}},
           CLI::ignore_case));
 }
 
@@ -106,7 +109,9 @@ void run_route(const RouteArgs& a) {
   while (src.next(key)) {
     std::size_t n;
     if (a.spec.balance_factor != 0) {
-      if (a.replicas != 1) throw Error(ErrorCode::kUnsupported, "--balance-factor takes one node per key (no --replicas)");
+      if (a.replicas != 1)
+        throw Error(ErrorCode::kUnsupported,
+                    "--balance-factor takes one node per key (no --replicas)");
       ids[0] = router.route_bounded(key, loads);
       if (ids[0] != kNoNode) ++loads[ids[0]];
       n = 1;
@@ -171,12 +176,14 @@ void add_route(CLI::App& app) {
   add_routing_flags(sub, args->spec, args->nodes);
   add_balance_flag(sub, args->spec);
   add_key_flags(sub, args->keys);
-  sub->add_option("--replicas", args->replicas, "Print the first R distinct nodes in preference order");
+  sub->add_option("--replicas", args->replicas,
+                  "Print the first R distinct nodes in preference order");
   sub->add_option("--format", args->format,
                   "table (default: one line per key, the contract), csv (key,node) or json (one "
                   "object per line)")
       ->transform(CLI::CheckedTransformer(
-          std::map<std::string, Format>{{"table", Format::kTable}, {"csv", Format::kCsv}, {"json", Format::kJson}},
+          std::map<std::string, Format>{
+              {"table", Format::kTable}, {"csv", Format::kCsv}, {"json", Format::kJson}},
           CLI::ignore_case));
   sub->callback([args] { run_route(*args); });
 }
@@ -184,8 +191,9 @@ void add_route(CLI::App& app) {
 void add_slot(CLI::App& app) {
   auto keys = std::make_shared<KeyInput>();
   auto* sub = app.add_subcommand(
-      "slot", "Read keys and print each one's Redis Cluster hash slot (CRC16 of the key or its "
-              "{hash tag}, & 16383), one per line.");
+      "slot",
+      "Read keys and print each one's Redis Cluster hash slot (CRC16 of the key or its "
+      "{hash tag}, & 16383), one per line.");
   add_key_flags(sub, *keys);
   sub->callback([keys] {
     KeySource src(*keys);
@@ -200,7 +208,8 @@ void add_slot(CLI::App& app) {
 
 void add_presets(CLI::App& app) {
   auto format = std::make_shared<Format>(Format::kTable);
-  auto* sub = app.add_subcommand("presets", "List the compatibility presets and the peer each matches.");
+  auto* sub =
+      app.add_subcommand("presets", "List the compatibility presets and the peer each matches.");
   add_format_flag(sub, *format);
   sub->callback([format] {
     Out out;
@@ -225,8 +234,9 @@ void add_presets(CLI::App& app) {
         out.put("[");
         for (std::size_t i = 0; i < list.size(); ++i) {
           if (i) out.put(",");
-          out.put("{\"name\":" + json_string(list[i].name) + ",\"peer\":" + json_string(list[i].peer) +
-                  ",\"keys_are_addresses\":" + (list[i].keys_are_addresses ? "true" : "false") + "}");
+          out.put(
+              "{\"name\":" + json_string(list[i].name) + ",\"peer\":" + json_string(list[i].peer) +
+              ",\"keys_are_addresses\":" + (list[i].keys_are_addresses ? "true" : "false") + "}");
         }
         out.put("]\n");
         break;

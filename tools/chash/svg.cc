@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "svg.h"
 
 #include <algorithm>
@@ -21,7 +22,8 @@ std::string header(int w, int h, std::string_view title) {
          std::to_string(h) + "\" viewBox=\"0 0 " + std::to_string(w) + " " + std::to_string(h) +
          "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n<title>" + escape(title) +
          "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n<text x=\"" +
-         std::to_string(w / 2) + "\" y=\"28\" text-anchor=\"middle\" font-size=\"18\" font-weight=\"bold\" fill=\"#222\">" +
+         std::to_string(w / 2) +
+         "\" y=\"28\" text-anchor=\"middle\" font-size=\"18\" font-weight=\"bold\" fill=\"#222\">" +
          escape(title) + "</text>\n";
 }
 
@@ -68,12 +70,13 @@ std::string legend(const std::vector<std::string>& names, int x, int y, int max_
     const int yy = y + static_cast<int>(i) * 20;
     s += "<rect x=\"" + std::to_string(x) + "\" y=\"" + std::to_string(yy - 11) +
          "\" width=\"14\" height=\"14\" fill=\"" + colour(i) + "\"/>\n<text x=\"" +
-         std::to_string(x + 20) + "\" y=\"" + std::to_string(yy) + "\" font-size=\"13\" fill=\"#222\">" +
-         escape(names[i]) + "</text>\n";
+         std::to_string(x + 20) + "\" y=\"" + std::to_string(yy) +
+         "\" font-size=\"13\" fill=\"#222\">" + escape(names[i]) + "</text>\n";
   }
   if (shown < names.size()) {
     s += "<text x=\"" + std::to_string(x) + "\" y=\"" + std::to_string(y + max_rows * 20) +
-         "\" font-size=\"12\" fill=\"#666\">+" + std::to_string(names.size() - shown) + " more</text>\n";
+         "\" font-size=\"12\" fill=\"#666\">+" + std::to_string(names.size() - shown) +
+         " more</text>\n";
   }
   return s;
 }
@@ -85,11 +88,21 @@ std::string escape(std::string_view s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         if (c < 0x20 || c == 0x7F) {
           out += '?';
@@ -97,9 +110,13 @@ std::string escape(std::string_view s) {
           out += static_cast<char>(c);
         } else {
           // Keep well-formed UTF-8, replace anything else.
-          const std::size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+          const std::size_t len = c >= 0xF0 && c <= 0xF4   ? 4
+                                  : c >= 0xE0              ? 3
+                                  : c >= 0xC2 && c <= 0xDF ? 2
+                                                           : 0;
           bool ok = len > 0 && i + len <= s.size();
-          for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+          for (std::size_t k = 1; ok && k < len; ++k)
+            ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
           if (ok) {
             out.append(s.substr(i, len));
             i += len - 1;
@@ -113,9 +130,9 @@ std::string escape(std::string_view s) {
 }
 
 std::string colour(std::size_t i) {
-  static constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                             "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
-                                             "#1f77b4", "#d62728"};
+  static constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",
+                                             "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+                                             "#9c755f", "#bab0ac", "#1f77b4", "#d62728"};
   if (i < std::size(kPalette)) return kPalette[i];
   char buf[32];
   std::snprintf(buf, sizeof buf, "hsl(%zu,55%%,55%%)", (i * 137) % 360);
@@ -132,10 +149,13 @@ std::string ring(std::string_view title, const std::vector<std::string>& names,
        "\" fill=\"none\" stroke=\"#ddd\" stroke-width=\"1\"/>\n";
   for (const RingArc& a : arcs) {
     if (a.from <= a.to) {
-      s += "<path d=\"" + arc_path(cx, cy, r + 14, r, a.from, a.to) + "\" fill=\"" + colour(a.node) + "\"/>\n";
+      s += "<path d=\"" + arc_path(cx, cy, r + 14, r, a.from, a.to) + "\" fill=\"" +
+           colour(a.node) + "\"/>\n";
     } else {  // wraps past 12 o'clock
-      s += "<path d=\"" + arc_path(cx, cy, r + 14, r, a.from, 1.0) + "\" fill=\"" + colour(a.node) + "\"/>\n";
-      s += "<path d=\"" + arc_path(cx, cy, r + 14, r, 0.0, a.to) + "\" fill=\"" + colour(a.node) + "\"/>\n";
+      s += "<path d=\"" + arc_path(cx, cy, r + 14, r, a.from, 1.0) + "\" fill=\"" + colour(a.node) +
+           "\"/>\n";
+      s += "<path d=\"" + arc_path(cx, cy, r + 14, r, 0.0, a.to) + "\" fill=\"" + colour(a.node) +
+           "\"/>\n";
     }
   }
   for (const RingArc& a : highlight) {
@@ -152,84 +172,98 @@ std::string ring(std::string_view title, const std::vector<std::string>& names,
   }
   for (const RingPoint& p : points) {
     const double t = 2 * kPi * p.angle - kPi / 2;
-    s += "<line x1=\"" + num(cx + (r + 16) * std::cos(t)) + "\" y1=\"" + num(cy + (r + 16) * std::sin(t)) +
-         "\" x2=\"" + num(cx + (r + 26) * std::cos(t)) + "\" y2=\"" + num(cy + (r + 26) * std::sin(t)) +
-         "\" stroke=\"" + colour(p.node) + "\" stroke-width=\"1.5\"/>\n";
+    s += "<line x1=\"" + num(cx + (r + 16) * std::cos(t)) + "\" y1=\"" +
+         num(cy + (r + 16) * std::sin(t)) + "\" x2=\"" + num(cx + (r + 26) * std::cos(t)) +
+         "\" y2=\"" + num(cy + (r + 26) * std::sin(t)) + "\" stroke=\"" + colour(p.node) +
+         "\" stroke-width=\"1.5\"/>\n";
   }
   s += "<text x=\"" + num(cx) + "\" y=\"" + num(cy - 6) +
        "\" text-anchor=\"middle\" font-size=\"14\" fill=\"#444\">" + std::to_string(points.size()) +
        " points</text>\n<text x=\"" + num(cx) + "\" y=\"" + num(cy + 14) +
-       "\" text-anchor=\"middle\" font-size=\"12\" fill=\"#777\">key → first point clockwise</text>\n";
-  s += "<text x=\"" + num(cx) + "\" y=\"" + num(cy - r - 34) + "\" text-anchor=\"middle\" font-size=\"11\" fill=\"#777\">0</text>\n";
+       "\" text-anchor=\"middle\" font-size=\"12\" fill=\"#777\">key → first point "
+       "clockwise</text>\n";
+  s += "<text x=\"" + num(cx) + "\" y=\"" + num(cy - r - 34) +
+       "\" text-anchor=\"middle\" font-size=\"11\" fill=\"#777\">0</text>\n";
   s += legend(names, 640, 90, 24);
   if (!highlight.empty()) {
-    s += "<text x=\"40\" y=\"" + std::to_string(h - 16) + "\" font-size=\"12\" fill=\"#444\">inner band: " +
-         escape(highlight_label) + "</text>\n";
+    s += "<text x=\"40\" y=\"" + std::to_string(h - 16) +
+         "\" font-size=\"12\" fill=\"#444\">inner band: " + escape(highlight_label) + "</text>\n";
   }
   s += "</svg>\n";
   return s;
 }
 
-std::string bars(std::string_view title, std::string_view y_label, const std::vector<std::string>& categories,
-                 const std::vector<Series>& series, const std::vector<double>& reference,
-                 std::string_view reference_label, bool percent) {
+std::string bars(std::string_view title, std::string_view y_label,
+                 const std::vector<std::string>& categories, const std::vector<Series>& series,
+                 const std::vector<double>& reference, std::string_view reference_label,
+                 bool percent) {
   const int w = 900, h = 520;
   const double left = 80, right = 30, top = 60, bottom = 110;
   const double pw = w - left - right, ph = h - top - bottom;
   double vmax = 0;
-  for (const auto& se : series) for (double v : se.values) vmax = std::max(vmax, v);
+  for (const auto& se : series)
+    for (double v : se.values) vmax = std::max(vmax, v);
   for (double v : reference) vmax = std::max(vmax, v);
   vmax = nice_max(vmax);
   std::string s = header(w, h, title);
   for (int i = 0; i <= 5; ++i) {
     const double v = vmax * i / 5, y = top + ph - ph * i / 5;
-    s += "<line x1=\"" + num(left) + "\" y1=\"" + num(y) + "\" x2=\"" + num(left + pw) + "\" y2=\"" + num(y) +
-         "\" stroke=\"#eee\"/>\n<text x=\"" + num(left - 8) + "\" y=\"" + num(y + 4) +
-         "\" text-anchor=\"end\" font-size=\"12\" fill=\"#555\">" + label_value(v, percent) + "</text>\n";
+    s += "<line x1=\"" + num(left) + "\" y1=\"" + num(y) + "\" x2=\"" + num(left + pw) +
+         "\" y2=\"" + num(y) + "\" stroke=\"#eee\"/>\n<text x=\"" + num(left - 8) + "\" y=\"" +
+         num(y + 4) + "\" text-anchor=\"end\" font-size=\"12\" fill=\"#555\">" +
+         label_value(v, percent) + "</text>\n";
   }
-  s += "<text transform=\"translate(18," + num(top + ph / 2) + ") rotate(-90)\" text-anchor=\"middle\" font-size=\"13\" fill=\"#333\">" +
-       escape(y_label) + "</text>\n";
+  s += "<text transform=\"translate(18," + num(top + ph / 2) +
+       ") rotate(-90)\" text-anchor=\"middle\" font-size=\"13\" fill=\"#333\">" + escape(y_label) +
+       "</text>\n";
   const std::size_t n = std::max<std::size_t>(categories.size(), 1);
   const double group = pw / static_cast<double>(n);
-  const double bw = std::max(1.0, group * 0.8 / static_cast<double>(std::max<std::size_t>(series.size(), 1)));
+  const double bw =
+      std::max(1.0, group * 0.8 / static_cast<double>(std::max<std::size_t>(series.size(), 1)));
   for (std::size_t c = 0; c < categories.size(); ++c) {
     const double gx = left + group * static_cast<double>(c) + group * 0.1;
     for (std::size_t k = 0; k < series.size(); ++k) {
       const double v = c < series[k].values.size() ? series[k].values[c] : 0;
       const double bh = ph * v / vmax;
-      s += "<rect x=\"" + num(gx + bw * static_cast<double>(k)) + "\" y=\"" + num(top + ph - bh) + "\" width=\"" +
-           num(bw * 0.92) + "\" height=\"" + num(bh) + "\" fill=\"" + colour(series.size() == 1 ? c : k) +
-           "\"><title>" + escape(categories[c]) + ": " + label_value(v, percent) + "</title></rect>\n";
+      s += "<rect x=\"" + num(gx + bw * static_cast<double>(k)) + "\" y=\"" + num(top + ph - bh) +
+           "\" width=\"" + num(bw * 0.92) + "\" height=\"" + num(bh) + "\" fill=\"" +
+           colour(series.size() == 1 ? c : k) + "\"><title>" + escape(categories[c]) + ": " +
+           label_value(v, percent) + "</title></rect>\n";
       if (categories.size() * series.size() <= 24) {
-        s += "<text x=\"" + num(gx + bw * (static_cast<double>(k) + 0.46)) + "\" y=\"" + num(top + ph - bh - 4) +
-             "\" text-anchor=\"middle\" font-size=\"11\" fill=\"#333\">" + label_value(v, percent) + "</text>\n";
+        s += "<text x=\"" + num(gx + bw * (static_cast<double>(k) + 0.46)) + "\" y=\"" +
+             num(top + ph - bh - 4) + "\" text-anchor=\"middle\" font-size=\"11\" fill=\"#333\">" +
+             label_value(v, percent) + "</text>\n";
       }
     }
     if (c < reference.size()) {
       const double y = top + ph - ph * reference[c] / vmax;
-      s += "<line x1=\"" + num(gx - group * 0.05) + "\" y1=\"" + num(y) + "\" x2=\"" + num(gx + group * 0.85) +
-           "\" y2=\"" + num(y) + "\" stroke=\"#222\" stroke-width=\"1.5\" stroke-dasharray=\"5,3\"/>\n";
+      s += "<line x1=\"" + num(gx - group * 0.05) + "\" y1=\"" + num(y) + "\" x2=\"" +
+           num(gx + group * 0.85) + "\" y2=\"" + num(y) +
+           "\" stroke=\"#222\" stroke-width=\"1.5\" stroke-dasharray=\"5,3\"/>\n";
     }
     if (categories.size() <= 40) {
       const double lx = gx + group * 0.4, ly = top + ph + 16;
-      s += "<text x=\"" + num(lx) + "\" y=\"" + num(ly) + "\" text-anchor=\"end\" font-size=\"12\" fill=\"#333\" transform=\"rotate(-35 " +
+      s += "<text x=\"" + num(lx) + "\" y=\"" + num(ly) +
+           "\" text-anchor=\"end\" font-size=\"12\" fill=\"#333\" transform=\"rotate(-35 " +
            num(lx) + " " + num(ly) + ")\">" + escape(categories[c]) + "</text>\n";
     }
   }
-  s += "<line x1=\"" + num(left) + "\" y1=\"" + num(top + ph) + "\" x2=\"" + num(left + pw) + "\" y2=\"" +
-       num(top + ph) + "\" stroke=\"#333\"/>\n";
+  s += "<line x1=\"" + num(left) + "\" y1=\"" + num(top + ph) + "\" x2=\"" + num(left + pw) +
+       "\" y2=\"" + num(top + ph) + "\" stroke=\"#333\"/>\n";
   double lx = left;
   if (series.size() > 1) {
     for (std::size_t k = 0; k < series.size(); ++k) {
-      s += "<rect x=\"" + num(lx) + "\" y=\"" + std::to_string(h - 24) + "\" width=\"12\" height=\"12\" fill=\"" +
-           colour(k) + "\"/><text x=\"" + num(lx + 16) + "\" y=\"" + std::to_string(h - 14) +
-           "\" font-size=\"12\" fill=\"#333\">" + escape(series[k].name) + "</text>\n";
+      s += "<rect x=\"" + num(lx) + "\" y=\"" + std::to_string(h - 24) +
+           "\" width=\"12\" height=\"12\" fill=\"" + colour(k) + "\"/><text x=\"" + num(lx + 16) +
+           "\" y=\"" + std::to_string(h - 14) + "\" font-size=\"12\" fill=\"#333\">" +
+           escape(series[k].name) + "</text>\n";
       lx += 24 + 7.5 * static_cast<double>(series[k].name.size());
     }
   }
   if (!reference.empty()) {
-    s += "<line x1=\"" + num(lx) + "\" y1=\"" + std::to_string(h - 18) + "\" x2=\"" + num(lx + 24) + "\" y2=\"" +
-         std::to_string(h - 18) + "\" stroke=\"#222\" stroke-width=\"1.5\" stroke-dasharray=\"5,3\"/><text x=\"" +
+    s += "<line x1=\"" + num(lx) + "\" y1=\"" + std::to_string(h - 18) + "\" x2=\"" + num(lx + 24) +
+         "\" y2=\"" + std::to_string(h - 18) +
+         "\" stroke=\"#222\" stroke-width=\"1.5\" stroke-dasharray=\"5,3\"/><text x=\"" +
          num(lx + 30) + "\" y=\"" + std::to_string(h - 14) + "\" font-size=\"12\" fill=\"#333\">" +
          escape(reference_label) + "</text>\n";
   }
@@ -238,7 +272,8 @@ std::string bars(std::string_view title, std::string_view y_label, const std::ve
 }
 
 std::string lines(std::string_view title, std::string_view x_label, std::string_view y_label,
-                  const std::vector<double>& x, const std::vector<Series>& series, bool log_x, bool percent) {
+                  const std::vector<double>& x, const std::vector<Series>& series, bool log_x,
+                  bool percent) {
   const int w = 900, h = 520;
   const double left = 80, right = 40, top = 60, bottom = 90;
   const double pw = w - left - right, ph = h - top - bottom;
@@ -252,51 +287,58 @@ std::string lines(std::string_view title, std::string_view x_label, std::string_
     return left + pw * (v - x0) / (x1 - x0);
   };
   double vmax = 0;
-  for (const auto& se : series) for (double v : se.values) vmax = std::max(vmax, v);
+  for (const auto& se : series)
+    for (double v : se.values) vmax = std::max(vmax, v);
   vmax = nice_max(vmax);
   auto fy = [&](double v) { return top + ph - ph * v / vmax; };
   std::string s = header(w, h, title);
   for (int i = 0; i <= 5; ++i) {
     const double v = vmax * i / 5;
-    s += "<line x1=\"" + num(left) + "\" y1=\"" + num(fy(v)) + "\" x2=\"" + num(left + pw) + "\" y2=\"" + num(fy(v)) +
-         "\" stroke=\"#eee\"/>\n<text x=\"" + num(left - 8) + "\" y=\"" + num(fy(v) + 4) +
-         "\" text-anchor=\"end\" font-size=\"12\" fill=\"#555\">" + label_value(v, percent) + "</text>\n";
+    s += "<line x1=\"" + num(left) + "\" y1=\"" + num(fy(v)) + "\" x2=\"" + num(left + pw) +
+         "\" y2=\"" + num(fy(v)) + "\" stroke=\"#eee\"/>\n<text x=\"" + num(left - 8) + "\" y=\"" +
+         num(fy(v) + 4) + "\" text-anchor=\"end\" font-size=\"12\" fill=\"#555\">" +
+         label_value(v, percent) + "</text>\n";
   }
   double last_label = -1e9;
   for (double v : x) {
-    s += "<line x1=\"" + num(fx(v)) + "\" y1=\"" + num(top + ph) + "\" x2=\"" + num(fx(v)) + "\" y2=\"" +
-         num(top + ph + 5) + "\" stroke=\"#333\"/>\n";
+    s += "<line x1=\"" + num(fx(v)) + "\" y1=\"" + num(top + ph) + "\" x2=\"" + num(fx(v)) +
+         "\" y2=\"" + num(top + ph + 5) + "\" stroke=\"#333\"/>\n";
     if (fx(v) - last_label < 34) continue;  // would overlap the previous label
     last_label = fx(v);
     char buf[32];
     std::snprintf(buf, sizeof buf, v == std::floor(v) ? "%.0f" : "%.2g", v);
     s += "<text x=\"" + num(fx(v)) + "\" y=\"" + num(top + ph + 20) +
-         "\" text-anchor=\"middle\" font-size=\"12\" fill=\"#333\">" + std::string(buf) + "</text>\n";
+         "\" text-anchor=\"middle\" font-size=\"12\" fill=\"#333\">" + std::string(buf) +
+         "</text>\n";
   }
-  s += "<line x1=\"" + num(left) + "\" y1=\"" + num(top + ph) + "\" x2=\"" + num(left + pw) + "\" y2=\"" +
-       num(top + ph) + "\" stroke=\"#333\"/>\n";
+  s += "<line x1=\"" + num(left) + "\" y1=\"" + num(top + ph) + "\" x2=\"" + num(left + pw) +
+       "\" y2=\"" + num(top + ph) + "\" stroke=\"#333\"/>\n";
   s += "<text x=\"" + num(left + pw / 2) + "\" y=\"" + num(top + ph + 44) +
        "\" text-anchor=\"middle\" font-size=\"13\" fill=\"#333\">" + escape(x_label) +
        (use_log ? " (log scale)" : "") + "</text>\n";
-  s += "<text transform=\"translate(18," + num(top + ph / 2) + ") rotate(-90)\" text-anchor=\"middle\" font-size=\"13\" fill=\"#333\">" +
-       escape(y_label) + "</text>\n";
+  s += "<text transform=\"translate(18," + num(top + ph / 2) +
+       ") rotate(-90)\" text-anchor=\"middle\" font-size=\"13\" fill=\"#333\">" + escape(y_label) +
+       "</text>\n";
   for (std::size_t k = 0; k < series.size(); ++k) {
     std::string pts;
     for (std::size_t i = 0; i < x.size() && i < series[k].values.size(); ++i) {
       pts += num(fx(x[i])) + "," + num(fy(series[k].values[i])) + " ";
     }
-    s += "<polyline points=\"" + pts + "\" fill=\"none\" stroke=\"" + colour(k) + "\" stroke-width=\"2.5\"/>\n";
+    s += "<polyline points=\"" + pts + "\" fill=\"none\" stroke=\"" + colour(k) +
+         "\" stroke-width=\"2.5\"/>\n";
     for (std::size_t i = 0; i < x.size() && i < series[k].values.size(); ++i) {
-      s += "<circle cx=\"" + num(fx(x[i])) + "\" cy=\"" + num(fy(series[k].values[i])) + "\" r=\"3.5\" fill=\"" +
-           colour(k) + "\"><title>" + escape(series[k].name) + " @ " + label_value(x[i], false) + ": " +
-           label_value(series[k].values[i], percent) + "</title></circle>\n";
+      s += "<circle cx=\"" + num(fx(x[i])) + "\" cy=\"" + num(fy(series[k].values[i])) +
+           "\" r=\"3.5\" fill=\"" + colour(k) + "\"><title>" + escape(series[k].name) + " @ " +
+           label_value(x[i], false) + ": " + label_value(series[k].values[i], percent) +
+           "</title></circle>\n";
     }
   }
   double lx = left;
   for (std::size_t k = 0; k < series.size(); ++k) {
-    s += "<rect x=\"" + num(lx) + "\" y=\"" + std::to_string(h - 24) + "\" width=\"12\" height=\"12\" fill=\"" +
-         colour(k) + "\"/><text x=\"" + num(lx + 16) + "\" y=\"" + std::to_string(h - 14) +
-         "\" font-size=\"12\" fill=\"#333\">" + escape(series[k].name) + "</text>\n";
+    s += "<rect x=\"" + num(lx) + "\" y=\"" + std::to_string(h - 24) +
+         "\" width=\"12\" height=\"12\" fill=\"" + colour(k) + "\"/><text x=\"" + num(lx + 16) +
+         "\" y=\"" + std::to_string(h - 14) + "\" font-size=\"12\" fill=\"#333\">" +
+         escape(series[k].name) + "</text>\n";
     lx += 24 + 7.5 * static_cast<double>(series[k].name.size());
   }
   s += "</svg>\n";

@@ -1,5 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash sweep — vary one parameter and measure balance and movement at each value: the measured
 // table behind advice like "150-200 virtual nodes per server".
+#include "sweep.h"
+
 #include <algorithm>
 #include <charconv>
 
@@ -7,7 +10,6 @@
 #include "chash/bounded_load.h"
 #include "chash/error.h"
 #include "report.h"
-#include "sweep.h"
 
 namespace chash::cli {
 
@@ -28,7 +30,8 @@ std::vector<std::uint64_t> parse_values(const std::string& list) {
     v.push_back(x);
     start = comma + 1;
   }
-  if (v.empty() || v.size() > 1000) throw Error(ErrorCode::kInvalidArgument, "--values takes 1..1000 values");
+  if (v.empty() || v.size() > 1000)
+    throw Error(ErrorCode::kInvalidArgument, "--values takes 1..1000 values");
   return v;
 }
 
@@ -48,7 +51,8 @@ SweepPoint measure_point(Algorithm algo, const std::vector<Node>& nodes, const T
   SweepPoint p;
   const auto t0 = std::chrono::steady_clock::now();
   const AnyTable table = build_table(algo, nodes, opt);
-  p.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  p.build_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   LoadCounter load(nodes.size());
   std::vector<NodeId> owner(hashes.size());
   for (std::size_t i = 0; i < hashes.size(); ++i) load.add(owner[i] = pick(table, hashes[i]));
@@ -91,9 +95,11 @@ void run_sweep(SweepArgs a) {
     std::string_view key;
     while (src.next(key)) {
       if (hashes.size() >= 50'000'000) {
-        throw Error(ErrorCode::kLimitExceeded, "sweep keeps its keys in memory: at most 50,000,000");
+        throw Error(ErrorCode::kLimitExceeded,
+                    "sweep keeps its keys in memory: at most 50,000,000");
       }
-      hashes.push_back(algo == Algorithm::kSlots && a.hash.empty() ? redis_key_slot(key) : hash_key(kh, key));
+      hashes.push_back(algo == Algorithm::kSlots && a.hash.empty() ? redis_key_slot(key)
+                                                                   : hash_key(kh, key));
     }
   }
   if (hashes.empty()) throw Error(ErrorCode::kInvalidArgument, "no keys");
@@ -122,21 +128,29 @@ void run_sweep(SweepArgs a) {
     }
     std::vector<std::string> row;
     if (a.param == "balance-factor") {
-      const BoundedSweepPoint b = measure_bounded(algo, nodes, opt, hashes, static_cast<std::uint32_t>(v));
+      const BoundedSweepPoint b =
+          measure_bounded(algo, nodes, opt, hashes, static_cast<std::uint32_t>(v));
       if (rows.empty() && t.rows.empty()) {
         t.header = {"factor", "max/mean load", "not first choice", "moved on +1"};
         t.numeric = {true, true, true, true};
       }
-      t.add({std::to_string(v), fixed(b.max_over_mean, 3), percent(b.spilled), percent(b.moved_on_add)});
-      rows.push_back({{"balance_factor", v}, {"max_over_mean", b.max_over_mean},
-                      {"not_first_choice", b.spilled}, {"moved_on_add", b.moved_on_add}});
+      t.add({std::to_string(v), fixed(b.max_over_mean, 3), percent(b.spilled),
+             percent(b.moved_on_add)});
+      rows.push_back({{"balance_factor", v},
+                      {"max_over_mean", b.max_over_mean},
+                      {"not_first_choice", b.spilled},
+                      {"moved_on_add", b.moved_on_add}});
     } else {
       const SweepPoint p = measure_point(algo, nodes, opt, hashes);
       t.add({std::to_string(v), fixed(p.max_over_mean, 3), fixed(p.stddev, 4), fixed(p.cv, 4),
              percent(p.moved_on_add), percent(p.optimal_on_add), fixed(p.build_ms, 1)});
-      rows.push_back({{a.param, v}, {"max_over_mean", p.max_over_mean}, {"stddev", p.stddev},
-                      {"cv", p.cv}, {"moved_on_add", p.moved_on_add},
-                      {"optimal_on_add", p.optimal_on_add}, {"build_ms", p.build_ms}});
+      rows.push_back({{a.param, v},
+                      {"max_over_mean", p.max_over_mean},
+                      {"stddev", p.stddev},
+                      {"cv", p.cv},
+                      {"moved_on_add", p.moved_on_add},
+                      {"optimal_on_add", p.optimal_on_add},
+                      {"build_ms", p.build_ms}});
     }
     progress.tick();
   }
@@ -157,7 +171,8 @@ void run_sweep(SweepArgs a) {
     case Format::kTable:
       out.put("sweep: " + std::string(algorithm_name(algo)) + ", " + a.param + ", " +
               std::to_string(hashes.size()) + " keys" +
-              (a.param == "nodes" ? std::string() : ", " + std::to_string(a.nodes) + " nodes") + "\n\n");
+              (a.param == "nodes" ? std::string() : ", " + std::to_string(a.nodes) + " nodes") +
+              "\n\n");
       out.put(t.render());
       break;
   }
@@ -165,8 +180,9 @@ void run_sweep(SweepArgs a) {
 
 }  // namespace
 
-BoundedSweepPoint measure_bounded(Algorithm algo, const std::vector<Node>& nodes, const TableOptions& opt,
-                                  std::span<const std::uint64_t> hashes, std::uint32_t factor) {
+BoundedSweepPoint measure_bounded(Algorithm algo, const std::vector<Node>& nodes,
+                                  const TableOptions& opt, std::span<const std::uint64_t> hashes,
+                                  std::uint32_t factor) {
   // Requests arrive one per key hash, with a hot key (every 10th request) on top; each stays in
   // flight, so loads grow with the request count: the shape of a cache under a hot key.
   BoundedSweepPoint r;
@@ -196,12 +212,16 @@ BoundedSweepPoint measure_bounded(Algorithm algo, const std::vector<Node>& nodes
 void add_sweep(CLI::App& app) {
   auto args = std::make_shared<SweepArgs>();
   auto* sub = app.add_subcommand(
-      "sweep", "Vary one parameter (vnodes, nodes, table-size, probes, balance-factor) and measure "
-               "balance and keys moved when a node joins at each value.");
+      "sweep",
+      "Vary one parameter (vnodes, nodes, table-size, probes, balance-factor) and measure "
+      "balance and keys moved when a node joins at each value.");
   sub->add_option("--algo", args->algo, "Native algorithm (default ring)");
-  sub->add_option("--param", args->param, "vnodes (default), nodes, table-size, probes or balance-factor");
-  sub->add_option("--values", args->values, "Comma-separated values, e.g. 1,10,50,100,160,200,500")->required();
-  sub->add_option("--node-count", args->nodes, "Nodes when the parameter is not 'nodes' (default 10)");
+  sub->add_option("--param", args->param,
+                  "vnodes (default), nodes, table-size, probes or balance-factor");
+  sub->add_option("--values", args->values, "Comma-separated values, e.g. 1,10,50,100,160,200,500")
+      ->required();
+  sub->add_option("--node-count", args->nodes,
+                  "Nodes when the parameter is not 'nodes' (default 10)");
   sub->add_option("--hash", args->hash, "Key hash (default xxh3)");
   add_key_flags(sub, args->keys);
   add_format_flag(sub, args->format);

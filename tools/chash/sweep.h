@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Measurements shared by `chash sweep` and `chash demo`.
 #pragma once
 
@@ -24,7 +25,8 @@ struct BoundedSweepPoint {
   double moved_on_add = 0;
 };
 // Bounded loads with `factor` under a hot key (every 10th request carries hashes[0]).
-BoundedSweepPoint measure_bounded(Algorithm algo, const std::vector<Node>& nodes, const TableOptions& opt,
-                                  std::span<const std::uint64_t> hashes, std::uint32_t factor);
+BoundedSweepPoint measure_bounded(Algorithm algo, const std::vector<Node>& nodes,
+                                  const TableOptions& opt, std::span<const std::uint64_t> hashes,
+                                  std::uint32_t factor);
 
 }  // namespace chash::cli

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash — h % d for a divisor fixed at build time, without a division instruction.
 //
 // A 64-bit `div` is 10-18 cycles of latency on current x86 cores and is not pipelined like a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash internal — the storage behind NodeIdsView: NodeIds packed into 1, 2 or 4 bytes (see
 // chash/node_ids.h for why). Not part of the API.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash internal — the kernels of a ring lookup (chash::BasicRing::index_of): branch-free counts
 // of the points below a key's position over a fixed window or over a bucket's cache lines
 // (explicit SSE2 on x86-64), the binary search for crowded buckets, and the cache-line-aligned
@@ -26,12 +27,17 @@ struct LineAlignedAllocator {
   LineAlignedAllocator() noexcept = default;
   template <class U>
   LineAlignedAllocator(const LineAlignedAllocator<U>&) noexcept {}
+  // clang-format 14 writes `operator new (`.
+  // clang-format off
   T* allocate(std::size_t n) {
     return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{kAlign}));
   }
   void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{kAlign}); }
+  // clang-format on
   template <class U>
-  bool operator==(const LineAlignedAllocator<U>&) const noexcept { return true; }
+  bool operator==(const LineAlignedAllocator<U>&) const noexcept {
+    return true;
+  }
 };
 
 // Counting kernels over sorted 32- or 64-bit ring positions. `ge` is the ring's successor rule:

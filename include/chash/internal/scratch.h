@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash internal — per-thread scratch memory for walks past their inline buffers.
 //
 // A lookup that walks a key's preference order (failover past many down nodes, replicas, bounded

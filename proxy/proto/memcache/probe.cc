@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proto/memcache/probe.h"
 
 namespace chash::proxy::memcache {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — the memcached health probe: "version\r\n", answered "VERSION <text>\r\n".
 //
 // Any other first line (ERROR, SERVER_ERROR ...), or 1 KiB without a line end, means down

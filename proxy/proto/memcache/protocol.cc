@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proto/memcache/protocol.h"
 
 #include <algorithm>
@@ -11,7 +12,9 @@ constexpr std::string_view kError = "ERROR\r\n";
 constexpr std::string_view kBadFormat = "CLIENT_ERROR bad command line format\r\n";
 constexpr std::size_t kMaxReplyLine = 8192;  // a backend's status or error line
 
-bool starts_with(std::string_view s, std::string_view p) noexcept { return s.substr(0, p.size()) == p; }
+bool starts_with(std::string_view s, std::string_view p) noexcept {
+  return s.substr(0, p.size()) == p;
+}
 
 // A valid key: 1..250 bytes, no control characters (memcached's own tokenizer would accept
 // them; they break line-based clients and logs, so the proxy refuses them).
@@ -74,8 +77,8 @@ bool is_retrieval(Command c) noexcept {
 }
 
 bool is_storage(Command c) noexcept {
-  return c == Command::kSet || c == Command::kAdd || c == Command::kReplace || c == Command::kAppend ||
-         c == Command::kPrepend || c == Command::kCas;
+  return c == Command::kSet || c == Command::kAdd || c == Command::kReplace ||
+         c == Command::kAppend || c == Command::kPrepend || c == Command::kCas;
 }
 
 // ---- RequestParser ------------------------------------------------------------------------------
@@ -98,7 +101,8 @@ ParseResult RequestParser::parse(std::string_view buf) {
   for (;;) {
     switch (state_) {
       case State::kSwallow: {
-        const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size() - pos_, swallow_));
+        const auto take =
+            static_cast<std::size_t>(std::min<std::uint64_t>(buf.size() - pos_, swallow_));
         pos_ += take;
         start_ = pos_;  // swallowed bytes are consumed as they come: nothing is buffered
         swallow_ -= take;
@@ -110,7 +114,8 @@ ParseResult RequestParser::parse(std::string_view buf) {
         const std::size_t need = data_off_ + bytes_ + 2;
         if (buf.size() < need) return ParseResult::kNeedMore;
         pos_ = need;
-        if (buf[need - 2] != '\r' || buf[need - 1] != '\n') return done_local("CLIENT_ERROR bad data chunk\r\n");
+        if (buf[need - 2] != '\r' || buf[need - 1] != '\n')
+          return done_local("CLIENT_ERROR bad data chunk\r\n");
         return ParseResult::kDone;
       }
       case State::kLine: {
@@ -230,8 +235,9 @@ ParseResult RequestParser::interpret(std::string_view buf) {
     return ParseResult::kDone;
   }
   static constexpr std::string_view kKnown[] = {
-      "flush_all", "stats", "verbosity", "shutdown", "cache_memlimit", "lru_crawler", "slabs", "lru",
-      "watch", "misbehave", "debugtime", "extstore", "mg", "ms", "md", "ma", "mn", "me"};
+      "flush_all", "stats", "verbosity", "shutdown",  "cache_memlimit", "lru_crawler", "slabs",
+      "lru",       "watch", "misbehave", "debugtime", "extstore",       "mg",          "ms",
+      "md",        "ma",    "mn",        "me"};
   if (std::find(std::begin(kKnown), std::end(kKnown), name) != std::end(kKnown)) {
     noreply_ = n > 1 && last_noreply;
     // ms carries a data block: swallow it so it is not read as commands.
@@ -258,8 +264,9 @@ ParseResult RequestParser::storage(std::string_view buf, Command c) {
   std::int64_t exptime = 0, bytes = 0;
   if (!parse_u64(token(buf, 2), flags) || flags > std::numeric_limits<std::uint32_t>::max() ||
       !parse_i64(token(buf, 3), exptime) || exptime < std::numeric_limits<std::int32_t>::min() ||
-      exptime > std::numeric_limits<std::int32_t>::max() || !parse_i64(token(buf, 4), bytes) || bytes < 0 ||
-      bytes > std::numeric_limits<std::int32_t>::max() - 2 || (c == Command::kCas && !parse_u64(token(buf, 5), cas))) {
+      exptime > std::numeric_limits<std::int32_t>::max() || !parse_i64(token(buf, 4), bytes) ||
+      bytes < 0 || bytes > std::numeric_limits<std::int32_t>::max() - 2 ||
+      (c == Command::kCas && !parse_u64(token(buf, 5), cas))) {
     return done_local(kBadFormat);  // memcached does not swallow the data here either
   }
   if (static_cast<std::uint64_t>(bytes) > limits_.max_value_bytes) {
@@ -323,8 +330,10 @@ ParseResult ReplyParser::parse(std::string_view buf) {
         i = j;
       }
       std::uint64_t bytes = 0;
-      if (count < 4 || count > 5 || !parse_u64(tok[3].in(buf), bytes)) return fail("bad VALUE line");
-      if (bytes > max_value_) return fail("value of " + std::to_string(bytes) + " bytes is over the limit");
+      if (count < 4 || count > 5 || !parse_u64(tok[3].in(buf), bytes))
+        return fail("bad VALUE line");
+      if (bytes > max_value_)
+        return fail("value of " + std::to_string(bytes) + " bytes is over the limit");
       key_ = tok[1];
       data_end_ = pos_ + static_cast<std::size_t>(bytes) + 2;
       in_data_ = true;
@@ -347,7 +356,8 @@ ParseResult ReplyParser::parse(std::string_view buf) {
     }
   }
   if (buf.size() < data_end_) return ParseResult::kNeedMore;
-  if (buf[data_end_ - 2] != '\r' || buf[data_end_ - 1] != '\n') return fail("bad data chunk in a VALUE reply");
+  if (buf[data_end_ - 2] != '\r' || buf[data_end_ - 1] != '\n')
+    return fail("bad data chunk in a VALUE reply");
   pos_ = data_end_;
   in_data_ = false;
   kind_ = ReplyKind::kValue;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — memcached text protocol: request and reply parsers.
 //
 // Both are resumable state machines over a connection's input buffer (as twemproxy's
@@ -44,10 +45,22 @@ struct Span {
 
 enum class Command : std::uint8_t {
   kNone,  // the parser answered the request itself: reply() (may be empty with noreply)
-  kGet, kGets, kGat, kGats,                       // retrievals: keys from first_key()
-  kSet, kAdd, kReplace, kAppend, kPrepend, kCas,  // storage: a data block follows the line
-  kDelete, kIncr, kDecr, kTouch,                  // one key, one reply line
-  kVersion, kQuit,
+  kGet,
+  kGets,
+  kGat,
+  kGats,  // retrievals: keys from first_key()
+  kSet,
+  kAdd,
+  kReplace,
+  kAppend,
+  kPrepend,
+  kCas,  // storage: a data block follows the line
+  kDelete,
+  kIncr,
+  kDecr,
+  kTouch,  // one key, one reply line
+  kVersion,
+  kQuit,
   kUnsupported,  // a memcached command the proxy does not forward (its name is token 0)
 };
 bool is_retrieval(Command c) noexcept;
@@ -72,7 +85,9 @@ class RequestParser {
   // After kDone:
   Command command() const noexcept { return command_; }
   std::size_t token_count() const noexcept { return tokens_.size(); }
-  std::string_view token(std::string_view buf, std::size_t i) const noexcept { return tokens_[i].in(buf); }
+  std::string_view token(std::string_view buf, std::size_t i) const noexcept {
+    return tokens_[i].in(buf);
+  }
   // Keys: tokens [first_key(), key_end()). One for storage/delete/incr/decr/touch.
   std::size_t first_key() const noexcept { return first_key_; }
   std::size_t key_end() const noexcept { return key_end_; }
@@ -85,7 +100,9 @@ class RequestParser {
   std::uint32_t flags() const noexcept { return flags_; }
   std::int32_t exptime() const noexcept { return exptime_; }
   std::uint64_t cas_unique() const noexcept { return cas_; }
-  std::string_view data(std::string_view buf) const noexcept { return buf.substr(data_off_, bytes_); }
+  std::string_view data(std::string_view buf) const noexcept {
+    return buf.substr(data_off_, bytes_);
+  }
   // kNone: the reply to send ("" when noreply silenced it).
   std::string_view reply() const noexcept { return reply_; }
   std::size_t start() const noexcept { return start_; }
@@ -132,7 +149,8 @@ enum class ReplyKind : std::uint8_t { kValue, kEnd, kLine };
 
 class ReplyParser {
  public:
-  explicit ReplyParser(std::size_t max_value_bytes = std::size_t{64} << 20) : max_value_(max_value_bytes) {}
+  explicit ReplyParser(std::size_t max_value_bytes = std::size_t{64} << 20)
+      : max_value_(max_value_bytes) {}
 
   // Set before the first byte of each reply.
   void expect_values(bool on) noexcept { values_ = on; }

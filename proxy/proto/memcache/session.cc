@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proto/memcache/session.h"
 
 #include <algorithm>
@@ -10,7 +11,8 @@ namespace {
 
 // Why each refused memcached command is not proxied.
 std::string_view refusal(std::string_view name) noexcept {
-  if (name.size() == 2 && name[0] == 'm') return "meta commands are not proxied; use get/set/delete/...";
+  if (name.size() == 2 && name[0] == 'm')
+    return "meta commands are not proxied; use get/set/delete/...";
   if (name == "flush_all" || name == "stats" || name == "cache_memlimit" || name == "lru_crawler" ||
       name == "slabs" || name == "lru" || name == "extstore") {
     return "it acts on every server; ask the memcached servers directly";
@@ -58,7 +60,8 @@ void Msg::finish() {
   } else {
     // The first failed part answers the whole request, as one backend would (memcached
     // clients read a SERVER_ERROR line in place of VALUE ... END).
-    const auto failed = std::find_if(parts.begin(), parts.end(), [](const Part& p) { return p.error; });
+    const auto failed =
+        std::find_if(parts.begin(), parts.end(), [](const Part& p) { return p.error; });
     if (failed != parts.end()) {
       reply = std::move(failed->raw);
     } else if (parts.size() == 1) {
@@ -100,7 +103,8 @@ void Backend::on_input() {
       if (!nothing_unasked(parser_.start())) return;  // failed the connection
       break;
     }
-    auto& m = static_cast<Msg&>(*queue_.front().msg);  // memcache backends send no requests of their own
+    auto& m =
+        static_cast<Msg&>(*queue_.front().msg);  // memcache backends send no requests of their own
     if (!parser_started_) {
       parser_.expect_values(m.retrieval);
       parser_started_ = true;
@@ -136,11 +140,13 @@ void Backend::on_input() {
 
 Client::Client(Worker& worker, std::size_t pool_index, int fd)
     : ClientSession(worker, pool_index, fd),
-      limits_{pool_->config.max_value_bytes, std::min<std::size_t>(pool_->config.max_request_bytes, std::size_t{1} << 20)},
+      limits_{pool_->config.max_value_bytes,
+              std::min<std::size_t>(pool_->config.max_request_bytes, std::size_t{1} << 20)},
       parser_(limits_) {}
 
 void Client::process() {
-  parse_requests(parser_, [&] { return std::string(parser_.error()); }, [&] { dispatch(); });
+  parse_requests(
+      parser_, [&] { return std::string(parser_.error()); }, [&] { dispatch(); });
 }
 
 std::shared_ptr<Msg> Client::new_msg(std::uint32_t parts) {
@@ -194,8 +200,8 @@ void Client::dispatch() {
     case memcache::Command::kUnsupported: {
       if (parser_.noreply()) return;
       const std::string_view name = parser_.token(in, 0);
-      reply_local(server_error("unsupported command '" + std::string(name) + "': " + std::string(refusal(name)) +
-                               " (chash-proxy)"),
+      reply_local(server_error("unsupported command '" + std::string(name) +
+                               "': " + std::string(refusal(name)) + " (chash-proxy)"),
                   true);
       return;
     }
@@ -272,7 +278,8 @@ void Client::retrieve() {
   // Group the keys by backend, keeping their order within each part; a backend's keys are cut
   // into lines of at most kMaxBackendLine bytes (one part each).
   constexpr std::uint32_t kNone = ~std::uint32_t{0};
-  std::vector<std::uint32_t> open_part(pool_->states.size(), kNone);  // node -> its part being filled
+  std::vector<std::uint32_t> open_part(pool_->states.size(),
+                                       kNone);  // node -> its part being filled
   std::vector<NodeId> part_node;
   std::vector<std::string> lines;
   key_parts_.clear();

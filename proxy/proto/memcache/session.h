@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — memcached (text protocol) client and backend connections.
 //
 // A Client parses requests (pipelined: many per read) and answers them strictly in order. A
@@ -55,7 +56,9 @@ struct Msg final : Reply {
   void add_value(std::uint32_t part, std::string_view block, memcache::Span key);
   void end_part(std::uint32_t part);
   void line_part(std::uint32_t part, std::string_view line, bool error);
-  void fail_part(std::uint32_t part, std::string_view error) override { line_part(part, error, true); }
+  void fail_part(std::uint32_t part, std::string_view error) override {
+    line_part(part, error, true);
+  }
 
  private:
   void finish();

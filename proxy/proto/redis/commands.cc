@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proto/redis/commands.h"
 
 #include <algorithm>
@@ -8,8 +9,8 @@ namespace chash::proxy::redis {
 namespace {
 
 constexpr Command key(std::string_view n, std::int32_t arity) { return {n, Route::kKey, arity}; }
-constexpr Command same(std::string_view n, std::int32_t arity, std::int32_t first, std::int32_t last,
-                       std::int32_t step = 1) {
+constexpr Command same(std::string_view n, std::int32_t arity, std::int32_t first,
+                       std::int32_t last, std::int32_t step = 1) {
   return {n, Route::kKeysSameNode, arity, first, last, step};
 }
 constexpr Command no(std::string_view n, std::string_view why) {

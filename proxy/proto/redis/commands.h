@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — the Redis command table: how each command is routed.
 //
 // Every command a client may send is looked up here by name (case-insensitive). The table is
@@ -12,22 +13,22 @@
 namespace chash::proxy::redis {
 
 enum class Route : std::uint8_t {
-  kKey,          // one key at argv[1]: forwarded unchanged to its backend
-  kKeysSameNode, // several keys (key_first..key_last step key_step): they must all live on one
-                 // backend (use hash tags), else -ERR; forwarded unchanged
-  kSplitKeys,    // MGET, DEL, EXISTS, UNLINK, TOUCH: split per backend, merged in order
-  kSplitPairs,   // MSET: key/value pairs split per backend, +OK when every part is OK
-  kEval,         // EVAL/EVALSHA script numkeys key...: by the first key; all keys on one backend
-  kLocal,        // answered by the proxy: PING, ECHO, QUIT, AUTH, COMMAND ...
-  kUnsupported,  // cannot be sharded: -ERR naming the command, the connection stays open
+  kKey,           // one key at argv[1]: forwarded unchanged to its backend
+  kKeysSameNode,  // several keys (key_first..key_last step key_step): they must all live on one
+                  // backend (use hash tags), else -ERR; forwarded unchanged
+  kSplitKeys,     // MGET, DEL, EXISTS, UNLINK, TOUCH: split per backend, merged in order
+  kSplitPairs,    // MSET: key/value pairs split per backend, +OK when every part is OK
+  kEval,          // EVAL/EVALSHA script numkeys key...: by the first key; all keys on one backend
+  kLocal,         // answered by the proxy: PING, ECHO, QUIT, AUTH, COMMAND ...
+  kUnsupported,   // cannot be sharded: -ERR naming the command, the connection stays open
 };
 
 enum class Merge : std::uint8_t { kNone, kArray, kSum, kAllOk };
 
 struct Command {
-  std::string_view name;   // lower case
+  std::string_view name;  // lower case
   Route route;
-  std::int32_t arity;      // as Redis: N = exactly N args (with the name), -N = at least N
+  std::int32_t arity;  // as Redis: N = exactly N args (with the name), -N = at least N
   std::int32_t key_first = 1;
   std::int32_t key_last = 1;  // -1: the last argument
   std::int32_t key_step = 1;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proto/redis/resp.h"
 
 #include <cstring>
@@ -136,7 +137,8 @@ ParseResult RequestParser::parse(std::string_view buf) {
       }
       case State::kBulkLen: {
         if (pos_ >= buf.size()) return ParseResult::kNeedMore;
-        if (buf[pos_] != '$') return fail("expected '$', got '" + printable(buf.substr(pos_, 1)) + "'");
+        if (buf[pos_] != '$')
+          return fail("expected '$', got '" + printable(buf.substr(pos_, 1)) + "'");
         const std::size_t lf = find_lf(buf, pos_);
         if (lf == std::string_view::npos) {
           if (buf.size() - pos_ > kMaxHeaderBytes) return fail("invalid bulk length");
@@ -151,7 +153,8 @@ ParseResult RequestParser::parse(std::string_view buf) {
         const std::size_t used = lf + 1 - start_;
         if (static_cast<std::uint64_t>(n) > limits_.max_request_bytes ||
             used + static_cast<std::size_t>(n) + 2 > limits_.max_request_bytes) {
-          return fail("request larger than " + std::to_string(limits_.max_request_bytes) + " bytes");
+          return fail("request larger than " + std::to_string(limits_.max_request_bytes) +
+                      " bytes");
         }
         bulk_len_ = static_cast<std::size_t>(n);
         pos_ = lf + 1;
@@ -203,7 +206,8 @@ void ReplyParser::consume(std::size_t n) noexcept {
 bool ReplyParser::complete_value() noexcept {
   for (;;) {
     if (stack_.empty()) return true;
-    if (stack_.size() == 1 && record_) elements_.push_back({elem_start_ - start_, pos_ - elem_start_});
+    if (stack_.size() == 1 && record_)
+      elements_.push_back({elem_start_ - start_, pos_ - elem_start_});
     if (--stack_.back() > 0) return false;
     stack_.pop_back();  // an array is complete: it is one value of its parent
   }
@@ -262,7 +266,8 @@ ParseResult ReplyParser::parse(std::string_view buf) {
         std::int64_t n = 0;
         if (!parse_int(body, n) || n < -1) return fail("bad array length");
         if (n > 0) {
-          if (static_cast<std::uint64_t>(n) > limits_.max_request_bytes) return fail("reply too large");
+          if (static_cast<std::uint64_t>(n) > limits_.max_request_bytes)
+            return fail("reply too large");
           if (stack_.size() >= limits_.max_depth) return fail("arrays nested too deep");
           stack_.push_back(n);
           if (stack_.size() == 1 && record_) {

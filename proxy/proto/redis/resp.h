@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — RESP2 (Redis serialization protocol) parsers and writers.
 //
 // Both parsers are resumable state machines over a connection's input buffer (as twemproxy's
@@ -117,7 +118,7 @@ class ReplyParser {
   std::size_t start_ = 0;
   std::size_t pos_ = 0;
   std::size_t elem_start_ = 0;
-  std::size_t scan_ = 0;  // no '\n' in [pos_, scan_) for the current line
+  std::size_t scan_ = 0;        // no '\n' in [pos_, scan_) for the current line
   std::int64_t bulk_len_ = -1;  // >= 0: reading a bulk payload of this size
   char type_ = 0;
   bool record_ = false;

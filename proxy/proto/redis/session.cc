@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proto/redis/session.h"
 
 #include <algorithm>
@@ -8,7 +9,7 @@ namespace chash::proxy::redis {
 
 namespace {
 
-constexpr std::size_t kMaxReplyBytes = 512u << 20;   // a backend reply (Redis' own bulk limit)
+constexpr std::size_t kMaxReplyBytes = 512u << 20;  // a backend reply (Redis' own bulk limit)
 
 std::string upper(std::string_view s) {
   std::string out(s.substr(0, 64));
@@ -144,7 +145,8 @@ void Backend::on_input() {
     }
     if (!parser_started_) {
       const Reply* m = queue_.front().msg.get();
-      parser_.set_record_elements(m != nullptr && static_cast<const Msg*>(m)->merge == redis::Merge::kArray);
+      parser_.set_record_elements(m != nullptr &&
+                                  static_cast<const Msg*>(m)->merge == redis::Merge::kArray);
       parser_started_ = true;
     }
     const redis::ParseResult r = parser_.parse(in_);
@@ -158,11 +160,13 @@ void Backend::on_input() {
     record_success(*state_);
     if (p.msg) {
       auto& m = static_cast<Msg&>(*p.msg);
-      m.complete_part(p.part, raw, parser_.type(), m.merge == redis::Merge::kArray ? &parser_.elements() : nullptr);
+      m.complete_part(p.part, raw, parser_.type(),
+                      m.merge == redis::Merge::kArray ? &parser_.elements() : nullptr);
     } else if (parser_.type() == '-') {
       // Our own AUTH / SELECT was refused: the connection is unusable. (The reply text is
       // the server's; it never contains the password.)
-      fail("setup refused: " + std::string(raw.substr(1, std::min<std::size_t>(raw.size(), 120) - 1)));
+      fail("setup refused: " +
+           std::string(raw.substr(1, std::min<std::size_t>(raw.size(), 120) - 1)));
       return;
     }
     if (closed_) return;
@@ -188,7 +192,8 @@ std::shared_ptr<Msg> Client::new_msg() {
 }
 
 void Client::process() {
-  parse_requests(parser_, [&] { return error_reply("ERR " + parser_.error()); }, [&] { dispatch(); });
+  parse_requests(
+      parser_, [&] { return error_reply("ERR " + parser_.error()); }, [&] { dispatch(); });
 }
 
 void Client::fail_msg(const std::shared_ptr<Msg>& m, std::string_view error, bool count_error) {
@@ -242,13 +247,15 @@ void Client::dispatch() {
     return;
   }
   if (cmd->route == redis::Route::kUnsupported) {
-    reply_local(error_reply("ERR unsupported command '" + upper(name) + "': " + std::string(cmd->why) +
-                            " (chash-proxy)"),
+    reply_local(error_reply("ERR unsupported command '" + upper(name) +
+                            "': " + std::string(cmd->why) + " (chash-proxy)"),
                 true);
     return;
   }
   if (!arity_ok(*cmd, argc)) {
-    reply_local(error_reply("ERR wrong number of arguments for '" + std::string(cmd->name) + "' command"), true);
+    reply_local(
+        error_reply("ERR wrong number of arguments for '" + std::string(cmd->name) + "' command"),
+        true);
     return;
   }
   switch (cmd->route) {
@@ -268,7 +275,9 @@ void Client::dispatch() {
     case redis::Route::kSplitKeys:
     case redis::Route::kSplitPairs:
       if (cmd->route == redis::Route::kSplitPairs && (argc - 1) % 2 != 0) {
-        reply_local(error_reply("ERR wrong number of arguments for '" + std::string(cmd->name) + "' command"), true);
+        reply_local(error_reply("ERR wrong number of arguments for '" + std::string(cmd->name) +
+                                "' command"),
+                    true);
         return;
       }
       split(*cmd);
@@ -283,8 +292,9 @@ void Client::dispatch() {
 void Client::run_local(const redis::Command& cmd, std::size_t argc) {
   using Handler = void (Client::*)(std::size_t argc);
   static constexpr std::pair<std::string_view, Handler> kHandlers[] = {
-      {"auth", &Client::local_auth}, {"command", &Client::local_command}, {"echo", &Client::local_echo},
-      {"ping", &Client::local_ping}, {"quit", &Client::local_quit},
+      {"auth", &Client::local_auth}, {"command", &Client::local_command},
+      {"echo", &Client::local_echo}, {"ping", &Client::local_ping},
+      {"quit", &Client::local_quit},
   };
   for (const auto& [local_name, handler] : kHandlers) {
     if (local_name == cmd.name) {
@@ -323,8 +333,10 @@ void Client::local_auth(std::size_t argc) {
   if (argc > 3) {
     out = error_reply("ERR wrong number of arguments for 'auth' command");
   } else if (!pw) {
-    out = error_reply("ERR AUTH <password> called without any password configured for the default user.");
-  } else if ((argc == 3 && parser_.arg(in_, 1) != "default") || !equal_secret(parser_.arg(in_, argc - 1), *pw)) {
+    out = error_reply(
+        "ERR AUTH <password> called without any password configured for the default user.");
+  } else if ((argc == 3 && parser_.arg(in_, 1) != "default") ||
+             !equal_secret(parser_.arg(in_, argc - 1), *pw)) {
     worker_.metrics().auth_failures.fetch_add(1, std::memory_order_relaxed);
     out = error_reply("WRONGPASS invalid username-password pair or user is disabled.");
   } else {
@@ -352,7 +364,9 @@ void Client::same_node(const redis::Command& cmd, std::size_t argc) {
       return;
     }
     if (numkeys == 0) {
-      reply_local(error_reply("ERR " + upper(name) + " with no keys cannot be routed by chash-proxy"), true);
+      reply_local(
+          error_reply("ERR " + upper(name) + " with no keys cannot be routed by chash-proxy"),
+          true);
       return;
     }
     first = 3;
@@ -360,7 +374,9 @@ void Client::same_node(const redis::Command& cmd, std::size_t argc) {
     step = 1;
   }
   if (cmd.key_step == 2 && (argc - 1) % 2 != 0) {
-    reply_local(error_reply("ERR wrong number of arguments for '" + std::string(cmd.name) + "' command"), true);
+    reply_local(
+        error_reply("ERR wrong number of arguments for '" + std::string(cmd.name) + "' command"),
+        true);
     return;
   }
   const NodeId node = pool_->route(parser_.arg(in_, first));
@@ -408,7 +424,9 @@ void Client::split(const redis::Command& cmd) {
     std::string error;
     BackendConn* b = worker_.backend(pool_index_, part_node[p], error);
     if (b == nullptr) {
-      m->complete_part(p, error_reply("ERR backend " + pool_->states[part_node[p]]->name + ": " + error), '-', nullptr);
+      m->complete_part(
+          p, error_reply("ERR backend " + pool_->states[part_node[p]]->name + ": " + error), '-',
+          nullptr);
       continue;
     }
     std::string bytes;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — Redis client and backend connections.
 //
 // A Client parses requests (pipelined: many per read), turns each into a Msg at the back of its
@@ -78,11 +79,12 @@ class Client final : public ClientSession {
 
   // Forwarded commands.
   void same_node(const Command& cmd, std::size_t argc);  // kKeysSameNode, kEval
-  void split(const Command& cmd);                         // kSplitKeys, kSplitPairs
+  void split(const Command& cmd);                        // kSplitKeys, kSplitPairs
   // Sends the request being dispatched, unchanged, to `node` (or fails `m` when no connection).
   void forward_one(NodeId node, const std::shared_ptr<Msg>& m);
   // Whether `node` (routed for `what`) can take a request; if not, `m` is failed with why.
-  bool usable_or_fail(NodeId node, std::string_view what, const std::shared_ptr<Msg>& m, bool count_error);
+  bool usable_or_fail(NodeId node, std::string_view what, const std::shared_ptr<Msg>& m,
+                      bool count_error);
   // Answers `m` with the one error reply `error` (text without "-" and CRLF), whatever parts
   // it had; `count_error` counts it in chash_proxy_errors_total.
   void fail_msg(const std::shared_ptr<Msg>& m, std::string_view error, bool count_error);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proto/tcp/balance.h"
 
 #include "proto/tcp/proxy_header.h"
@@ -45,7 +46,8 @@ bool TcpPoolState::fits(const PoolConfig& c) const noexcept {
   return true;
 }
 
-Chooser::Chooser(const Pool& pool, std::string key) : key_(std::move(key)), tried_(pool.states.size(), 0) {}
+Chooser::Chooser(const Pool& pool, std::string key)
+    : key_(std::move(key)), tried_(pool.states.size(), 0) {}
 
 NodeId Chooser::next(const Pool& pool, TcpPoolState& state) {
   auto up = [&](NodeId i) {
@@ -84,7 +86,8 @@ NodeId Chooser::next(const Pool& pool, TcpPoolState& state) {
       }
       if (best == kNoNode) break;
       pick = state.weighted.pick([&](NodeId i) {
-        return up(i) && conns[i] * best_weight == best_conns * static_cast<std::int64_t>(pool.config.servers[i].weight);
+        return up(i) && conns[i] * best_weight ==
+                            best_conns * static_cast<std::int64_t>(pool.config.servers[i].weight);
       });
       break;
     }

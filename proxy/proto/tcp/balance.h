@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — how a tcp pool picks the backend for a new connection (`balance:`).
 //
 // hash / ip-hash: the pool's router (preset or algorithm; the same chash::Router as `chash route`)

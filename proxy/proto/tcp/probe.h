@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — the tcp health probe: nothing is sent; the connect completing means up (as
 // HAProxy's plain `check` and nginx's passive checks). A backend that talks first is not read.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proto/tcp/proxy_header.h"
 
 #include <arpa/inet.h>
@@ -12,10 +13,10 @@ namespace {
 // proxy-protocol.txt section 2.2: the 12-byte v2 signature, then ver_cmd and fam.
 constexpr unsigned char kV2Signature[12] = {0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D,
                                             0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A};
-constexpr unsigned char kV2Proxy = 0x21;     // version 2, command PROXY
-constexpr unsigned char kV2Local = 0x20;     // version 2, command LOCAL
-constexpr unsigned char kV2Tcp4 = 0x11;      // AF_INET, SOCK_STREAM
-constexpr unsigned char kV2Tcp6 = 0x21;      // AF_INET6, SOCK_STREAM
+constexpr unsigned char kV2Proxy = 0x21;  // version 2, command PROXY
+constexpr unsigned char kV2Local = 0x20;  // version 2, command LOCAL
+constexpr unsigned char kV2Tcp4 = 0x11;   // AF_INET, SOCK_STREAM
+constexpr unsigned char kV2Tcp6 = 0x21;   // AF_INET6, SOCK_STREAM
 constexpr unsigned char kV2Unspec = 0x00;
 
 std::uint16_t port_of(const sockaddr_storage& a) noexcept {
@@ -60,7 +61,8 @@ void append_proxy_header(std::string& out, ProxyProtocol version, const sockaddr
   const sockaddr_storage s = unmap_v4(src);
   const sockaddr_storage d = unmap_v4(dst);
   // Both ends must be of one family for TCP4/TCP6; anything else is UNKNOWN / LOCAL.
-  const bool inet = s.ss_family == d.ss_family && (s.ss_family == AF_INET || s.ss_family == AF_INET6);
+  const bool inet =
+      s.ss_family == d.ss_family && (s.ss_family == AF_INET || s.ss_family == AF_INET6);
   if (version == ProxyProtocol::kV1) {
     if (!inet) {
       out += "PROXY UNKNOWN\r\n";
@@ -88,13 +90,17 @@ void append_proxy_header(std::string& out, ProxyProtocol version, const sockaddr
   if (s.ss_family == AF_INET) {
     out += static_cast<char>(kV2Tcp4);
     put16(out, 12);
-    out.append(reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in*>(&s)->sin_addr), 4);
-    out.append(reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in*>(&d)->sin_addr), 4);
+    out.append(reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in*>(&s)->sin_addr),
+               4);
+    out.append(reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in*>(&d)->sin_addr),
+               4);
   } else {
     out += static_cast<char>(kV2Tcp6);
     put16(out, 36);
-    out.append(reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in6*>(&s)->sin6_addr), 16);
-    out.append(reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in6*>(&d)->sin6_addr), 16);
+    out.append(reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in6*>(&s)->sin6_addr),
+               16);
+    out.append(reinterpret_cast<const char*>(&reinterpret_cast<const sockaddr_in6*>(&d)->sin6_addr),
+               16);
   }
   put16(out, port_of(s));
   put16(out, port_of(d));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — client addresses for tcp pools: the routing key and the PROXY protocol header.
 //
 // The key a hash pool routes a connection by is the client's IP address as text, the way

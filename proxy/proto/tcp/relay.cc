@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proto/tcp/relay.h"
 
 #include <sys/epoll.h>
@@ -36,11 +37,16 @@ TcpPoolState& state_for(Worker& worker, std::size_t pool_index, const Pool& pool
 }  // namespace
 
 Relay::Relay(Worker& worker, std::size_t pool_index, int fd, const sockaddr_storage& peer)
-    : worker_(worker), pool_index_(pool_index), pool_(worker.pool(pool_index)), client_fd_(fd),
-      chooser_(*pool_, client_key(peer, pool_->config.balance)), peer_(peer) {
+    : worker_(worker),
+      pool_index_(pool_index),
+      pool_(worker.pool(pool_index)),
+      client_fd_(fd),
+      chooser_(*pool_, client_key(peer, pool_->config.balance)),
+      peer_(peer) {
   if (pool_->config.proxy_protocol != ProxyProtocol::kNone) {
     socklen_t len = sizeof local_;
-    if (::getsockname(client_fd_, reinterpret_cast<sockaddr*>(&local_), &len) != 0) local_.ss_family = AF_UNSPEC;
+    if (::getsockname(client_fd_, reinterpret_cast<sockaddr*>(&local_), &len) != 0)
+      local_.ss_family = AF_UNSPEC;
     append_proxy_header(header_, pool_->config.proxy_protocol, peer_, local_);
   }
 }
@@ -126,7 +132,8 @@ void Relay::connected() {
   record_success(*counted_);
   up_.dst_ready = true;
   last_activity_ = worker_.loop().now();
-  if (pool_->config.idle_timeout_ms != 0) arm_idle_timer(std::chrono::milliseconds(pool_->config.idle_timeout_ms));
+  if (pool_->config.idle_timeout_ms != 0)
+    arm_idle_timer(std::chrono::milliseconds(pool_->config.idle_timeout_ms));
   if (pump()) update_events();
 }
 
@@ -201,7 +208,8 @@ bool Relay::pump_one(Pipe& p, int src, int dst, bool to_backend) {
     }
     if (can_write && p.dst_ready) {
       if (to_backend && header_off_ < header_.size()) {
-        const ssize_t n = ::send(dst, header_.data() + header_off_, header_.size() - header_off_, MSG_NOSIGNAL);
+        const ssize_t n =
+            ::send(dst, header_.data() + header_off_, header_.size() - header_off_, MSG_NOSIGNAL);
         if (n > 0) {
           header_off_ += static_cast<std::size_t>(n);
           progress = true;
@@ -234,7 +242,8 @@ bool Relay::pump_one(Pipe& p, int src, int dst, bool to_backend) {
   }
   if (moved) last_activity_ = worker_.loop().now();
   // The source ended and everything it sent is written: pass the EOF on (half-close).
-  if (can_write && p.eof && !p.shut && !p.pending() && (!to_backend || header_off_ == header_.size())) {
+  if (can_write && p.eof && !p.shut && !p.pending() &&
+      (!to_backend || header_off_ == header_.size())) {
     ::shutdown(dst, SHUT_WR);
     p.shut = true;
   }
@@ -255,7 +264,8 @@ void Relay::update_events() {
                                 (up_.pending() || header_off_ < header_.size() ? EPOLLOUT : 0u);
   }
   set_events(client_fd_, client, client_events_, this);
-  if (!closed_ && backend_fd_ >= 0) set_events(backend_fd_, backend, backend_events_, &backend_side_);
+  if (!closed_ && backend_fd_ >= 0)
+    set_events(backend_fd_, backend, backend_events_, &backend_side_);
 }
 
 void Relay::set_events(int fd, std::uint32_t want, std::uint32_t& have, net::Pollable* p) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash-proxy — a raw TCP relay: one client connection, one backend connection of its own.
 //
 // At accept the relay takes the pool's current snapshot (a reload affects new connections

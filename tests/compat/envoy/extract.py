@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Transcribes the expectations of Envoy's own unit tests into tests/compat/envoy/published.txt.
 
     tests/compat/envoy/extract.py ENVOY_CHECKOUT [OUT]

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates tests/compat/vectors/groupcache__*.tsv with the real groupcache consistenthash
 # package as Debian ships it (golang-github-golang-groupcache-dev), built by Debian's Go
 # (golang-go) in GOPATH mode against /usr/share/gocode — no module download.

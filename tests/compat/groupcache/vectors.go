@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes one groupcache__<case>.tsv: the peer groupcache's consistenthash.Map picks for each key.
 //
 //	go run vectors.go OUT PEER KEYSET REPLICAS NODE...

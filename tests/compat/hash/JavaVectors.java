@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Golden vectors from the JDK and Guava.
 //
 //   java -cp /usr/share/java/guava.jar JavaVectors.java guava  < keys.hex > guava.tsv

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates tests/testdata/hash/*.tsv from real peers on this machine (see README.md).
 #
 #   TWEMPROXY_SRC=/path/to/twemproxy LIBMEMCACHED_SRC=/path/to/libmemcached \

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Golden vectors from C peers installed as Debian packages. Reads keys (hex, one per line) on
  * stdin, writes TSV on stdout.
  *

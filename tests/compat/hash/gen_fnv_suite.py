@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Extracts the published FNV test suite (Landon Curt Noll's test_fnv.c, from the FNV reference
 sources) into TSV: key hex, then FNV-1 and FNV-1a in 32 and 64 bits, as printed there.
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Golden vectors for hsieh (Paul Hsieh's SuperFastHash as twemproxy and libmemcached have it).
 # No Debian package ships a working binary (libhashkit is built without hsieh and returns 0), so
 # this compiles the two peers' own, unmodified source files; only their umbrella headers are

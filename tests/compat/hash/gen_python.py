@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Golden vectors from Python peers. Reads keys (hex, one per line) on stdin, writes TSV.
 
   gen_python.py stdlib   hashlib.md5, zlib.crc32, binascii.crc_hqx(key, 0) (= CRC-16/XMODEM)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Golden vectors from the xxhsum CLI (Debian package "xxhash"; its own statically built copy of
 # xxHash, not the shared libxxhash chash links). Reads keys (hex, one per line) on stdin and
 # writes TSV: key, XXH64 (xxhsum -H1) and XXH3_64bits (xxhsum -H3), both with seed 0 — the CLI

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Driver for gen_hsieh.sh: prints hsieh vectors from twemproxy's and libmemcached's own source.
 // Reads keys (hex, one per line) on stdin, writes TSV: key, twemproxy, libmemcached.
 #include <cstddef>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Compares chash::hash::java_string_hashcode with the JDK over every 1-, 2- and 3-byte string and
 // every 4-byte string over JavaVectors.WIDE (the same enumeration, in the same order, as
 // `JavaVectors exhaustive`). Reads the JDK's int32 little-endian hashCodes on stdin.

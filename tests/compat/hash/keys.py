@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Prints the key set every peer generator hashes: one key per line, as lowercase hex.
 
 The empty key is the empty line. The set covers: the empty key, every single byte 00..ff,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes tests/compat/vectors/hash_ring__*.tsv with the real hash_ring (Amir Salihefendic's).
 
     gen.py CHECKOUT [RELEASE_SOURCE]

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates tests/compat/vectors/hash_ring__*.tsv with the real hash_ring (Python), which is
 # neither in Debian nor reachable on PyPI from here: it runs from a git checkout of its public
 # repository (github Doist/hash_ring), unmodified and not installed.

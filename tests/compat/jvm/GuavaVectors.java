@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes one guava__<case>.tsv: the node Guava's Hashing.consistentHash picks for each key.
 //
 //   java -cp /usr/share/java/guava.jar GuavaVectors.java OUT PEER KEYSET NODE...

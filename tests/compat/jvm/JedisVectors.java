@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes one jedis__<case>.tsv: the shard Jedis' Sharded (redis.clients.jedis.util, Jedis 3.x)
 // picks for each key. Compiled by generate.sh against a Jedis source checkout.
 //

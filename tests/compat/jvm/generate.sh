@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates tests/compat/vectors/guava__*.tsv and jedis__*.tsv with the real peers:
 #   guava: Debian's libguava-java (Guava 31.1) on the Debian JDK, via GuavaVectors.java;
 #   jedis: Jedis' own Sharded / JedisShardInfo / Hashing classes, compiled here from a Jedis 3.x

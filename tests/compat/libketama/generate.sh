@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates the libketama vectors, tests/compat/vectors/libketama__*.tsv, from the real
 # libketama (the original last.fm C library), on this machine.
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The real libketama (the original last.fm C library) choosing servers for the compat key set:
  * the peer side of the libketama vectors. Run by generate.sh; writes the key lines of a vector
  * file.

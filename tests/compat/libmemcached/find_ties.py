@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Finds two servers whose rings share point values, for the "tie" vector cases.
 
 Where two servers put a point on the same ring position, which one owns it is decided by how the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates the libmemcached vectors from the real library, on this machine:
 #   tests/compat/vectors/{ketama,ketama-spy,libmemcached-consistent,libmemcached-modula}__*.tsv
 #   tests/compat/vectors/libmemcached__*.tsv   (behaviour combinations, see "Settings" below)

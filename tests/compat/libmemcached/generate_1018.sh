@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # libmemcached 1.0.18 as released, built from its source, for the preset setting version=1.0.18:
 #   - replays every libmemcached route vector of tests/compat/vectors/ (all have at most 100
 #     servers) on 1.0.18: it must pick the same server as 1.1.4 for every key, except where

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The real libmemcached (Debian libmemcached-dev 1.1.4, the "awesome" fork) choosing servers for
  * the compat key set: the peer side of the ketama, ketama-spy, libmemcached-consistent,
  * libmemcached-modula and libmemcached__* vectors. Run by generate.sh; writes the key lines of a
@@ -184,7 +185,7 @@ static void apply(memcached_st* memc, char* setting) {
 static void configure(memcached_st* memc, const char* settings) {
   if (strcmp(settings, "-") == 0) return;
   char* list = strdup(settings);
-  for (char* save = NULL, *s = strtok_r(list, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+  for (char *save = NULL, *s = strtok_r(list, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
     apply(memc, s);
   }
   free(list);

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes tests/compat/vectors/nginx-*.tsv by running the real nginx (Debian 1.22.1) end to end.
 
 For each case an nginx is started (one process: master_process off; everything under a temp dir):

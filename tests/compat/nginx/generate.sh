@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates tests/compat/vectors/nginx-hash-consistent__*.tsv, nginx-hash__*.tsv and
 # nginx-ip-hash__*.tsv end to end with Debian's nginx (and libnginx-mod-stream): per case gen.py
 # writes an nginx.conf into a temp dir, starts nginx (one process) with the upstream under test,

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // Writes tests/compat/vectors/node-hashring__*.tsv with the real npm package `hashring`
 // (installed here by generate.sh from package-lock.json).
 //

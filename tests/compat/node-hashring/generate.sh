@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates tests/compat/vectors/node-hashring__*.tsv with the real npm package hashring
 # (version pinned in package.json / package-lock.json, installed into ./node_modules).
 set -eu

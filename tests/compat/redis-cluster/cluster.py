@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes tests/compat/vectors/redis-cluster__*.tsv from real Redis Cluster nodes.
 
     cluster.py WORKDIR

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates tests/compat/vectors/redis-cluster__*.tsv end to end: starts real redis-server
 # nodes in cluster mode on free 127.0.0.x ports, creates each cluster with
 # `redis-cli --cluster create`, and records which node accepts each key (cluster.py). Slots are

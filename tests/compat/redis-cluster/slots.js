@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // Prints, for each line of keys.hex on stdin, "<key hex>\t<slot>" as the npm package
 // cluster-key-slot (used by ioredis) computes it; the key is passed as a Buffer (its exact bytes).
 'use strict';

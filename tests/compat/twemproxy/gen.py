@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes tests/compat/vectors/twemproxy{,-modula}__<case>.tsv from a real nutcracker.
 
 Run by generate.sh (which installs the packages and cleans up): gen.py WORKDIR [CASE...].

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates tests/compat/vectors/twemproxy__*.tsv and twemproxy-modula__*.tsv end to end:
 # starts real redis-server backends on free 127.0.0.1 ports (and unix sockets), runs the Debian
 # nutcracker (twemproxy) in front of them with a generated nutcracker.yml per case, SETs every

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes tests/compat/vectors/uhashring*__*.tsv with the real uhashring (Debian python3-uhashring).
 
 Run by generate.sh with Debian's /usr/bin/python3 (the package installs into its dist-packages).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates tests/compat/vectors/uhashring__*.tsv and uhashring-ketama__*.tsv with the real
 # uhashring, Debian's python3-uhashring, run by Debian's /usr/bin/python3 (a pyenv python3 earlier
 # in PATH would not see the package).
