@@ -8,21 +8,11 @@
 #include <vector>
 
 #include "chash/chash.h"
+#include "fuzz_reader.h"
 
 namespace {
 
-struct Reader {
-  const std::uint8_t* p;
-  std::size_t n;
-  std::uint8_t byte() { return n ? (--n, *p++) : 0; }
-  std::string str(std::size_t max) {
-    const std::size_t len = std::min<std::size_t>(byte() % (max + 1), n);
-    std::string s(reinterpret_cast<const char*>(p), len);
-    p += len;
-    n -= len;
-    return s;
-  }
-};
+using chash::fuzz::Reader;
 
 // Mostly real names, so the fuzzer gets past name checks; sometimes raw bytes.
 std::string name_from(Reader& r, std::span<const std::string_view> names) {

@@ -7,21 +7,11 @@
 
 #include "chash/chash.h"
 #include "chash/preset.h"
+#include "fuzz_reader.h"
 
 namespace {
 
-struct Reader {
-  const std::uint8_t* p;
-  std::size_t n;
-  std::uint8_t byte() { return n ? (--n, *p++) : 0; }
-  std::string str(std::size_t max) {
-    const std::size_t len = std::min<std::size_t>(byte() % (max + 1), n);
-    std::string s(reinterpret_cast<const char*>(p), len);
-    p += len;
-    n -= len;
-    return s;
-  }
-};
+using chash::fuzz::Reader;
 
 }  // namespace
 
