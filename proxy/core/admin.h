@@ -2,14 +2,22 @@
 // chash-proxy — the admin HTTP port: GET /metrics, GET /status (or /), POST /reload.
 //
 // HTTP/1.1 with one request per connection (Connection: close), served on the control loop
-// with blocking 1 s socket timeouts: the exchanges are tiny and rare, and a slow admin client
-// delays only health probes and reloads, never traffic (workers run on their own threads).
-// What is shown is rendered by the handlers (core/status.h); this file only speaks HTTP.
+// without ever blocking it: each client is a non-blocking connection that reads a request head
+// and writes the answer as the socket allows, with a total deadline for the whole exchange, a
+// cap on the head's size and on open admin connections. So a client that sends a byte every half
+// second, or connects and sends nothing (as nutcracker stats pollers do), costs one fd until its
+// deadline and delays no other admin client, no reload, no health probe and no shutdown.
+// A query string is ignored (`/metrics?x` is /metrics). What is shown is rendered by the handlers
+// (core/status.h); this file only speaks HTTP.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "net/event_loop.h"
 
@@ -22,19 +30,34 @@ class AdminServer : public net::Pollable {
     std::function<std::string()> status;               // GET /status (JSON)
     std::function<bool(std::string& message)> reload;  // POST /reload: 200 when true, else 409
   };
+  struct Limits {
+    std::chrono::milliseconds deadline{5000};  // accept to last byte written
+    std::size_t max_connections = 64;          // more are answered 503 and closed
+    std::size_t max_request_head = 8192;       // a longer head is answered 431
+  };
   // Serves `listen_fd` (non-blocking, listening) on `loop`; the caller keeps the fd.
-  AdminServer(net::EventLoop& loop, int listen_fd, Handlers handlers);
+  AdminServer(net::EventLoop& loop, int listen_fd, Handlers handlers, Limits limits);
+  AdminServer(net::EventLoop& loop, int listen_fd, Handlers handlers)
+      : AdminServer(loop, listen_fd, std::move(handlers), Limits{}) {}
+  ~AdminServer() override;
+  AdminServer(const AdminServer&) = delete;
+  AdminServer& operator=(const AdminServer&) = delete;
 
-  void on_event(std::uint32_t events) override;
+  void on_event(std::uint32_t events) override;  // the listener: accept every pending client
 
   // The whole HTTP response to the request bytes `request` (the head is enough).
   std::string respond(std::string_view request) const;
+  std::size_t open_connections() const noexcept { return conns_.size(); }
 
  private:
-  void serve(int c) const;
+  class Conn;
+  void finish(Conn* c);  // closes and forgets a client
 
+  net::EventLoop& loop_;
   int fd_;
   Handlers handlers_;
+  Limits limits_;
+  std::unordered_map<Conn*, std::unique_ptr<Conn>> conns_;
 };
 
 }  // namespace chash::proxy

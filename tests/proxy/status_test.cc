@@ -229,6 +229,9 @@ TEST(AdminTest, RoutesEachRequest) {
   EXPECT_EQ(admin.respond("GET /reload HTTP/1.1\r\n\r\n"), not_found);  // wrong method
   EXPECT_EQ(admin.respond("POST /metrics HTTP/1.1\r\n\r\n"), not_found);
   EXPECT_EQ(admin.respond("GET /metricsx HTTP/1.1\r\n\r\n"), not_found);
+  // A query string is ignored.
+  EXPECT_EQ(admin.respond("GET /metrics?name[]=x HTTP/1.1\r\n\r\n"),
+            http(200, "OK", "text/plain; version=0.0.4", "m 1\n"));
   EXPECT_EQ(admin.respond(""), not_found);
   EXPECT_EQ(admin.respond("GET"), not_found);
   EXPECT_EQ(fake.reloads, 2);
