@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -663,6 +664,51 @@ TEST_F(ProxyE2E, BinarySighupReloadsAndSigtermStops) {
   EXPECT_FALSE(servers_[2]->keys().empty());
   // fnv1a of keys this alike clusters on nutcracker's ring: spread them (i * a large odd number).
   EXPECT_EQ(p.terminate(SIGTERM), 0);
+}
+
+// Issue 12: an admin client that trickles its request a byte at a time (and one that sends
+// nothing) stalls neither SIGHUP nor SIGTERM nor other admin requests. The old admin port read
+// each client to the end on the control thread, so this reload and this stop never happened.
+TEST_F(ProxyE2E, BinaryReloadsAndStopsWhileAdminClientsStall) {
+  const std::uint16_t port = testing::free_port(), admin = testing::free_port();
+  auto conf = [&](int n) {
+    std::string y = yaml("", n);
+    y.replace(y.find("127.0.0.1:0"), 11, "127.0.0.1:" + std::to_string(port));
+    return y + "chash_proxy:\n  workers: 1\n  admin: 127.0.0.1:" + std::to_string(admin) + "\n";
+  };
+  const fs::path file = dir_ / "stall.yml";
+  std::ofstream(file) << conf(2);
+  testing::ChildProcess p;
+  ASSERT_TRUE(p.start({CHASH_PROXY_PATH, "-c", file.string()}, [&] {
+    const int fd = testing::dial_tcp(admin);
+    if (fd < 0) return false;
+    ::close(fd);
+    return true;
+  }));
+  std::atomic<bool> stop{false};
+  std::thread trickler([&] {
+    const int fd = testing::dial_tcp(admin);
+    for (int i = 0; !stop.load() && fd >= 0; ++i) {
+      (void)::send(fd, "G", 1, MSG_NOSIGNAL);
+      std::this_thread::sleep_for(100ms);
+    }
+    if (fd >= 0) ::close(fd);
+  });
+  const int silent = testing::dial_tcp(admin);
+  std::this_thread::sleep_for(200ms);  // both are being served (or, before, blocking the port)
+  std::ofstream(file, std::ios::trunc) << conf(3);
+  ASSERT_EQ(::kill(p.pid(), SIGHUP), 0);
+  bool reloaded = false;
+  for (int i = 0; i < 120 && !reloaded; ++i) {  // 3 s: the trickler lives longer than that
+    reloaded = http(admin, "GET /status HTTP/1.0\r\n\r\n").find("\"applied_version\":2") !=
+               std::string::npos;
+    if (!reloaded) std::this_thread::sleep_for(25ms);
+  }
+  EXPECT_TRUE(reloaded);
+  EXPECT_EQ(p.terminate(SIGTERM), 0);  // within terminate's 10 s, the trickler still going
+  stop = true;
+  trickler.join();
+  if (silent >= 0) ::close(silent);
 }
 
 // client_connections counts per pool (nutcracker's meaning), across workers.
