@@ -147,7 +147,11 @@ class RedisServer {
 
 bool have_redis() { return testing::have_program("redis-server"); }
 
+class BinaryProxy;
+
 class ProxyE2E : public ::testing::Test {
+  friend class BinaryProxy;
+
  protected:
   void SetUp() override {
     // scripts/bootstrap.sh installs redis-server; without it these tests must fail, not pass.
@@ -628,84 +632,88 @@ TEST_F(ProxyE2E, ListensOnUnixSocketAndIpv6) {
   EXPECT_EQ(proxy_->topology()->pools[1]->config.listen.text().substr(0, 5), "[::1]");
 }
 
+// The real binary over the fixture's servers: a config file on a fixed port and admin port, the
+// process started and signalled as an operator does.
+class BinaryProxy {
+ public:
+  BinaryProxy(ProxyE2E& t, fs::path file) : t_(t), file_(std::move(file)) {}
+  // Writes the config with the first n servers; start() the first time.
+  void write(int nservers) {
+    std::string y = t_.yaml("", nservers);
+    y.replace(y.find("127.0.0.1:0"), 11, "127.0.0.1:" + std::to_string(port));
+    std::ofstream(file_, std::ios::trunc)
+        << y << "chash_proxy:\n  workers: 2\n  admin: 127.0.0.1:" << admin << "\n";
+  }
+  bool start() {
+    return process.start({CHASH_PROXY_PATH, "-c", file_.string()}, [&] {
+      const int fd = testing::dial_tcp(port);
+      if (fd < 0) return false;
+      ::close(fd);
+      return true;
+    });
+  }
+  // Waits up to `tries` x 25 ms until every worker routes with config `version` (/status).
+  bool applied(int version, int tries) {
+    const std::string want = "\"applied_version\":" + std::to_string(version);
+    for (int i = 0; i < tries; ++i) {
+      if (testing::http(admin, "GET /status HTTP/1.0\r\n\r\n").find(want) != std::string::npos) {
+        return true;
+      }
+      std::this_thread::sleep_for(25ms);
+    }
+    return false;
+  }
+
+  const std::uint16_t port = testing::free_port(), admin = testing::free_port();
+  testing::ChildProcess process;
+
+ private:
+  ProxyE2E& t_;
+  fs::path file_;
+};
+
 // The real binary: SIGHUP reloads the file (a server added takes keys), SIGTERM exits 0.
 TEST_F(ProxyE2E, BinarySighupReloadsAndSigtermStops) {
-  const std::uint16_t port = testing::free_port(), admin = testing::free_port();
-  auto conf = [&](int n) {
-    std::string y = yaml("", n);
-    y.replace(y.find("127.0.0.1:0"), 11, "127.0.0.1:" + std::to_string(port));
-    return y + "chash_proxy:\n  workers: 2\n  admin: 127.0.0.1:" + std::to_string(admin) + "\n";
-  };
-  const fs::path file = dir_ / "bin.yml";
-  std::ofstream(file) << conf(2);
-  testing::ChildProcess p;
-  ASSERT_TRUE(p.start({CHASH_PROXY_PATH, "-c", file.string()}, [&] {
-    const int fd = testing::dial_tcp(port);
-    if (fd < 0) return false;
-    ::close(fd);
-    return true;
-  }));
-  RespClient c(testing::dial_tcp(port));
+  BinaryProxy b(*this, dir_ / "bin.yml");
+  b.write(2);
+  ASSERT_TRUE(b.start());
+  RespClient c(testing::dial_tcp(b.port));
+  // fnv1a of keys this alike clusters on nutcracker's ring: spread them (i * a large odd number).
   for (int i = 0; i < 100; ++i)
     ASSERT_EQ(c.call({"SET", "h" + std::to_string(i * 2654435761u), "v"}), "+OK\r\n");
   EXPECT_TRUE(servers_[2]->keys().empty());
-  std::ofstream(file, std::ios::trunc) << conf(3);
-  ASSERT_EQ(::kill(p.pid(), SIGHUP), 0);
-  bool reloaded = false;
-  for (int i = 0; i < 200 && !reloaded; ++i) {
-    // applied_version: every worker routes with it, not just the control thread.
-    reloaded = http(admin, "GET /status HTTP/1.0\r\n\r\n").find("\"applied_version\":2") !=
-               std::string::npos;
-    if (!reloaded) std::this_thread::sleep_for(25ms);
-  }
-  ASSERT_TRUE(reloaded);
+  b.write(3);
+  ASSERT_EQ(::kill(b.process.pid(), SIGHUP), 0);
+  // applied_version: every worker routes with it, not just the control thread.
+  ASSERT_TRUE(b.applied(2, 200));
   for (int i = 100; i < 300; ++i)
     ASSERT_EQ(c.call({"SET", "h" + std::to_string(i * 2654435761u), "v"}), "+OK\r\n");
   EXPECT_FALSE(servers_[2]->keys().empty());
-  // fnv1a of keys this alike clusters on nutcracker's ring: spread them (i * a large odd number).
-  EXPECT_EQ(p.terminate(SIGTERM), 0);
+  EXPECT_EQ(b.process.terminate(SIGTERM), 0);
 }
 
 // Issue 12: an admin client that trickles its request a byte at a time (and one that sends
 // nothing) stalls neither SIGHUP nor SIGTERM nor other admin requests. The old admin port read
 // each client to the end on the control thread, so this reload and this stop never happened.
 TEST_F(ProxyE2E, BinaryReloadsAndStopsWhileAdminClientsStall) {
-  const std::uint16_t port = testing::free_port(), admin = testing::free_port();
-  auto conf = [&](int n) {
-    std::string y = yaml("", n);
-    y.replace(y.find("127.0.0.1:0"), 11, "127.0.0.1:" + std::to_string(port));
-    return y + "chash_proxy:\n  workers: 1\n  admin: 127.0.0.1:" + std::to_string(admin) + "\n";
-  };
-  const fs::path file = dir_ / "stall.yml";
-  std::ofstream(file) << conf(2);
-  testing::ChildProcess p;
-  ASSERT_TRUE(p.start({CHASH_PROXY_PATH, "-c", file.string()}, [&] {
-    const int fd = testing::dial_tcp(admin);
-    if (fd < 0) return false;
-    ::close(fd);
-    return true;
-  }));
+  BinaryProxy b(*this, dir_ / "stall.yml");
+  b.write(2);
+  ASSERT_TRUE(b.start());
   std::atomic<bool> stop{false};
   std::thread trickler([&] {
-    const int fd = testing::dial_tcp(admin);
+    const int fd = testing::dial_tcp(b.admin);
     for (int i = 0; !stop.load() && fd >= 0; ++i) {
       (void)::send(fd, "G", 1, MSG_NOSIGNAL);
       std::this_thread::sleep_for(100ms);
     }
     if (fd >= 0) ::close(fd);
   });
-  const int silent = testing::dial_tcp(admin);
+  const int silent = testing::dial_tcp(b.admin);
   std::this_thread::sleep_for(200ms);  // both are being served (or, before, blocking the port)
-  std::ofstream(file, std::ios::trunc) << conf(3);
-  ASSERT_EQ(::kill(p.pid(), SIGHUP), 0);
-  bool reloaded = false;
-  for (int i = 0; i < 120 && !reloaded; ++i) {  // 3 s: the trickler lives longer than that
-    reloaded = http(admin, "GET /status HTTP/1.0\r\n\r\n").find("\"applied_version\":2") !=
-               std::string::npos;
-    if (!reloaded) std::this_thread::sleep_for(25ms);
-  }
-  EXPECT_TRUE(reloaded);
-  EXPECT_EQ(p.terminate(SIGTERM), 0);  // within terminate's 10 s, the trickler still going
+  b.write(3);
+  ASSERT_EQ(::kill(b.process.pid(), SIGHUP), 0);
+  EXPECT_TRUE(b.applied(2, 120));              // 3 s: the trickler lives longer than that
+  EXPECT_EQ(b.process.terminate(SIGTERM), 0);  // within terminate's 10 s, the trickler still going
   stop = true;
   trickler.join();
   if (silent >= 0) ::close(silent);
