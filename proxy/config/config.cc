@@ -121,6 +121,16 @@ void parse_global_section(const Ctx& ctx, const YAML::Node& name, const YAML::No
       } catch (const Error& e) {
         fail_at(ctx.source, line_of(kv.second), e.what());
       }
+    } else if (k == "stats") {
+      try {
+        cfg.stats = parse_address(ctx.scalar(kv.second, k), "stats");
+      } catch (const Error& e) {
+        fail_at(ctx.source, line_of(kv.second), e.what());
+      }
+    } else if (k == "stats_interval") {
+      cfg.stats_interval_ms = ctx.number<std::uint32_t>(kv.second, k, 1, 3600u * 1000u);
+    } else if (k == "drain_timeout") {
+      cfg.drain_timeout_ms = ctx.number<std::uint32_t>(kv.second, k, 0, 3600u * 1000u);
     } else {
       fail_at(ctx.source, line_of(kv.first),
               "unknown key '" + k + "' in chash_proxy" + suggest(k, kGlobalKeys));

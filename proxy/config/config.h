@@ -20,7 +20,8 @@
 // chash's own keys (per pool): preset, algorithm, vnodes, client_auth, server_auth,
 // max_request_bytes, max_pipeline, hash_balance_factor, ...; servers may be maps
 // {server: "h:p:w name", password: x}.
-// The reserved top-level key `chash_proxy:` holds process settings: workers, admin.
+// The reserved top-level key `chash_proxy:` holds process settings: workers, admin, stats,
+// stats_interval, drain_timeout.
 //
 // Errors throw chash::Error whose message starts with "<source>:<line>: " and names the key.
 #pragma once
@@ -124,6 +125,12 @@ struct ProxyConfig {
   std::vector<PoolConfig> pools;
   unsigned workers = 0;  // 0: one per core
   std::optional<Address> admin;
+  // nutcracker's stats port (its -s/-a): each connection gets one stats JSON document and is
+  // closed. None: off (chash-proxy's command line turns it on as nutcracker's does).
+  std::optional<Address> stats;
+  std::uint32_t stats_interval_ms = 30000;  // nutcracker's -i: how often the stats are aggregated
+  // SIGTERM / hand-over: stop accepting, let in-flight requests finish for up to this, then exit.
+  std::uint32_t drain_timeout_ms = 10000;
 };
 
 // Parses YAML text; `source` names it in errors. Also builds each pool's router once, so a

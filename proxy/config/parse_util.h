@@ -34,7 +34,8 @@ inline constexpr std::string_view kPoolKeys[] = {
     "max_pipeline", "protocol", "max_value_bytes", "balance", "proxy_protocol", "idle_timeout",
     "health_check_interval", "rise", "fall", "hash_balance_factor", "preset_options"};
 
-inline constexpr std::string_view kGlobalKeys[] = {"workers", "admin"};
+inline constexpr std::string_view kGlobalKeys[] = {"workers", "admin", "stats", "stats_interval",
+                                                   "drain_timeout"};
 
 inline constexpr std::string_view kGlobalSection = "chash_proxy";
 
