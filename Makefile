@@ -12,7 +12,7 @@ PEER_NODES ?= 100
 PEER_KEYS ?= 100000
 PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build release install demo test unit-test asan tsan fuzz bench bench-peers bench-proxy compat-vectors clean
+.PHONY: all bootstrap build release install demo test unit-test asan tsan fuzz bench bench-peers bench-proxy soak compat-vectors clean
 
 all: build
 
@@ -98,6 +98,19 @@ bench-proxy: release
 	cmake --build build-release -j $(JOBS) --target chash-proxy
 	CHASH_PROXY=$(CURDIR)/build-release/chash-proxy OUT=$(CURDIR)/build-release/bench-proxy.md \
 	  bash bench/proxy/run.sh
+
+# Fault and load figures (docs/RELIABILITY.md): a Release chash-proxy with 3 redis-server and 3
+# memcached on 127.0.0.1 under steady load while backends are killed, paused and reloaded, with
+# idle, slow, admin and malformed clients, then SIGTERM with drain (and a binary hand-over when the
+# binary has --takeover). ~5 minutes; prints one row per event, fails on any unanswered request,
+# hung client or unbounded RSS. The short form runs in `make test` (ctest -L soak). Knobs:
+# SOAK_FLAGS="--clients 20 --window 5 ..." (python3 tests/soak/soak.py --help).
+SOAK_FLAGS ?=
+soak: bootstrap
+	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCHASH_BUILD_TESTS=OFF $(CMAKE_FLAGS) >/dev/null
+	cmake --build build-release -j $(JOBS) --target chash-proxy
+	timeout 900 python3 tests/soak/soak.py --proxy build-release/chash-proxy \
+	  --markdown build-release/soak.md $(SOAK_FLAGS)
 
 # Regenerate the compatibility vectors from the real peers (installs them; see tests/compat/).
 # Peers outside Debian/npm need a checkout: KETAMA_SRC, HASH_RING_SRC, JEDIS_SRC, ENVOY_SRC.
