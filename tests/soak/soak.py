@@ -646,23 +646,31 @@ class Harness:
     def up_down(self, server, t_fault, t_heal):
         """Eject time (fault → /status down) and recover time (heal → /status up again)."""
         t_down = first_change(self, server.name, False, t_fault)
-        t_up = first_change(self, server.name, True, t_heal)
         flaps = sum(1 for t, n, u in self.timeline if n == server.name and u and
                     t_fault <= t < t_heal)
         note = ""
-        if t_down is None or t_down > t_heal:
-            note = f"{server.name} not ejected while faulty; "
-            t_down = None
+        if t_down is None:
+            return dict(note=f"{server.name} never ejected; ")
+        if t_down > t_heal:
+            note = f"{server.name} ejected only after the fault ended; "
         if flaps:
             note += f"{server.name} shown up {flaps}x while still faulty; "
+        t_up = first_change(self, server.name, True, max(t_down, t_heal))
         if t_up is None:
             self.fail(f"{server.name}: not back up")
-        return dict(eject=None if t_down is None else t_down - t_fault,
-                    recover=None if t_up is None else t_up - t_heal, note=note)
+        return dict(eject=t_down - t_fault, recover=None if t_up is None else t_up - t_heal,
+                    note=note)
+
+    def is_up(self, name):
+        for t, n, u in reversed(self.timeline):
+            if n == name:
+                return u
+        return None
 
     async def wait_up(self, server, after):
         end = now() + self.args.retry / 1e3 + 10
-        while now() < end and first_change(self, server.name, True, after) is None:
+        await asyncio.sleep(0.1)  # the poller's next round
+        while now() < end and not self.is_up(server.name):
             await asyncio.sleep(0.02)
 
     async def kill_restart(self, server):
@@ -1031,23 +1039,29 @@ class Harness:
             await self.windowed("self-check: proxy SIGSTOPped past the deadline", self.ev_hang)
         if self.rows[-1]["failed"]:
             self.fail(f"steady load: {self.rows[-1]['failed']} requests failed with no fault")
-        await self.windowed(f"kill -9 redis {self.redis[0].name}, restart",
-                            lambda: self.kill_restart(self.redis[0]))
-        await self.windowed(f"kill -9 memcached {self.mc[0].name}, restart",
-                            lambda: self.kill_restart(self.mc[0]))
-        await self.windowed(f"SIGSTOP redis {self.redis[1].name} past timeout, SIGCONT",
-                            self.ev_sigstop)
-        await self.windowed("reloads (SIGHUP, POST /reload, +server, -server)", self.ev_reloads)
-        await self.windowed(f"{a.idle} idle + {a.slow} slow clients", self.ev_idle_slow)
-        await self.windowed("slow and silent admin clients", self.ev_slow_admin)
-        await self.windowed("malformed input", self.ev_malformed)
+        skip = set(a.skip.split(","))
+        events = [
+            ("kill", f"kill -9 redis {self.redis[0].name}, restart",
+             lambda: self.kill_restart(self.redis[0])),
+            ("kill", f"kill -9 memcached {self.mc[0].name}, restart",
+             lambda: self.kill_restart(self.mc[0])),
+            ("sigstop", f"SIGSTOP redis {self.redis[1].name} past timeout, SIGCONT",
+             self.ev_sigstop),
+            ("reload", "reloads (SIGHUP, POST /reload, +server, -server)", self.ev_reloads),
+            ("idle", f"{a.idle} idle + {a.slow} slow clients", self.ev_idle_slow),
+            ("admin", "slow and silent admin clients", self.ev_slow_admin),
+            ("malformed", "malformed input", self.ev_malformed),
+        ]
+        for key, name, action in events:
+            if key not in skip:
+                await self.windowed(name, action)
         rss_end = self.rss()
         if "--takeover" in self.help:
             await self.windowed("binary hand-over under load", self.ev_handover)
         else:
             self.not_available("binary hand-over under load",
                                "chash-proxy --help has no --takeover")
-        if "--takeover" in self.help or "drain" in self.help:
+        if "--takeover" in self.help or a.force_drain:
             # The last event: the proxy exits.
             W = a.window
             rss0 = self.rss()
@@ -1102,6 +1116,10 @@ def parse_args(argv):
     p.add_argument("--malformed-rounds", type=int)
     p.add_argument("--rss-bound-mib", type=float, help="allowed RSS growth over the run")
     p.add_argument("--time-limit", type=float, help="hard limit for the whole run, s")
+    p.add_argument("--force-drain", action="store_true",
+                   help="run the SIGTERM-with-drain event even when --help has no --takeover")
+    p.add_argument("--skip", default="",
+                   help="comma-separated events to skip: kill,sigstop,reload,idle,admin,malformed")
     p.add_argument("--inject-hang", action="store_true",
                    help="self-check: SIGSTOP the proxy past the deadline once (must then fail)")
     a = p.parse_args(argv)
