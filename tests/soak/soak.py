@@ -886,49 +886,59 @@ class Harness:
         a = self.args
         rnd = random.Random(7)
         redis_junk = [
-            b"*abc\r\n",
-            b"*1\r\n$10737418240\r\n",
-            b"*2\r\n$3\r\nGET\r\n$-5\r\n",
-            b"*99999999999\r\n",
-            b"$5\r\nhello\r\n",
-            b"*1\r\n" + b"$" + b"9" * 40 + b"\r\n",
+            ("resp-bad-count", b"*abc\r\n"),
+            ("resp-10GB-bulk", b"*1\r\n$10737418240\r\n"),
+            ("resp-negative-bulk", b"*2\r\n$3\r\nGET\r\n$-5\r\n"),
+            ("resp-huge-count", b"*99999999999\r\n"),
+            ("resp-bulk-outside-array", b"$5\r\nhello\r\n"),
+            ("resp-40-digit-bulk", b"*1\r\n" + b"$" + b"9" * 40 + b"\r\n"),
         ]
         mc_junk = [
-            b"\x80\x00\x00\x05" + bytes(rnd.randrange(256) for _ in range(40)),
-            b"get " + b"k" * 300 + b"\r\n",
-            b"set k 0 0 -1\r\nxx\r\n",
-            b"set k 0 0 4294967296\r\n",
-            b"x" * 3000,
-            b"bogus command line\r\n",
+            ("mc-binary-protocol", b"\x80\x00\x00\x05" + bytes(rnd.randrange(256)
+                                                               for _ in range(40))),
+            ("mc-300-byte-key", b"get " + b"k" * 300 + b"\r\n"),
+            ("mc-negative-length", b"set k 0 0 -1\r\nxx\r\n"),
+            ("mc-2^32-length", b"set k 0 0 4294967296\r\n"),
+            ("mc-3000-bytes-no-newline", b"x" * 3000),
+            ("mc-unknown-command", b"bogus command line\r\n"),
         ]
         outcomes = {"answered": 0, "closed": 0, "hung": 0}
+        closed_kinds = {}
+        hung_kinds = {}
 
-        async def send(port, junk):
+        async def send(port, label, junk):
             r, w = await asyncio.open_connection("127.0.0.1", port)
             try:
                 w.write(junk)
                 await w.drain()
                 data = await asyncio.wait_for(r.read(65536), a.deadline)
-                outcomes["answered" if data else "closed"] += 1
+                verdict = "answered" if data else "closed"
             except asyncio.TimeoutError:
-                outcomes["hung"] += 1
+                verdict = "hung"
             except OSError:
-                outcomes["closed"] += 1
+                verdict = "closed"
             finally:
                 w.close()
+            outcomes[verdict] += 1
+            if verdict != "answered":
+                kinds = closed_kinds if verdict == "closed" else hung_kinds
+                kinds[label] = kinds.get(label, 0) + 1
 
         n = 0
         for round_ in range(a.malformed_rounds):
-            jobs = [send(self.redis_port, j) for j in redis_junk]
-            jobs += [send(self.mc_port, j) for j in mc_junk]
+            jobs = [send(self.redis_port, *j) for j in redis_junk]
+            jobs += [send(self.mc_port, *j) for j in mc_junk]
             # Random binary ending in a newline, on both ports.
-            for port in (self.redis_port, self.mc_port):
-                jobs.append(send(port, bytes(rnd.randrange(256) for _ in range(rnd.randrange(
-                    1, 200))) + b"\r\n"))
+            for port, label in ((self.redis_port, "resp-random"), (self.mc_port, "mc-random")):
+                jobs.append(send(port, label, bytes(rnd.randrange(256) for _ in range(
+                    rnd.randrange(1, 200))) + b"\r\n"))
             n += len(jobs)
             await asyncio.gather(*jobs)
+        detail = lambda d: ", ".join(f"{k} {v}" for k, v in sorted(d.items()))
         note = (f"{n} malformed connections: {outcomes['answered']} answered, "
-                f"{outcomes['closed']} closed")
+                f"{outcomes['closed']} closed without a reply ({detail(closed_kinds)})")
+        if hung_kinds:
+            note += f"; hung: {detail(hung_kinds)}"
         return dict(hung=outcomes["hung"], note=note)
 
     async def ev_handover(self):
