@@ -1133,10 +1133,10 @@ def parse_args(argv):
     p.add_argument("--inject-hang", action="store_true",
                    help="self-check: SIGSTOP the proxy past the deadline once (must then fail)")
     a = p.parse_args(argv)
-    short = dict(clients=4, window=1.0, pace=0.01, downtime=1.0, reloads=6, idle=100, slow=10,
+    short = dict(clients=4, window=1.0, pace=0.01, downtime=1.25, reloads=6, idle=100, slow=10,
                  trickle=0.02, slow_admin=3, malformed_rounds=5, rss_bound_mib=48,
                  time_limit=100)
-    full = dict(clients=12, window=10.0, pace=0.005, downtime=5.0, reloads=30, idle=300, slow=40,
+    full = dict(clients=12, window=10.0, pace=0.005, downtime=5.25, reloads=30, idle=300, slow=40,
                 trickle=0.05, slow_admin=8, malformed_rounds=100, rss_bound_mib=64,
                 time_limit=600)
     for k, v in (short if a.short else full).items():
