@@ -973,27 +973,36 @@ class Harness:
                  asyncio.ensure_future(churner(self.mc_port, b"version\r\n", read_mc))]
         t_start = now()
         refused0 = len(self.rec.refused)
+        # Requests in flight in the old process while it hands over: r3 paused for a moment.
+        server = self.redis[2]
+        server.stop()
         new = Proxy(self, self.proxy_extra + ["--takeover"])
         self.all_proxies.append(new)
         await new.start()
+        await asyncio.sleep(0.3)
+        server.cont()
         rc = await old.wait_exit(a.drain_timeout / 1e3 + 10)
         t_old_gone = now()
-        self.proxy = new
+        if new.proc.poll() is None:
+            self.proxy = new
+        else:
+            self.fail(f"handover: the new process exited with {new.proc.returncode}")
         await asyncio.sleep(a.window / 2)
         done = True
         await asyncio.gather(*tasks)
         if rc is None:
             self.fail("handover: the old process did not exit")
-        if new.proc.poll() is not None:
-            raise RuntimeError(f"handover: the new process exited with {new.proc.returncode}")
+        elif rc != 0:
+            self.fail(f"handover: the old process exited with {rc}")
         refused = churn["refused"] + len(self.rec.refused) - refused0
         t_end = now()
         lost = sum(1 for i in range(len(self.rec.t))
-                   if t_start <= self.rec.t[i] < t_end and self.rec.code[i] == FAILED)
-        note = (f"old exited {rc} after {t_old_gone - t_start:.2f} s; churn connects "
-                f"{churn['ok']} ok, {churn['failed']} failed; RSS of the new process after")
+                   if t_start <= self.rec.t[i] < t_end and self.rec.code[i] != OK)
+        note = (f"old pid {old.pid} exited {rc} {t_old_gone - t_start:.2f} s after the new one "
+                f"started; {churn['ok']} connect-ask-close cycles ok, {churn['failed']} failed; "
+                f"RSS: old before, new after")
         if churn["failed"]:
-            self.fail(f"handover: {churn['failed']} churn connections failed")
+            self.fail(f"handover: {churn['failed']} connect-ask-close cycles failed")
         return dict(note=note, refused=refused, lost=lost)
 
     async def ev_drain(self):
@@ -1013,17 +1022,23 @@ class Harness:
         elif rc != 0:
             self.fail(f"drain: the proxy exited with {rc}")
         rec = self.rec
-        sent_before = lost = 0
+        in_flight = lost = after_ok = after_other = 0
         for i in range(len(rec.t)):
             if rec.t[i] < t_term:
                 if rec.t[i] + rec.lat[i] / 1e3 >= t_term:
-                    sent_before += 1  # in flight at SIGTERM
+                    in_flight += 1
                     if rec.code[i] != OK:
                         lost += 1
+            elif rec.code[i] == OK:
+                after_ok += 1
+            else:
+                after_other += 1
+        refused_after = self.rec.count_between(self.rec.refused, t_term, now())
         self.stopping = True
         return dict(lost=lost, note=(
-            f"{sent_before} requests in flight at SIGTERM ({server.name} paused), exit {rc} "
-            f"after {t_exit - t_term:.2f} s (drain_timeout {a.drain_timeout} ms)"))
+            f"{in_flight} requests in flight at SIGTERM ({server.name} paused); sent after it: "
+            f"{after_ok} ok, {after_other} not; {refused_after} connects refused after it; "
+            f"exit {rc} after {t_exit - t_term:.2f} s (drain_timeout {a.drain_timeout} ms)"))
 
     # -- main ---------------------------------------------------------------------------------
 
