@@ -123,10 +123,6 @@ class Recorder:
 # Protocol clients
 
 
-class Closed(Exception):
-    pass
-
-
 async def read_resp(r):
     line = await r.readuntil(b"\r\n")
     kind, rest = line[:1], line[1:-2]
