@@ -97,8 +97,11 @@ int main(int argc, char** argv) {
   }
   ::signal(SIGPIPE, SIG_IGN);
   try {
-    chash::proxy::Proxy proxy(std::move(config),
-                              {.config_path = path, .handle_signals = true, .workers = workers});
+    chash::proxy::ProxyOptions options;
+    options.config_path = path;
+    options.handle_signals = true;
+    options.workers = workers;
+    chash::proxy::Proxy proxy(std::move(config), std::move(options));
     proxy.run();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "chash-proxy: %s\n", e.what());
