@@ -22,11 +22,16 @@ constexpr const char* kUsage =
     "  -t, --check            validate the config (parse + build every router) and exit\n"
     "  -w, --workers N        worker threads (default: chash_proxy.workers, else one per core)\n"
     "  -v, --log-level LEVEL  debug, info (default), warn, error\n"
+    "      --handover-socket PATH  serve PATH, from which a newer chash-proxy takes the\n"
+    "                         listening sockets (binary upgrade without a dropped connection)\n"
+    "      --takeover         start by taking the sockets from the chash-proxy serving\n"
+    "                         --handover-socket; it then drains and exits\n"
     "  -h, --help             this text\n"
     "      --version          print the version (chash-proxy " CHASH_VERSION_STRING
     ") and exit\n"
     "\n"
-    "Signals: SIGHUP reloads the config; SIGINT/SIGTERM stop. Exit codes: 0 ok, 1 bad config or\n"
+    "Signals: SIGHUP reloads the config; SIGINT/SIGTERM drain (chash_proxy.drain_timeout) and\n"
+    "stop, a second one stops at once. Exit codes: 0 ok, 1 bad config or\n"
     "cannot listen, 2 usage error.\n";
 
 }  // namespace
@@ -35,6 +40,8 @@ int main(int argc, char** argv) {
   std::string path;
   bool check = false;
   unsigned workers = 0;
+  std::string handover_socket;
+  bool takeover = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&](const char* what) -> std::string {
@@ -54,6 +61,10 @@ int main(int argc, char** argv) {
       path = value("-c");
     } else if (a == "-t" || a == "--check" || a == "--test-conf") {
       check = true;
+    } else if (a == "--handover-socket") {
+      handover_socket = value("--handover-socket");
+    } else if (a == "--takeover") {
+      takeover = true;
     } else if (a == "-w" || a == "--workers") {
       const std::string v = value("--workers");
       char* end = nullptr;
@@ -97,8 +108,13 @@ int main(int argc, char** argv) {
   }
   ::signal(SIGPIPE, SIG_IGN);
   try {
-    chash::proxy::Proxy proxy(std::move(config),
-                              {.config_path = path, .handle_signals = true, .workers = workers});
+    chash::proxy::ProxyOptions options;
+    options.config_path = path;
+    options.handle_signals = true;
+    options.workers = workers;
+    options.handover_socket = handover_socket;
+    options.takeover = takeover;
+    chash::proxy::Proxy proxy(std::move(config), std::move(options));
     proxy.run();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "chash-proxy: %s\n", e.what());

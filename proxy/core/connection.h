@@ -21,6 +21,15 @@ namespace chash::proxy {
 
 struct Reply;
 
+// A client connection as the Worker sees it (ClientSession, tcp::Relay).
+class ClientConn : public net::Pollable {
+ public:
+  // Drain (SIGTERM, a binary hand-over, its pool removed by a reload): close as soon as
+  // everything the client has sent is answered and nothing more is arriving, without cutting a
+  // request or a reply. A byte stream (tcp) has no such point: it runs until it ends.
+  virtual void drain() = 0;
+};
+
 class BackendConn : public net::Pollable {
  public:
   // Starts connecting (and queues any handshake). False, with `error`, when it cannot start.

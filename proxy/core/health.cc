@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/probe_check.h"
 #include "core/protocols.h"
+#include "core/resolver.h"
 #include "net/socket.h"
 
 namespace chash::proxy {
@@ -76,8 +77,11 @@ class HealthChecker::Probe : public net::Pollable {
   void start() {
     state_->probing = true;
     was_down_ = state_->down.load();
-    std::string error;
-    fd_ = net::connect_to(address_, error);
+    std::string error = "its address does not resolve";
+    const auto address = state_->resolved();
+    if (address != nullptr && address->source == address_.text()) {
+      fd_ = net::connect_addr(address->addr, address->len, address->source, error);
+    }
     if (fd_ < 0 || !loop_.add(fd_, EPOLLIN | EPOLLOUT, this)) {
       finish(false, error);
       return;
@@ -147,8 +151,8 @@ class HealthChecker::Probe : public net::Pollable {
 
 // ---- HealthChecker ------------------------------------------------------------------------------
 
-HealthChecker::HealthChecker(net::EventLoop& loop, TopologySource topology)
-    : loop_(loop), topology_(std::move(topology)) {}
+HealthChecker::HealthChecker(net::EventLoop& loop, TopologySource topology, Resolver* resolver)
+    : loop_(loop), topology_(std::move(topology)), resolver_(resolver) {}
 
 void HealthChecker::start() {
   loop_.add_timer(kTick, [this] {
@@ -163,6 +167,9 @@ void HealthChecker::tick() {
   for (const auto& pool : t->pools) {
     for (NodeId i = 0; i < pool->states.size(); ++i) {
       if (!probe_due(*pool->states[i], pool->config, now)) continue;
+      // A backend that is down may have moved: look its name up again (off this thread); the
+      // probe after the next server_retry_timeout uses what it finds.
+      if (resolver_ != nullptr && pool->states[i]->down.load()) resolver_->refresh(pool, i);
       (new Probe(loop_, pool, i))->start();  // frees itself
     }
   }

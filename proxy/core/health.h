@@ -21,6 +21,8 @@
 
 namespace chash::proxy {
 
+class Resolver;
+
 // Whether `s` should be probed at steady-clock ms `now` (and no probe of it is in flight).
 bool probe_due(const BackendState& s, const PoolConfig& pool, std::int64_t now) noexcept;
 
@@ -34,8 +36,9 @@ void apply_probe_result(BackendState& s, const PoolConfig& pool, bool was_down, 
 class HealthChecker {
  public:
   using TopologySource = std::function<std::shared_ptr<const Topology>()>;
-  // Probes run on `loop` (the control loop), which must outlive the checker.
-  HealthChecker(net::EventLoop& loop, TopologySource topology);
+  // Probes run on `loop` (the control loop), which must outlive the checker. With a resolver,
+  // the names of backends that are down are looked up again before each probe.
+  HealthChecker(net::EventLoop& loop, TopologySource topology, Resolver* resolver = nullptr);
   HealthChecker(const HealthChecker&) = delete;
   HealthChecker& operator=(const HealthChecker&) = delete;
 
@@ -48,6 +51,7 @@ class HealthChecker {
   class Probe;
   net::EventLoop& loop_;
   TopologySource topology_;
+  Resolver* resolver_;
 };
 
 }  // namespace chash::proxy

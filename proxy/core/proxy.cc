@@ -9,38 +9,48 @@
 
 #include "core/log.h"
 #include "core/status.h"
-#include "core/worker.h"
 #include "net/socket.h"
 
 namespace chash::proxy {
+
+namespace {
+// A pool's listening socket, by address as configured; an ephemeral port ("host:0", tests) is
+// its pool's own.
+std::string listen_key(const PoolConfig& pc) {
+  const std::string text = pc.listen.text();
+  return pc.listen.unix_path.empty() && pc.listen.port == 0 ? text + "#" + pc.name : text;
+}
+std::string pool_key(const PoolConfig& pc) { return "pool " + listen_key(pc); }
+std::string admin_key(const Address& a) { return "admin " + a.text(); }
+constexpr auto kDrainPoll = std::chrono::milliseconds(20);
+}  // namespace
 
 Proxy::Proxy(ProxyConfig config, ProxyOptions options)
     : config_(std::move(config)), options_(std::move(options)) {
   unsigned w = options_.workers != 0 ? options_.workers : config_.workers;
   if (w == 0) w = std::max(1u, std::thread::hardware_concurrency());
   worker_count_ = w;
-  topology_ = build_topology(config_, nullptr, version_);
-  for (const auto& pc : config_.pools) {
-    std::string error;
-    const int fd = net::listen_on(pc.listen, pc.backlog, error);
-    if (fd < 0) {
-      for (const int f : listen_fds_) ::close(f);
-      throw std::runtime_error("pool " + pc.name + ": " + error);
+  resolver_ = std::make_unique<Resolver>(options_.lookup);
+  if (options_.takeover) {
+    if (options_.handover_socket.empty()) {
+      throw std::runtime_error("--takeover needs --handover-socket PATH");
     }
-    listen_fds_.push_back(fd);
+    predecessor_ = std::make_unique<HandoverClient>(options_.handover_socket);
   }
+  topology_ = build_topology(config_, nullptr, version_);
+  // Names are looked up here, before any worker runs (workers never resolve).
+  resolver_->resolve_now(*topology_);
+  std::string error;
+  if (!open_listeners(config_, listen_, error)) throw std::runtime_error(error);
   if (config_.admin) {
-    std::string error;
-    admin_fd_ = net::listen_on(*config_.admin, 64, error);
-    if (admin_fd_ < 0) {
-      for (const int f : listen_fds_) ::close(f);
-      throw std::runtime_error("admin: " + error);
-    }
+    admin_fd_ = take_or_listen(admin_key(*config_.admin), *config_.admin, 64, error);
+    if (admin_fd_ < 0) throw std::runtime_error("admin: " + error);
     admin_ = std::make_unique<AdminServer>(
         control_, admin_fd_,
         AdminServer::Handlers{[this] { return prometheus(); }, [this] { return status_json(); },
                               [this](std::string& message) { return reload_from_file(message); }});
   }
+  if (!options_.handover_socket.empty() && !options_.takeover) serve_handover();
   if (options_.handle_signals) {
     signals_ = std::make_unique<SignalHandler>(
         control_,
@@ -50,10 +60,11 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
         },
         [this](std::string_view signal) {
           log(LogLevel::kInfo, "stopping", {{"signal", signal}});
-          control_.stop();
+          begin_drain(signal);
         });
   }
-  health_ = std::make_unique<HealthChecker>(control_, [this] { return topology(); });
+  health_ = std::make_unique<HealthChecker>(
+      control_, [this] { return topology(); }, resolver_.get());
 }
 
 Proxy::~Proxy() {
@@ -62,19 +73,75 @@ Proxy::~Proxy() {
   health_.reset();
   signals_.reset();
   admin_.reset();
+  handover_.reset();
   if (admin_fd_ >= 0) ::close(admin_fd_);
-  for (const int f : listen_fds_) ::close(f);
+}
+
+int Proxy::take_or_listen(const std::string& key, const Address& address, int backlog,
+                          std::string& error) {
+  if (predecessor_ != nullptr) {
+    const int fd = predecessor_->take(key);
+    if (fd >= 0) return fd;
+  }
+  return net::listen_on(address, backlog, error);
+}
+
+bool Proxy::open_listeners(const ProxyConfig& config,
+                           std::map<std::string, std::shared_ptr<ListenSocket>>& out,
+                           std::string& error) {
+  std::map<std::string, std::shared_ptr<ListenSocket>> next;
+  for (const auto& pc : config.pools) {
+    const std::string key = listen_key(pc);
+    if (const auto it = listen_.find(key); it != listen_.end()) {
+      next.emplace(key, it->second);
+      continue;
+    }
+    std::string why;
+    const int fd = take_or_listen(pool_key(pc), pc.listen, pc.backlog, why);
+    if (fd < 0) {
+      error = "pool " + pc.name + ": " + why;
+      return false;  // the new sockets close with `next`
+    }
+    next.emplace(key, std::make_shared<ListenSocket>(fd, key));
+  }
+  out = std::move(next);
+  return true;
+}
+
+Listeners Proxy::listeners_for(const Topology& t) const {
+  Listeners out;
+  for (const auto& p : t.pools) {
+    const auto it = listen_.find(listen_key(p->config));
+    if (it != listen_.end()) out.emplace_back(p->slot, it->second);
+  }
+  return out;
 }
 
 void Proxy::run() {
-  for (unsigned i = 0; i < worker_count_; ++i) {
-    workers_.push_back(std::make_unique<Worker>(i, listen_fds_, topology(), metrics_));
+  {
+    std::lock_guard lock(mu_);
+    for (unsigned i = 0; i < worker_count_; ++i) {
+      workers_.push_back(
+          std::make_unique<Worker>(i, listeners_for(*topology_), topology_, metrics_));
+    }
   }
   for (auto& w : workers_) w->start();
   std::string listens;
   for (const auto& pc : config_.pools) listens += (listens.empty() ? "" : ",") + pc.listen.text();
   const std::string nw = std::to_string(worker_count_);
   log(LogLevel::kInfo, "started", {{"listen", listens}, {"workers", nw}});
+  if (predecessor_ != nullptr) {
+    // Serving: the predecessor may stop accepting now. If it cannot be told, both keep
+    // accepting on the same sockets (nothing is lost) and the operator sees why.
+    try {
+      const std::string pid = std::to_string(predecessor_->release());
+      log(LogLevel::kInfo, "hand-over: took over the listening sockets", {{"from_pid", pid}});
+    } catch (const std::exception& e) {
+      log(LogLevel::kError, "hand-over", {{"reason", e.what()}});
+    }
+    predecessor_.reset();  // closes the sockets the new config does not use
+    serve_handover();
+  }
   health_->start();
   {
     std::lock_guard lock(run_mu_);
@@ -85,9 +152,65 @@ void Proxy::run() {
   for (auto& w : workers_) w->stop();
 }
 
+void Proxy::serve_handover() {
+  std::string error;
+  const int fd = HandoverServer::listen(options_.handover_socket, error);
+  if (fd < 0) {
+    log(LogLevel::kError, "hand-over socket", {{"reason", error}});
+    return;
+  }
+  handover_ = std::make_unique<HandoverServer>(
+      control_, fd, [this] { return handover_sockets(); },
+      [this] { begin_drain("hand-over"); });
+}
+
+HandoverSockets Proxy::handover_sockets() const {
+  HandoverSockets out;
+  std::lock_guard lock(mu_);
+  for (const auto& pc : config_.pools) {
+    const auto it = listen_.find(listen_key(pc));
+    if (it != listen_.end()) out.emplace(pool_key(pc), it->second->fd);
+  }
+  if (config_.admin && admin_fd_ >= 0) out.emplace(admin_key(*config_.admin), admin_fd_);
+  return out;
+}
+
 void Proxy::stop() {
   stop_requested_ = true;
   control_.post([this] { control_.stop(); });
+}
+
+void Proxy::drain() {
+  control_.post([this] { begin_drain("requested"); });
+}
+
+void Proxy::begin_drain(std::string_view why) {
+  if (draining_ || config_.drain_timeout_ms == 0) {
+    control_.stop();  // a second SIGTERM, or no drain configured: stop now
+    return;
+  }
+  draining_ = true;
+  const std::string ms = std::to_string(config_.drain_timeout_ms);
+  log(LogLevel::kInfo, "draining", {{"reason", why}, {"drain_timeout_ms", ms}});
+  {
+    std::lock_guard lock(mu_);
+    for (auto& w : workers_) w->drain();
+    listen_.clear();  // each socket closes when the last worker has let go of it
+  }
+  drain_deadline_ = net::Clock::now() + std::chrono::milliseconds(config_.drain_timeout_ms);
+  control_.add_timer(kDrainPoll, [this] { check_drained(); });
+}
+
+void Proxy::check_drained() {
+  std::size_t open = 0;
+  for (const auto& w : workers_) open += w->open_clients();
+  if (open == 0 || net::Clock::now() >= drain_deadline_) {
+    const std::string left = std::to_string(open);
+    log(open == 0 ? LogLevel::kInfo : LogLevel::kWarn, "drained", {{"clients_left", left}});
+    control_.stop();
+    return;
+  }
+  control_.add_timer(kDrainPoll, [this] { check_drained(); });
 }
 
 void Proxy::wait_running() {
@@ -102,33 +225,39 @@ std::shared_ptr<const Topology> Proxy::topology() const {
 
 bool Proxy::reload(const ProxyConfig& config, std::string& message) {
   std::lock_guard lock(mu_);
-  // Listeners are bound once: pools and their listen addresses must stay.
-  bool same = config.pools.size() == config_.pools.size();
-  for (std::size_t i = 0; same && i < config.pools.size(); ++i) {
-    same = config.pools[i].name == config_.pools[i].name &&
-           config.pools[i].listen.text() == config_.pools[i].listen.text();
-  }
-  if (!same) {
-    message = "reload refused: pools and their listen addresses cannot change without a restart";
+  auto refuse = [&](const std::string& why) {
+    message = "reload refused: " + why;
     metrics_.reload_failures.fetch_add(1);
-    log(LogLevel::kWarn, "reload refused", {{"reason", message}});
+    log(LogLevel::kWarn, "reload refused", {{"reason", why}});
     return false;
-  }
+  };
+  if (draining_) return refuse("draining");
   std::shared_ptr<const Topology> next;
   try {
     next = build_topology(config, topology_.get(), version_ + 1);
   } catch (const std::exception& e) {
-    message = std::string("reload refused: ") + e.what();
-    metrics_.reload_failures.fetch_add(1);
-    log(LogLevel::kWarn, "reload refused", {{"reason", e.what()}});
-    return false;
+    return refuse(e.what());
   }
+  // Pools and listen addresses may come and go: new addresses are bound before anything
+  // changes (a bind that fails refuses the whole reload), and the ones no pool uses any more
+  // close once every worker has stopped accepting on them.
+  std::map<std::string, std::shared_ptr<ListenSocket>> listen;
+  std::string error;
+  if (!open_listeners(config, listen, error)) return refuse(error);
+  if (config.admin.has_value() != config_.admin.has_value() ||
+      (config.admin && config.admin->text() != config_.admin->text()) ||
+      config.workers != config_.workers) {
+    log(LogLevel::kWarn, "reload: chash_proxy.admin and workers take effect at the next start "
+                         "(or binary hand-over)");
+  }
+  resolver_->resolve_later(*next);  // names of new or readdressed backends, off this thread
   message = describe_change(*topology_, *next);
   if (message.empty()) message = "no change\n";
   ++version_;
   topology_ = next;
+  listen_ = std::move(listen);
   config_.pools = config.pools;
-  for (auto& w : workers_) w->set_topology(next);
+  for (auto& w : workers_) w->set_topology(next, listeners_for(*next));
   metrics_.reloads.fetch_add(1);
   std::string one_line = message;
   for (char& c : one_line) c = c == '\n' ? ';' : c;
@@ -152,7 +281,22 @@ bool Proxy::reload_from_file(std::string& message) {
   }
 }
 
-std::uint16_t Proxy::port(std::size_t pool) const { return net::local_port(listen_fds_.at(pool)); }
+std::uint16_t Proxy::port(std::size_t pool) const {
+  std::lock_guard lock(mu_);
+  const auto it = listen_.find(listen_key(config_.pools.at(pool)));
+  return it == listen_.end() ? 0 : net::local_port(it->second->fd);
+}
+
+std::uint16_t Proxy::port(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  for (const auto& pc : config_.pools) {
+    if (pc.name != name) continue;
+    const auto it = listen_.find(listen_key(pc));
+    return it == listen_.end() ? 0 : net::local_port(it->second->fd);
+  }
+  return 0;
+}
+
 std::uint16_t Proxy::admin_port() const { return admin_fd_ < 0 ? 0 : net::local_port(admin_fd_); }
 
 std::string Proxy::prometheus() const { return render_prometheus(metrics_, *topology()); }

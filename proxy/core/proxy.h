@@ -15,6 +15,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,15 +23,16 @@
 
 #include "config/config.h"
 #include "core/admin.h"
+#include "core/handover.h"
 #include "core/health.h"
 #include "core/metrics.h"
+#include "core/resolver.h"
 #include "core/signals.h"
 #include "core/topology.h"
+#include "core/worker.h"
 #include "net/event_loop.h"
 
 namespace chash::proxy {
-
-class Worker;
 
 struct ProxyOptions {
   std::string config_path;      // re-read on SIGHUP / POST /reload ("" = reload disabled)
@@ -42,6 +44,8 @@ struct ProxyOptions {
   // Start by taking the listening sockets from the chash-proxy serving handover_socket, which
   // then stops accepting, drains and exits.
   bool takeover = false;
+  // How backend host names are looked up (core/resolver.h); tests inject slow or failing ones.
+  Lookup lookup = system_lookup;
 };
 
 class Proxy {
@@ -54,8 +58,12 @@ class Proxy {
 
   // Starts the workers and runs the control loop until stop(). Call once.
   void run();
-  // Thread-safe.
+  // Thread-safe: stop now (open connections are closed).
   void stop();
+  // Thread-safe: graceful stop (SIGTERM): stop accepting, let every client's requests finish
+  // (each connection closes between requests), then stop once no client is left or
+  // drain_timeout has passed. A second call stops at once.
+  void drain();
   // Blocks until run() has started the workers (tests).
   void wait_running();
 
@@ -65,6 +73,8 @@ class Proxy {
   bool reload_from_file(std::string& message);
 
   std::uint16_t port(std::size_t pool) const;  // TCP port of pool i (0 for unix sockets)
+  // TCP port the pool named `name` listens on (0: unix socket or no such pool).
+  std::uint16_t port(const std::string& name) const;
   std::uint16_t admin_port() const;
   std::shared_ptr<const Topology> topology() const;
   // The oldest topology version a worker still routes with; equal to topology()->version once
@@ -75,15 +85,34 @@ class Proxy {
 
   std::string prometheus() const;
   std::string status_json() const;
+  const Resolver& resolver() const noexcept { return *resolver_; }
 
  private:
+  // The listening socket for `key`: the predecessor's (hand-over) or a new one.
+  int take_or_listen(const std::string& key, const Address& address, int backlog,
+                     std::string& error);
+  // The pool listeners `config` needs, reusing open ones by address; false (and `error`) when
+  // one cannot be bound.
+  bool open_listeners(const ProxyConfig& config,
+                      std::map<std::string, std::shared_ptr<ListenSocket>>& out,
+                      std::string& error);
+  Listeners listeners_for(const Topology& t) const;
+  HandoverSockets handover_sockets() const;
+  void serve_handover();
+  void begin_drain(std::string_view why);
+  void check_drained();
+
   ProxyConfig config_;
   ProxyOptions options_;
   unsigned worker_count_ = 1;
   Metrics metrics_;
-  std::vector<int> listen_fds_;
+  std::unique_ptr<Resolver> resolver_;
+  std::unique_ptr<HandoverClient> predecessor_;  // --takeover: until released
+  // Pool listening sockets by address (as configured); workers hold them too.
+  std::map<std::string, std::shared_ptr<ListenSocket>> listen_;
   int admin_fd_ = -1;
   net::EventLoop control_;  // declared before what registers on it: destroyed after them
+  std::unique_ptr<HandoverServer> handover_;
   std::unique_ptr<AdminServer> admin_;
   std::unique_ptr<SignalHandler> signals_;
   std::unique_ptr<HealthChecker> health_;
@@ -95,6 +124,8 @@ class Proxy {
   std::condition_variable run_cv_;
   bool running_ = false;
   std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> draining_{false};
+  net::Clock::time_point drain_deadline_{};
 };
 
 }  // namespace chash::proxy

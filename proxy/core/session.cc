@@ -76,7 +76,11 @@ void Reply::finish_now() {
 // ---- ClientSession ------------------------------------------------------------------------------
 
 ClientSession::ClientSession(Worker& worker, std::size_t pool_index, int fd)
-    : worker_(worker), pool_index_(pool_index), pool_(worker.pool(pool_index)), fd_(fd) {
+    : worker_(worker),
+      pool_index_(pool_index),
+      pool_(worker.pool(pool_index)),
+      fd_(fd),
+      last_input_(worker.loop().now()) {
   worker_.loop().add(fd_, EPOLLIN, this);
   worker_.client_opened(this, pool_index_);
 }
@@ -117,6 +121,7 @@ void ClientSession::read() {
       }
       break;
     }
+    last_input_ = worker_.loop().now();
     run_process();
     if (closed_) return;
     if (static_cast<std::size_t>(n) < kReadChunk) break;
@@ -217,8 +222,29 @@ void ClientSession::write() {
   update_events();
 }
 
+void ClientSession::drain() {
+  draining_ = true;
+  update_events();
+}
+
+bool ClientSession::close_if_drained() {
+  if (!pending_.empty() || out_off_ != out_.size() || !in_.empty()) return false;
+  // Quiet for kDrainQuiet: a client that just connected, or is between two requests of a
+  // conversation, is about to send; closing now would leave that request unanswered. (Neither
+  // RESP nor memcached can tell a client "this is the last reply", so a request that races the
+  // close sees it without a reply, as with any server's idle close, and its client retries on
+  // a new connection; the quiet period makes that a rare event instead of the common one.)
+  // Clients that are never quiet stay until drain_timeout. The worker re-checks on its tick.
+  if (worker_.loop().now() - last_input_ < kDrainQuiet) return false;
+  char c;
+  if (::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0) return false;  // already on its way
+  close();
+  return true;
+}
+
 void ClientSession::update_events() {
   if (closed_) return;
+  if (draining_ && close_if_drained()) return;
   // Backpressure: stop reading while too much is in flight or unsent to this client.
   auto readable = [this] {
     return !read_closed_ && pending_.size() < pool_->config.max_pipeline &&
@@ -273,7 +299,13 @@ BackendSession::Pending BackendSession::take_front() {
 
 bool BackendSession::start(std::string& error) {
   const ServerConfig& s = pool_->config.servers[node_];
-  fd_ = net::connect_to(s.address, error);
+  // The resolver's address (core/resolver.h): a worker never looks a name up itself.
+  const auto address = state_->resolved();
+  if (address == nullptr) {
+    error = "its address is not resolved";
+    return false;
+  }
+  fd_ = net::connect_addr(address->addr, address->len, s.address.text(), error);
   if (fd_ < 0) return false;
   if (pool_->config.tcpkeepalive) net::set_keepalive(fd_);
   want_write_ = true;

@@ -41,6 +41,9 @@ bool backend_usable(const Pool& pool, NodeId node, std::string_view what, std::s
 inline constexpr std::size_t kReadChunk = 64 * 1024;
 inline constexpr std::size_t kMaxClientOutput = 8u << 20;  // pause reading above this much unsent
 inline constexpr int kMaxReadsPerEvent = 16;               // fairness between connections
+// Draining: a client connection closes once nothing is in flight and it has sent nothing for
+// this long (ClientSession::close_if_drained says why).
+inline constexpr auto kDrainQuiet = std::chrono::milliseconds(200);
 
 // One request's place in its client's in-order reply queue.
 struct Reply {
@@ -71,12 +74,13 @@ void drop_consumed(std::string& in, Parser& parser) {
   parser.consume(n);
 }
 
-class ClientSession : public net::Pollable {
+class ClientSession : public ClientConn {
  public:
   ClientSession(Worker& worker, std::size_t pool_index, int fd);
   ~ClientSession() override;
 
   void on_event(std::uint32_t events) override;
+  void drain() override;
   // A Reply of ours completed: queue what is now in order; the worker writes it at the end of
   // the event batch (flush_output), so a burst of completions costs one send().
   void on_done();
@@ -133,8 +137,12 @@ class ClientSession : public net::Pollable {
   void run_process();
   void write();
   void update_events();
+  // Draining and between requests (nothing unanswered, unsent, half-read or arriving): close.
+  bool close_if_drained();
 
   bool want_read_ = true;
+  bool draining_ = false;
+  net::Clock::time_point last_input_;  // accepted, or last bytes read
   bool processing_ = false;  // inside process(): do not re-enter it from a completion
   bool want_write_ = false;
   bool output_scheduled_ = false;  // in the worker's list for flush_output()

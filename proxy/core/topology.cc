@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/log.h"
+#include "net/socket.h"
 
 namespace chash::proxy {
 
@@ -26,9 +27,15 @@ void record_failure(BackendState& s, const PoolConfig& pool, std::string_view wh
       {{"pool", pool.name}, {"backend", s.name}, {"failures", failures}, {"reason", why}});
 }
 
+bool resolved_for(const BackendState& state, const Address& address) {
+  const auto a = state.resolved();
+  return a != nullptr && a->source == address.text();
+}
+
 Pool::Pool(const PoolConfig& c, std::vector<std::shared_ptr<BackendState>> s,
-           std::shared_ptr<PoolShared> sh)
+           std::shared_ptr<PoolShared> sh, std::size_t slot_)
     : config(c),
+      slot(slot_),
       router(chash::Router::build(c.routing, c.nodes())),
       states(std::move(s)),
       shared(std::move(sh)) {}
@@ -37,22 +44,33 @@ std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const 
                                                std::uint64_t version) {
   auto t = std::make_shared<Topology>();
   t->version = version;
+  t->slots = previous != nullptr ? previous->slots : 0;
   for (const auto& pc : config.pools) {
     std::map<std::string, std::shared_ptr<BackendState>, std::less<>> old;
     auto shared = std::make_shared<PoolShared>();
+    std::size_t slot = t->slots;
     if (previous != nullptr) {
       for (const auto& p : previous->pools) {
         if (p->config.name != pc.name) continue;
         shared = p->shared;
+        slot = p->slot;
         for (const auto& s : p->states) old.emplace(s->name, s);
       }
     }
+    if (slot == t->slots) ++t->slots;
     std::vector<std::shared_ptr<BackendState>> states;
     for (const auto& s : pc.servers) {
       const auto it = old.find(s.name);
       states.push_back(it != old.end() ? it->second : std::make_shared<BackendState>(s.name));
+      // Numeric addresses and unix paths need no lookup; names are core/resolver.h's.
+      if (!resolved_for(*states.back(), s.address)) {
+        auto r = std::make_shared<ResolvedAddress>();
+        r->source = s.address.text();
+        if (net::resolve_numeric(s.address, r->addr, r->len)) states.back()->set_resolved(r);
+      }
     }
-    t->pools.push_back(std::make_shared<const Pool>(pc, std::move(states), std::move(shared)));
+    t->pools.push_back(
+        std::make_shared<const Pool>(pc, std::move(states), std::move(shared), slot));
   }
   return t;
 }

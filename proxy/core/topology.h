@@ -8,10 +8,13 @@
 // by backend name (a reload does not forget that a server is down).
 #pragma once
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -20,9 +23,27 @@
 
 namespace chash::proxy {
 
+// A backend's address as the resolver found it (core/resolver.h), for `source` ("host:port" as
+// configured). Workers connect to it and never resolve names themselves.
+struct ResolvedAddress {
+  std::string source;
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+};
+
 struct BackendState {
   explicit BackendState(std::string n) : name(std::move(n)) {}
   const std::string name;
+  // The last address resolved for this backend (null: not resolved yet, or its name did not
+  // resolve). Read at connect time only, never per request.
+  std::shared_ptr<const ResolvedAddress> resolved() const {
+    std::lock_guard lock(address_mu_);
+    return address_;
+  }
+  void set_resolved(std::shared_ptr<const ResolvedAddress> a) {
+    std::lock_guard lock(address_mu_);
+    address_ = std::move(a);
+  }
   // Down: failed server_failure_limit times in a row; no traffic until a PING probe succeeds.
   std::atomic<bool> down{false};
   std::atomic<std::uint32_t> failures{0};      // consecutive
@@ -42,7 +63,15 @@ struct BackendState {
   std::atomic<std::uint32_t> probe_successes{0};
   // Steady-clock ms of the last probe of a backend that is up (health_check_interval).
   std::atomic<std::int64_t> last_check_ms{0};
+  std::atomic<bool> resolving{false};  // a lookup of its name is queued or running
+
+ private:
+  mutable std::mutex address_mu_;
+  std::shared_ptr<const ResolvedAddress> address_;
 };
+
+// Whether `state` holds an address for `address` as configured now (core/resolver.h).
+bool resolved_for(const BackendState& state, const Address& address);
 
 // Per-pool counters that outlive reloads (kept by pool name, like BackendState).
 struct PoolShared {
@@ -61,8 +90,11 @@ std::int64_t steady_ms() noexcept;
 
 struct Pool {
   Pool(const PoolConfig& c, std::vector<std::shared_ptr<BackendState>> s,
-       std::shared_ptr<PoolShared> sh = std::make_shared<PoolShared>());
+       std::shared_ptr<PoolShared> sh = std::make_shared<PoolShared>(), std::size_t slot = 0);
   PoolConfig config;
+  // A pool's place in workers' tables, stable across reloads for as long as a pool of this name
+  // exists (config order may change; pools come and go): clients and listeners refer to it.
+  std::size_t slot = 0;
   chash::Router router;
   std::vector<std::shared_ptr<BackendState>> states;  // by NodeId (= index in config.servers)
   std::shared_ptr<PoolShared> shared;
@@ -103,10 +135,17 @@ struct Pool {
 struct Topology {
   std::uint64_t version = 0;
   std::vector<std::shared_ptr<const Pool>> pools;  // in config order
+  std::size_t slots = 0;  // one more than the largest Pool::slot ever used (never shrinks)
+  const Pool* by_slot(std::size_t slot) const noexcept {
+    for (const auto& p : pools) {
+      if (p->slot == slot) return p.get();
+    }
+    return nullptr;
+  }
 };
 
-// Builds a topology for `config`, reusing the BackendStates of `previous` by pool and backend
-// name. Throws chash::Error as chash::Router::build does.
+// Builds a topology for `config`, reusing the BackendStates and slots of `previous` by pool and
+// backend name (new pools take new slots). Throws chash::Error as chash::Router::build does.
 std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const Topology* previous,
                                                std::uint64_t version);
 

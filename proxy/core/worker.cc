@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/worker.h"
 
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -15,11 +16,21 @@
 
 namespace chash::proxy {
 
+ListenSocket::~ListenSocket() {
+  if (fd >= 0) ::close(fd);
+}
+
 class Worker::Listener : public net::Pollable {
  public:
-  Listener(Worker& w, std::size_t pool_index, int fd)
-      : worker_(w), pool_index_(pool_index), fd_(fd) {}
+  Listener(Worker& w, std::size_t pool_index, std::shared_ptr<ListenSocket> socket)
+      : worker_(w), pool_index_(pool_index), socket_(std::move(socket)), fd_(socket_->fd) {}
+  const std::shared_ptr<ListenSocket>& socket() const noexcept { return socket_; }
+  std::size_t slot() const noexcept { return pool_index_; }
+  // Out of the worker's epoll set; an event already returned in this batch is ignored.
+  void stop() noexcept { stopped_ = true; }
+
   void on_event(std::uint32_t) override {
+    if (stopped_) return;
     for (int i = 0; i < 64; ++i) {
       sockaddr_storage peer{};
       socklen_t peer_len = sizeof peer;
@@ -57,32 +68,34 @@ class Worker::Listener : public net::Pollable {
  private:
   Worker& worker_;
   std::size_t pool_index_;
+  std::shared_ptr<ListenSocket> socket_;
   int fd_;
+  bool stopped_ = false;
 };
 
-Worker::Worker(unsigned index, std::vector<int> listen_fds,
+Worker::Worker(unsigned index, const Listeners& listeners,
                std::shared_ptr<const Topology> topology, Metrics& metrics)
     : index_(index), metrics_(metrics) {
   apply_topology(std::move(topology));
   loop_.set_batch_end([this] { flush_dirty(); });
-  for (std::size_t i = 0; i < listen_fds.size(); ++i) {
-    listeners_.push_back(std::make_unique<Listener>(*this, i, listen_fds[i]));
-    loop_.add(listen_fds[i], EPOLLIN | EPOLLEXCLUSIVE, listeners_.back().get());
-  }
+  apply_listeners(listeners);
   tick();
 }
 
 Worker::~Worker() {
   stop();
-  std::vector<net::Pollable*> open;
-  for (const auto& [c, shared] : clients_) open.push_back(c);
-  for (net::Pollable* c : open) delete c;  // their destructors do not call back into the worker
+  std::vector<ClientConn*> open;
+  for (const auto& [c, info] : clients_) open.push_back(c);
+  for (ClientConn* c : open) delete c;  // their destructors do not call back into the worker
   for (BackendConn* b : std::vector<BackendConn*>(all_backends_.begin(), all_backends_.end()))
     delete b;
 }
 
 void Worker::start() {
   thread_ = std::thread([this] { loop_.run(); });
+  // Named for `top -H` and for tests that check what runs where ("worker-0", ...).
+  const std::string name = "worker-" + std::to_string(index_);
+  ::pthread_setname_np(thread_.native_handle(), name.substr(0, 15).c_str());
 }
 
 void Worker::stop() {
@@ -91,22 +104,82 @@ void Worker::stop() {
   thread_.join();
 }
 
-void Worker::set_topology(std::shared_ptr<const Topology> t) {
-  loop_.post([this, t = std::move(t)]() mutable { apply_topology(std::move(t)); });
+void Worker::set_topology(std::shared_ptr<const Topology> t, Listeners listeners) {
+  // One posted step: no connection is accepted between the two (a listener of a removed pool
+  // is gone before a client could land on it).
+  loop_.post([this, t = std::move(t), l = std::move(listeners)]() mutable {
+    apply_topology(std::move(t));
+    if (!draining_) apply_listeners(l);
+  });
+}
+
+void Worker::drain() {
+  loop_.post([this] {
+    draining_ = true;
+    apply_listeners({});
+    std::vector<ClientConn*> open;
+    for (const auto& [c, info] : clients_) open.push_back(c);
+    for (ClientConn* c : open) c->drain();  // may close (and unregister) at once
+  });
+}
+
+void Worker::apply_listeners(const Listeners& listeners) {
+  // Gone: out of epoll here, on this thread, before this worker's reference goes.
+  for (auto& l : listeners_) {
+    bool keep = false;
+    for (const auto& [slot, socket] : listeners) keep |= socket == l->socket() && slot == l->slot();
+    if (keep) continue;
+    loop_.remove(l->socket()->fd);
+    l->stop();
+    loop_.defer_delete(std::move(l));
+  }
+  listeners_.erase(std::remove(listeners_.begin(), listeners_.end(), nullptr), listeners_.end());
+  for (const auto& [slot, socket] : listeners) {
+    bool have = false;
+    for (const auto& l : listeners_) have |= l->socket() == socket && l->slot() == slot;
+    if (have) continue;
+    listeners_.push_back(std::make_unique<Listener>(*this, slot, socket));
+    loop_.add(socket->fd, EPOLLIN | EPOLLEXCLUSIVE, listeners_.back().get());
+  }
+}
+
+void Worker::drain_slot(std::size_t slot) {
+  std::vector<ClientConn*> open;
+  for (const auto& [c, info] : clients_) {
+    if (info.slot == slot) open.push_back(c);
+  }
+  for (ClientConn* c : open) c->drain();
+}
+
+void Worker::release_pool(WorkerPool& wp) {
+  for (auto& conns : wp.backends) {
+    for (BackendConn* b : conns) {
+      if (b != nullptr) b->drain();
+    }
+  }
+  wp = WorkerPool{};
 }
 
 void Worker::apply_topology(std::shared_ptr<const Topology> t) {
-  std::vector<WorkerPool> next(t->pools.size());
-  for (std::size_t i = 0; i < t->pools.size(); ++i) {
-    next[i].pool = t->pools[i];
-    next[i].backends.resize(t->pools[i]->states.size());
+  std::vector<WorkerPool> next(std::max(t->slots, pools_.size()));
+  for (const auto& p : t->pools) {
+    next[p->slot].pool = p;
+    next[p->slot].backends.resize(p->states.size());
   }
+  std::vector<std::size_t> removed;
   // Keep open connections to backends that stay (same pool, name and address); drain the rest.
   for (std::size_t i = 0; i < pools_.size(); ++i) {
+    if (pools_[i].pool == nullptr) continue;
+    if (next[i].pool == nullptr || pools_[i].removed) {
+      // The pool left the topology: its clients finish on its last snapshot, then it goes.
+      next[i] = std::move(pools_[i]);
+      if (!next[i].removed) removed.push_back(i);
+      next[i].removed = true;
+      continue;
+    }
+    next[i].clients = pools_[i].clients;
     const Pool& old = *pools_[i].pool;
-    const Pool* np = i < next.size() && next[i].pool->config.name == old.config.name
-                         ? next[i].pool.get()
-                         : nullptr;
+    const Pool* np = next[i].pool.get();
     for (std::size_t j = 0; j < pools_[i].backends.size(); ++j) {
       auto& conns = pools_[i].backends[j];
       bool kept = false;
@@ -129,7 +202,8 @@ void Worker::apply_topology(std::shared_ptr<const Topology> t) {
     }
   }
   // Per-worker protocol state survives a reload that leaves the pool's servers as they were.
-  for (std::size_t i = 0; i < pools_.size() && i < next.size(); ++i) {
+  for (std::size_t i = 0; i < pools_.size(); ++i) {
+    if (pools_[i].pool == nullptr || next[i].removed || next[i].pool == nullptr) continue;
     const auto& a = pools_[i].pool->config;
     const auto& b = next[i].pool->config;
     bool same = a.name == b.name && a.servers.size() == b.servers.size();
@@ -141,11 +215,24 @@ void Worker::apply_topology(std::shared_ptr<const Topology> t) {
   pools_ = std::move(next);
   applied_version_.store(t->version, std::memory_order_release);
   topology_ = std::move(t);
+  for (const std::size_t slot : removed) {
+    if (pools_[slot].clients == 0) {
+      release_pool(pools_[slot]);
+    } else {
+      drain_slot(slot);
+    }
+  }
 }
 
 void Worker::tick() {
+  // Draining clients close when quiet (ClientSession::close_if_drained): look again.
+  std::vector<ClientConn*> draining;
+  for (const auto& [c, info] : clients_) {
+    if (draining_ || pools_[info.slot].removed) draining.push_back(c);
+  }
+  for (ClientConn* c : draining) c->drain();
   bool any_timeout = false;
-  for (const auto& p : pools_) any_timeout |= p.pool->config.timeout_ms.has_value();
+  for (const auto& p : pools_) any_timeout |= p.pool != nullptr && p.pool->config.timeout_ms.has_value();
   if (any_timeout) {
     const auto now = net::Clock::now();
     for (BackendConn* b : std::vector<BackendConn*>(all_backends_.begin(), all_backends_.end())) {
@@ -161,6 +248,12 @@ BackendConn* Worker::backend(std::size_t pool_index, NodeId node, std::string& e
   if (slots.empty()) slots.assign(wp.pool->config.server_connections, nullptr);
   BackendConn*& slot = slots[wp.next_conn++ % slots.size()];
   if (slot == nullptr) {
+    const BackendState& st = *wp.pool->states[node];
+    if (!resolved_for(st, wp.pool->config.servers[node].address)) {
+      // Not a failure of the backend's: the resolver marks a name that does not resolve down.
+      error = st.resolving.load() ? "its address is being resolved" : "its address does not resolve";
+      return nullptr;
+    }
     auto b = make_backend(*this, wp.pool, node);
     if (b == nullptr) {
       error = std::string("protocol ") + protocol_name(wp.pool->config.protocol) +
@@ -177,16 +270,22 @@ BackendConn* Worker::backend(std::size_t pool_index, NodeId node, std::string& e
   return slot;
 }
 
-void Worker::client_opened(net::Pollable* c, std::size_t pool_index) {
-  clients_.emplace(c, pools_[pool_index].pool->shared);
+void Worker::client_opened(ClientConn* c, std::size_t pool_index) {
+  clients_.emplace(c, ClientInfo{pools_[pool_index].pool->shared, pool_index});
+  ++pools_[pool_index].clients;
+  open_clients_.store(clients_.size(), std::memory_order_release);
 }
 
-void Worker::client_closed(net::Pollable* c) {
+void Worker::client_closed(ClientConn* c) {
   const auto it = clients_.find(c);
   if (it == clients_.end()) return;
-  it->second->clients.fetch_sub(1, std::memory_order_relaxed);
+  it->second.shared->clients.fetch_sub(1, std::memory_order_relaxed);
   metrics_.clients_open.fetch_sub(1, std::memory_order_relaxed);
+  WorkerPool& wp = pools_[it->second.slot];
   clients_.erase(it);
+  open_clients_.store(clients_.size(), std::memory_order_release);
+  // The last client of a removed pool: its backend connections go too.
+  if (--wp.clients == 0 && wp.removed) release_pool(wp);
 }
 
 void Worker::mark_dirty(BackendConn* b) {

@@ -26,6 +26,21 @@ namespace chash::proxy {
 class Worker;
 class ClientSession;
 
+// A listening socket shared by every worker (each polls it; the kernel wakes one). Closed when
+// the last holder lets go: the Proxy's table and each worker's Listener, which a worker drops
+// on its own thread after taking the fd out of its epoll set — so no worker ever accepts on a
+// closed (or reused) descriptor.
+struct ListenSocket {
+  ListenSocket(int f, std::string k) : fd(f), key(std::move(k)) {}
+  ~ListenSocket();
+  ListenSocket(const ListenSocket&) = delete;
+  ListenSocket& operator=(const ListenSocket&) = delete;
+  const int fd;
+  const std::string key;  // the address as configured ("127.0.0.1:22121", "/tmp/p.sock")
+};
+// What each pool slot (Pool::slot) accepts on.
+using Listeners = std::vector<std::pair<std::size_t, std::shared_ptr<ListenSocket>>>;
+
 // Per-worker, per-pool state a protocol may keep (e.g. a tcp pool's round-robin position).
 // Reset when a reload changes the pool's servers.
 struct PoolState {
@@ -33,7 +48,9 @@ struct PoolState {
 };
 
 struct WorkerPool {
-  std::shared_ptr<const Pool> pool;
+  std::shared_ptr<const Pool> pool;  // null: no pool has this slot (any more)
+  bool removed = false;  // a reload removed the pool: its clients drain, then it goes
+  std::size_t clients = 0;
   // [node][i]: server_connections connections per backend, created on first use.
   std::vector<std::vector<BackendConn*>> backends;
   std::uint32_t next_conn = 0;
@@ -42,13 +59,21 @@ struct WorkerPool {
 
 class Worker {
  public:
-  Worker(unsigned index, std::vector<int> listen_fds, std::shared_ptr<const Topology> topology,
+  Worker(unsigned index, const Listeners& listeners, std::shared_ptr<const Topology> topology,
          Metrics& metrics);
   ~Worker();
 
   void start();                                          // spawns the thread
   void stop();                                           // thread-safe; joins
-  void set_topology(std::shared_ptr<const Topology> t);  // thread-safe
+  // Thread-safe: routes with `t` from the next event on, and accepts on exactly `listeners`
+  // (a reload may add and remove pools and listen addresses).
+  void set_topology(std::shared_ptr<const Topology> t, Listeners listeners);
+  // Thread-safe: stop accepting and drain every client (ClientConn::drain).
+  void drain();
+  // Open client connections (thread-safe): a drain is over when every worker has none.
+  std::size_t open_clients() const noexcept {
+    return open_clients_.load(std::memory_order_acquire);
+  }
   // The version of the topology this worker routes with (thread-safe): a reload has taken
   // effect on this worker once this reaches the new version.
   std::uint64_t applied_version() const noexcept {
@@ -59,7 +84,10 @@ class Worker {
   net::EventLoop& loop() noexcept { return loop_; }
   Metrics& metrics() noexcept { return metrics_; }
   unsigned index() const noexcept { return index_; }
-  const std::shared_ptr<const Pool>& pool(std::size_t i) const noexcept { return pools_[i].pool; }
+  // The pool in slot `slot` (Pool::slot) as this worker routes now.
+  const std::shared_ptr<const Pool>& pool(std::size_t slot) const noexcept {
+    return pools_[slot].pool;
+  }
   // A connection to backend `node` of pool `pool_index` (connecting if needed); nullptr when a
   // connection cannot even be started (the error says why).
   BackendConn* backend(std::size_t pool_index, NodeId node, std::string& error);
@@ -72,8 +100,8 @@ class Worker {
   void cancel_output(ClientSession* c);
   // Client bookkeeping: the accept path has counted the client (process and pool); closing
   // uncounts it. The worker deletes clients still open when it is destroyed.
-  void client_opened(net::Pollable* c, std::size_t pool_index);
-  void client_closed(net::Pollable* c);
+  void client_opened(ClientConn* c, std::size_t pool_index);
+  void client_closed(ClientConn* c);
   std::size_t client_count() const noexcept { return clients_.size(); }
   std::unique_ptr<PoolState>& pool_state(std::size_t pool_index) noexcept {
     return pools_[pool_index].state;
@@ -81,7 +109,14 @@ class Worker {
 
  private:
   class Listener;
+  struct ClientInfo {
+    std::shared_ptr<PoolShared> shared;
+    std::size_t slot;
+  };
   void apply_topology(std::shared_ptr<const Topology> t);
+  void apply_listeners(const Listeners& listeners);
+  void drain_slot(std::size_t slot);
+  void release_pool(WorkerPool& wp);
   void tick();
 
   unsigned index_;
@@ -95,7 +130,9 @@ class Worker {
   std::vector<BackendConn*> dirty_;
   std::vector<ClientSession*> outputs_;
   std::unordered_set<BackendConn*> all_backends_;
-  std::unordered_map<net::Pollable*, std::shared_ptr<PoolShared>> clients_;
+  std::unordered_map<ClientConn*, ClientInfo> clients_;
+  std::atomic<std::size_t> open_clients_{0};
+  bool draining_ = false;
 };
 
 }  // namespace chash::proxy

@@ -31,15 +31,42 @@ bool fill_unix(const std::string& path, sockaddr_un& sun, std::string& error) {
   return true;
 }
 
-// Resolves host:port (numeric first, then getaddrinfo). Fills `ss`/`len`.
-bool resolve(const Address& a, sockaddr_storage& ss, socklen_t& len, std::string& error) {
+}  // namespace
+
+bool resolve_numeric(const Address& a, sockaddr_storage& ss, socklen_t& len) {
   std::memset(&ss, 0, sizeof ss);
+  if (!a.unix_path.empty()) {
+    sockaddr_un sun;
+    std::string error;
+    if (!fill_unix(a.unix_path, sun, error)) return false;
+    std::memcpy(&ss, &sun, sizeof sun);
+    len = sizeof sun;
+    return true;
+  }
   auto* sin = reinterpret_cast<sockaddr_in*>(&ss);
   if (::inet_pton(AF_INET, a.host.c_str(), &sin->sin_addr) == 1) {
     sin->sin_family = AF_INET;
     sin->sin_port = htons(a.port);
     len = sizeof(sockaddr_in);
     return true;
+  }
+  auto* sin6 = reinterpret_cast<sockaddr_in6*>(&ss);
+  std::string host = a.host;
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (::inet_pton(AF_INET6, host.c_str(), &sin6->sin6_addr) == 1) {
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_port = htons(a.port);
+    len = sizeof(sockaddr_in6);
+    return true;
+  }
+  return false;
+}
+
+bool resolve(const Address& a, sockaddr_storage& ss, socklen_t& len, std::string& error) {
+  if (resolve_numeric(a, ss, len)) return true;
+  if (!a.unix_path.empty()) {
+    error = "unix socket path too long: " + a.unix_path;
+    return false;
   }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -49,6 +76,7 @@ bool resolve(const Address& a, sockaddr_storage& ss, socklen_t& len, std::string
   const int rc = ::getaddrinfo(a.host.c_str(), port.c_str(), &hints, &res);
   if (rc != 0 || res == nullptr) {
     error = "cannot resolve " + a.host + ": " + ::gai_strerror(rc);
+    if (res != nullptr) ::freeaddrinfo(res);
     return false;
   }
   std::memcpy(&ss, res->ai_addr, res->ai_addrlen);
@@ -57,7 +85,21 @@ bool resolve(const Address& a, sockaddr_storage& ss, socklen_t& len, std::string
   return true;
 }
 
-}  // namespace
+int connect_addr(const sockaddr_storage& ss, socklen_t len, std::string_view what,
+                 std::string& error) {
+  const int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    error = errno_text("socket");
+    return -1;
+  }
+  if (ss.ss_family != AF_UNIX) set_nodelay(fd);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&ss), len) != 0 && errno != EINPROGRESS) {
+    error = errno_text(("connect to " + std::string(what)).c_str());
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
 
 int listen_on(const Address& address, int backlog, std::string& error) {
   if (!address.unix_path.empty()) {
@@ -99,28 +141,8 @@ int listen_on(const Address& address, int backlog, std::string& error) {
 int connect_to(const Address& address, std::string& error) {
   sockaddr_storage ss;
   socklen_t len = 0;
-  int family = AF_UNIX;
-  if (!address.unix_path.empty()) {
-    sockaddr_un sun;
-    if (!fill_unix(address.unix_path, sun, error)) return -1;
-    std::memcpy(&ss, &sun, sizeof sun);
-    len = sizeof sun;
-  } else {
-    if (!resolve(address, ss, len, error)) return -1;
-    family = ss.ss_family;
-  }
-  const int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    error = errno_text("socket");
-    return -1;
-  }
-  if (family != AF_UNIX) set_nodelay(fd);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 && errno != EINPROGRESS) {
-    error = errno_text(("connect to " + address.text()).c_str());
-    ::close(fd);
-    return -1;
-  }
-  return fd;
+  if (!resolve(address, ss, len, error)) return -1;
+  return connect_addr(ss, len, address.text(), error);
 }
 
 std::uint16_t local_port(int fd) {

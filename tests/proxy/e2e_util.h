@@ -266,10 +266,13 @@ inline fs::path make_test_dir(const std::string& prefix) {
 class ProxyRunner {
  public:
   ~ProxyRunner() { stop(); }
-  void start(const fs::path& dir, const std::string& yaml, unsigned workers = 2) {
+  void start(const fs::path& dir, const std::string& yaml, unsigned workers = 2,
+             ProxyOptions options = {}) {
     path_ = (dir / "proxy.yml").string();
     std::ofstream(path_) << yaml;
-    proxy_ = std::make_unique<Proxy>(load_config(path_), ProxyOptions{path_, false, workers});
+    options.config_path = path_;
+    options.workers = workers;
+    proxy_ = std::make_unique<Proxy>(load_config(path_), std::move(options));
     thread_ = std::thread([this] { proxy_->run(); });
     proxy_->wait_running();
   }

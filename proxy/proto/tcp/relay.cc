@@ -83,7 +83,13 @@ void Relay::connect_next() {
     BackendState& st = *pool_->states[n];
     st.requests.fetch_add(1, std::memory_order_relaxed);
     std::string error;
-    const int fd = net::connect_to(pc.servers[n].address, error);
+    // The resolver's address (core/resolver.h): a worker never looks a name up itself.
+    const auto address = st.resolved();
+    if (address == nullptr || address->source != pc.servers[n].address.text()) {
+      chooser_.failed(*pool_, state_for(worker_, pool_index_, *pool_), n);
+      continue;
+    }
+    const int fd = net::connect_addr(address->addr, address->len, address->source, error);
     if (fd < 0) {
       record_failure(st, pc, error);
       chooser_.failed(*pool_, state_for(worker_, pool_index_, *pool_), n);

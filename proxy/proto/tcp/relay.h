@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 
+#include "core/connection.h"
 #include "core/topology.h"
 #include "net/event_loop.h"
 #include "proto/tcp/balance.h"
@@ -37,8 +38,9 @@ namespace chash::proxy::tcp {
 constexpr std::size_t kBufferBytes = 16 * 1024;  // per direction (nginx's proxy_buffer_size)
 constexpr std::uint32_t kDefaultConnectTimeoutMs = 5000;
 
-class Relay final : public net::Pollable {
+class Relay final : public ClientConn {
  public:
+  void drain() override {}  // a relay runs until either side closes it (or the process exits)
   // Takes `fd` (non-blocking, accepted on pool `pool_index`); owns itself from here on.
   Relay(Worker& worker, std::size_t pool_index, int fd, const sockaddr_storage& peer);
   ~Relay() override;

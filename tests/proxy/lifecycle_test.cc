@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: Apache-2.0
+// Issue 12: what the process does around the requests — names resolved off the workers, pools
+// and listeners added and removed by reload, a drain that answers everything it read, and a
+// binary hand-over that refuses no connection attempt. In-process Proxies over real
+// redis-servers (unix sockets), as in redis_e2e_test.cc.
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/proxy.h"
+#include "e2e_util.h"
+#include "redis_util.h"
+
+namespace chash::proxy {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using testing::RedisServer;
+using testing::RespClient;
+
+std::string thread_name() {
+  char name[32] = {};
+  ::pthread_getname_np(::pthread_self(), name, sizeof name);
+  return name;
+}
+
+class LifecycleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testing::have_redis()) << "redis-server not installed (run scripts/bootstrap.sh)";
+    ::signal(SIGPIPE, SIG_IGN);
+    dir_ = testing::make_test_dir("chash-lifecycle");
+    for (int i = 1; i <= 3; ++i) {
+      servers_.push_back(std::make_unique<RedisServer>(dir_, "r" + std::to_string(i)));
+      ASSERT_TRUE(servers_.back()->start());
+    }
+  }
+  void TearDown() override {
+    for (auto& p : proxies_) p.stop();
+    servers_.clear();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string sock(int i) const { return (dir_ / ("r" + std::to_string(i) + ".sock")).string(); }
+  // A redis pool `name` on `listen` over the given server lines.
+  static std::string pool(const std::string& name, const std::string& listen,
+                          const std::vector<std::string>& servers, const std::string& extra = "") {
+    std::string y = name + ":\n  listen: " + listen + "\n  redis: true\n" + extra + "  servers:\n";
+    for (const auto& s : servers) y += "    - " + s + "\n";
+    return y;
+  }
+
+  fs::path dir_;
+  std::vector<std::unique_ptr<RedisServer>> servers_;
+  testing::ProxyRunner proxies_[2];
+};
+
+// ---- DNS off the workers ------------------------------------------------------------------------
+
+// A lookup for tests: "<name>.test" names resolve to the unix socket of redis-server <name>,
+// after `delay`; names in `failing` do not resolve. Records the threads it ran on.
+struct FakeDns {
+  explicit FakeDns(fs::path d) : dir(std::move(d)) {}
+  fs::path dir;
+  std::chrono::milliseconds delay{0};
+  std::set<std::string> failing;
+  std::mutex mu;
+  std::set<std::string> threads;
+  std::atomic<int> calls{0};
+
+  Lookup lookup() {
+    return [this](const Address& a, sockaddr_storage& out, socklen_t& len, std::string& error) {
+      {
+        std::lock_guard lock(mu);
+        threads.insert(thread_name());
+        ++calls;
+      }
+      std::this_thread::sleep_for(delay);
+      const std::string host = a.host;
+      {
+        std::lock_guard lock(mu);
+        if (failing.count(host)) {
+          error = "cannot resolve " + host + ": Name or service not known";
+          return false;
+        }
+      }
+      if (host.size() < 6 || host.substr(host.size() - 5) != ".test") {
+        error = "not a test name: " + host;
+        return false;
+      }
+      const std::string path = (dir / (host.substr(0, host.size() - 5) + ".sock")).string();
+      sockaddr_un sun{};
+      sun.sun_family = AF_UNIX;
+      std::memcpy(sun.sun_path, path.data(), path.size());
+      std::memcpy(&out, &sun, sizeof sun);
+      len = sizeof sun;
+      return true;
+    };
+  }
+};
+
+// Keys that the pool's router sends to backend `node` (by name).
+std::vector<std::string> keys_on(const Proxy& proxy, const std::string& node, int n) {
+  const auto t = proxy.topology();
+  const Pool& p = *t->pools.at(0);
+  std::vector<std::string> out;
+  for (int i = 0; static_cast<int>(out.size()) < n && i < 100000; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    const NodeId id = p.router.route(k);
+    if (p.config.servers[id].name == node) out.push_back(k);
+  }
+  return out;
+}
+
+TEST_F(LifecycleTest, NamesAreResolvedOffTheWorkersAndASlowLookupStallsNoClient) {
+  FakeDns dns(dir_);
+  ProxyOptions options;
+  options.lookup = dns.lookup();
+  proxies_[0].start(dir_, pool("alpha", "127.0.0.1:0", {sock(1) + ":1 a", "r2.test:6379:1 b"}),
+                    2, options);
+  Proxy& proxy = *proxies_[0];
+  RespClient c(RespClient::dial_tcp(proxy.port(0)));
+  for (const auto& k : keys_on(proxy, "b", 5)) ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
+
+  // A reload adds a backend whose lookup takes 1.5 s: the reload returns at once, and clients
+  // of the other backends are answered at once meanwhile (the lookup runs on the resolver's
+  // thread; before, getaddrinfo ran on the worker that first connected).
+  dns.delay = 1500ms;
+  proxies_[0].rewrite(pool("alpha", "127.0.0.1:0",
+                           {sock(1) + ":1 a", "r2.test:6379:1 b", "r3.test:6379:1 c"}));
+  std::string message;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(proxy.reload_from_file(message)) << message;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 500ms);
+  ASSERT_TRUE(testing::reload_applied(proxy));
+  const auto on_c = keys_on(proxy, "c", 5);
+  const auto t1 = std::chrono::steady_clock::now();
+  for (const auto& k : keys_on(proxy, "a", 20)) ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
+  // A key of the backend being resolved is answered at once, with an error that says so.
+  EXPECT_EQ(c.call({"GET", on_c[0]}),
+            "-ERR backend c: its address is being resolved\r\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - t1, 500ms);
+  // Once resolved, it serves.
+  EXPECT_TRUE(testing::eventually([&] { return c.call({"SET", on_c[1], "v"}) == "+OK\r\n"; }));
+  std::lock_guard lock(dns.mu);
+  for (const auto& t : dns.threads) EXPECT_EQ(t.rfind("worker-", 0), std::string::npos) << t;
+  EXPECT_TRUE(dns.threads.count("resolver")) << "the reload's lookup ran on the resolver thread";
+}
+
+TEST_F(LifecycleTest, ANameThatDoesNotResolveIsDownLoggedAndRetriedUntilItDoes) {
+  FakeDns dns(dir_);
+  dns.failing.insert("r2.test");
+  ProxyOptions options;
+  options.lookup = dns.lookup();
+  proxies_[0].start(dir_,
+                    pool("alpha", "127.0.0.1:0", {sock(1) + ":1 a", "r2.test:6379:1 b"},
+                         "  auto_eject_hosts: true\n  server_retry_timeout: 100\n"),
+                    2, options);
+  Proxy& proxy = *proxies_[0];
+  const auto& b = *proxy.topology()->pools[0]->states[1];
+  EXPECT_TRUE(b.down.load());
+  // Its keys go to the next backend meanwhile (auto_eject_hosts): nothing fails.
+  RespClient c(RespClient::dial_tcp(proxy.port(0)));
+  for (const auto& k : keys_on(proxy, "b", 10)) ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
+  EXPECT_TRUE(servers_[1]->keys().empty());
+  // Retried: when the name resolves, the backend comes back and takes its keys.
+  const int before = dns.calls.load();
+  {
+    std::lock_guard lock(dns.mu);
+    dns.failing.clear();
+  }
+  ASSERT_TRUE(testing::eventually([&] { return !b.down.load(); }));
+  EXPECT_GT(dns.calls.load(), before);
+  for (const auto& k : keys_on(proxy, "b", 10)) ASSERT_EQ(c.call({"SET", k, "w"}), "+OK\r\n");
+  EXPECT_EQ(servers_[1]->keys().size(), 10u);
+}
+
+// ---- Reload adds and removes pools and listeners ------------------------------------------------
+
+TEST_F(LifecycleTest, ReloadAddsAndRemovesPoolsAndTheirListeners) {
+  proxies_[0].start(dir_, pool("alpha", "127.0.0.1:0", {sock(1) + ":1 a"}), 2);
+  Proxy& proxy = *proxies_[0];
+  const std::uint16_t alpha_port = proxy.port("alpha");
+  RespClient old_client(RespClient::dial_tcp(alpha_port));
+  ASSERT_EQ(old_client.call({"SET", "x", "1"}), "+OK\r\n");
+
+  const std::uint16_t beta_port = testing::free_port();
+  proxies_[0].rewrite(pool("alpha", "127.0.0.1:0", {sock(1) + ":1 a"}) +
+                      pool("beta", "127.0.0.1:" + std::to_string(beta_port), {sock(2) + ":1 b"}));
+  std::string message;
+  ASSERT_TRUE(proxy.reload_from_file(message)) << message;
+  EXPECT_NE(message.find("pool beta: new"), std::string::npos) << message;
+  ASSERT_TRUE(testing::reload_applied(proxy));
+  EXPECT_EQ(proxy.port("alpha"), alpha_port);  // kept, not rebound
+  EXPECT_EQ(proxy.port("beta"), beta_port);
+  RespClient beta(RespClient::dial_tcp(beta_port));
+  ASSERT_EQ(beta.call({"SET", "y", "2"}), "+OK\r\n");
+  EXPECT_EQ(servers_[1]->keys(), std::vector<std::string>{"y"});
+  EXPECT_EQ(old_client.call({"GET", "x"}), "$1\r\n1\r\n");
+
+  // alpha goes: its port stops accepting; its open client is answered, then closed when idle.
+  proxies_[0].rewrite(
+      pool("beta", "127.0.0.1:" + std::to_string(beta_port), {sock(2) + ":1 b"}));
+  ASSERT_TRUE(proxy.reload_from_file(message)) << message;
+  EXPECT_NE(message.find("pool alpha: removed"), std::string::npos) << message;
+  ASSERT_TRUE(testing::reload_applied(proxy));
+  EXPECT_TRUE(old_client.closed_by_peer());
+  EXPECT_TRUE(testing::eventually([&] {
+    const int fd = testing::dial_tcp(alpha_port);
+    if (fd >= 0) ::close(fd);
+    return fd < 0;
+  }));
+  EXPECT_EQ(beta.call({"GET", "y"}), "$1\r\n2\r\n");
+
+  // A listen address that cannot be bound refuses the whole reload; nothing changes.
+  const int squatter = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(squatter, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(squatter, 1), 0);
+  socklen_t alen = sizeof a;
+  ::getsockname(squatter, reinterpret_cast<sockaddr*>(&a), &alen);
+  const std::string taken = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  proxies_[0].rewrite(pool("beta", "127.0.0.1:" + std::to_string(beta_port), {sock(2) + ":1 b"}) +
+                      pool("gamma", taken, {sock(3) + ":1 c"}));
+  EXPECT_FALSE(proxy.reload_from_file(message));
+  EXPECT_NE(message.find("pool gamma"), std::string::npos) << message;
+  EXPECT_NE(message.find("Address already in use"), std::string::npos) << message;
+  EXPECT_EQ(proxy.topology()->pools.size(), 1u);
+  EXPECT_EQ(beta.call({"GET", "y"}), "$1\r\n2\r\n");
+  ::close(squatter);
+}
+
+// ---- Drain ----------------------------------------------------------------------------------------
+
+TEST_F(LifecycleTest, DrainAnswersEverythingReadThenClosesAndStops) {
+  proxies_[0].start(dir_,
+                    pool("alpha", "127.0.0.1:0", {sock(1) + ":1 a", sock(2) + ":1 b"}) +
+                        "chash_proxy:\n  drain_timeout: 10000\n",
+                    2);
+  Proxy& proxy = *proxies_[0];
+  const std::uint16_t port = proxy.port(0);
+  RespClient idle(RespClient::dial_tcp(port));
+  ASSERT_EQ(idle.call({"PING"}), "+PONG\r\n");
+  RespClient busy(RespClient::dial_tcp(port));
+  // 20,000 pipelined requests, most still unanswered when the drain starts.
+  constexpr int kN = 20000;
+  std::string burst;
+  for (int i = 0; i < kN; ++i) {
+    const std::string k = "d" + std::to_string(i);
+    burst += "*3\r\n$3\r\nSET\r\n$" + std::to_string(k.size()) + "\r\n" + k + "\r\n$1\r\nv\r\n";
+  }
+  std::thread writer([&] { busy.send_raw(burst); });
+  std::this_thread::sleep_for(5ms);
+  proxy.drain();
+  writer.join();
+  int ok = 0;
+  for (int i = 0; i < kN; ++i) ok += busy.read_reply() == "+OK\r\n";
+  EXPECT_EQ(ok, kN) << "every request the proxy read is answered before it closes";
+  EXPECT_TRUE(busy.closed_by_peer());
+  EXPECT_TRUE(idle.closed_by_peer());
+  EXPECT_EQ(servers_[0]->keys().size() + servers_[1]->keys().size(), static_cast<std::size_t>(kN));
+  // No longer accepting, and run() has returned (the runner's thread can be joined).
+  EXPECT_TRUE(testing::eventually([&] {
+    const int fd = testing::dial_tcp(port);
+    if (fd >= 0) ::close(fd);
+    return fd < 0;
+  }));
+  proxies_[0].stop();
+}
+
+// ---- Binary hand-over ------------------------------------------------------------------------------
+
+TEST_F(LifecycleTest, HandOverRefusesNoConnectionAndLosesNoRequest) {
+  const std::string handover = (dir_ / "handover.sock").string();
+  const std::uint16_t port = testing::free_port();
+  const std::string yaml = pool("alpha", "127.0.0.1:" + std::to_string(port),
+                                {sock(1) + ":1 a", sock(2) + ":1 b"}) +
+                           "chash_proxy:\n  drain_timeout: 5000\n";
+  ProxyOptions old_options;
+  old_options.handover_socket = handover;
+  proxies_[0].start(dir_, yaml, 2, old_options);
+  RespClient persistent(RespClient::dial_tcp(port));
+  ASSERT_EQ(persistent.call({"SET", "p", "1"}), "+OK\r\n");
+
+  // Clients connect, SET and close, without pause, across the hand-over.
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, refused{0}, unanswered{0};
+  std::thread load([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      const int fd = testing::dial_tcp(port);
+      if (fd < 0) {
+        ++refused;
+        continue;
+      }
+      RespClient c(fd);
+      const std::string r = c.call({"SET", "h" + std::to_string(i), "v"});
+      if (r == "+OK\r\n") {
+        ++ok;
+      } else {
+        ++unanswered;
+      }
+    }
+  });
+  std::this_thread::sleep_for(200ms);
+  const fs::path new_dir = dir_ / "new";
+  fs::create_directories(new_dir);
+  ProxyOptions new_options;
+  new_options.handover_socket = handover;
+  new_options.takeover = true;
+  const int before = ok.load();
+  proxies_[1].start(new_dir, yaml, 2, new_options);
+  // The old one drains: its idle client is closed; it stops on its own.
+  EXPECT_TRUE(persistent.closed_by_peer());
+  std::this_thread::sleep_for(300ms);
+  stop = true;
+  load.join();
+  EXPECT_GT(ok.load(), before) << "clients were served across the hand-over";
+  EXPECT_EQ(refused.load(), 0);
+  EXPECT_EQ(unanswered.load(), 0);
+  EXPECT_EQ(proxies_[1]->port(0), port);
+  RespClient after(RespClient::dial_tcp(port));
+  EXPECT_EQ(after.call({"GET", "p"}), "$1\r\n1\r\n");
+  EXPECT_GT(proxies_[1]->metrics().clients_accepted.load(), 0u);
+  // The new process serves the hand-over socket for the next upgrade.
+  EXPECT_TRUE(fs::exists(handover));
+  proxies_[0].stop();
+}
+
+TEST_F(LifecycleTest, TakeoverWithoutARunningProxyFailsClearly) {
+  ProxyOptions options;
+  options.handover_socket = (dir_ / "nobody.sock").string();
+  options.takeover = true;
+  try {
+    Proxy p(parse_config(pool("alpha", "127.0.0.1:0", {sock(1) + ":1 a"}), "t.yml"), options);
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot take over from"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace chash::proxy
