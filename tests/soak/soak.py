@@ -39,7 +39,8 @@ import tempfile
 import time
 from array import array
 
-OK, FAILED, UNANSWERED, WRONG = 0, 1, 2, 3
+# FAILED: an error reply. CUT: the connection closed after the request was written, no reply.
+OK, FAILED, UNANSWERED, WRONG, CUT = 0, 1, 2, 3, 4
 REDIS, MEMCACHE = 0, 1
 
 _libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -90,6 +91,7 @@ class Recorder:
         self.refused = []  # times a connect was refused
         self.connect_errors = []  # other connect failures (times)
         self.wrong_examples = []
+        self.closed_between = []  # times a client found its idle connection closed by the proxy
 
     def add(self, t, lat, code, pool):
         self.t.append(t)
@@ -98,22 +100,16 @@ class Recorder:
         self.pool.append(pool)
 
     def window(self, a, b):
-        ok = failed = unanswered = wrong = 0
+        """Counts by outcome of the requests sent in [a, b), and the latencies of those answered."""
+        n = [0] * 5
         lats = []
         for i in range(len(self.t)):
             if a <= self.t[i] < b:
                 c = self.code[i]
-                if c == OK:
-                    ok += 1
+                n[c] += 1
+                if c in (OK, FAILED):
                     lats.append(self.lat[i])
-                elif c == FAILED:
-                    failed += 1
-                    lats.append(self.lat[i])
-                elif c == UNANSWERED:
-                    unanswered += 1
-                else:
-                    wrong += 1
-        return ok, failed, unanswered, wrong, lats
+        return n, lats
 
     def count_between(self, times, a, b):
         return sum(1 for x in times if a <= x < b)
@@ -263,6 +259,11 @@ class LoadClient:
                 continue
             try:
                 while not h.stopping:
+                    if r.at_eof():
+                        # Closed by the proxy between two requests: reconnect before sending, as
+                        # pooled clients check a connection before reuse (go-redis's connCheck).
+                        rec.closed_between.append(now())
+                        break
                     req, want = self.request()
                     t0 = now()
                     try:
@@ -275,7 +276,7 @@ class LoadClient:
                         break
                     except (asyncio.IncompleteReadError, ConnectionError, OSError,
                             asyncio.LimitOverrunError):
-                        rec.add(t0, (now() - t0) * 1e3, FAILED, pool)
+                        rec.add(t0, (now() - t0) * 1e3, CUT, pool)
                         break
                     except ValueError as e:
                         rec.add(t0, (now() - t0) * 1e3, WRONG, pool)
@@ -520,8 +521,14 @@ class Harness:
     def row(self, name, t_before, t0, t1, t_after, rss0, rss1, hung=0, eject=None, recover=None,
             note="", lost=None, refused=None):
         rec = self.rec
-        ok, failed, unanswered, wrong, _ = rec.window(t_before, t_after)
-        lat = [rec.window(t_before, t0)[4], rec.window(t0, t1)[4], rec.window(t1, t_after)[4]]
+        n, _ = rec.window(t_before, t_after)
+        ok, failed, unanswered, wrong, cut = n[OK], n[FAILED] + n[CUT], n[UNANSWERED], n[WRONG], n[CUT]
+        lat = [rec.window(t_before, t0)[1], rec.window(t0, t1)[1], rec.window(t1, t_after)[1]]
+        if cut:
+            note = f"{cut} of the failed cut by a close; " + note
+        between = rec.count_between(rec.closed_between, t_before, t_after)
+        if between:
+            note += f"; {between} idle connections closed by the proxy between requests"
         load_hung = rec.count_between(rec.hung, t_before, t_after)
         r = dict(event=name, ok=ok, failed=failed, unanswered=unanswered, wrong=wrong,
                  hung=hung + load_hung, p99=[p99(x) for x in lat], eject=eject, recover=recover,
@@ -1018,7 +1025,7 @@ class Harness:
         elif rc != 0:
             self.fail(f"drain: the proxy exited with {rc}")
         rec = self.rec
-        in_flight = lost = after_ok = after_other = 0
+        in_flight = lost = after_ok = after_cut = after_other = 0
         for i in range(len(rec.t)):
             if rec.t[i] < t_term:
                 if rec.t[i] + rec.lat[i] / 1e3 >= t_term:
@@ -1027,13 +1034,16 @@ class Harness:
                         lost += 1
             elif rec.code[i] == OK:
                 after_ok += 1
+            elif rec.code[i] == CUT:
+                after_cut += 1
             else:
                 after_other += 1
         refused_after = self.rec.count_between(self.rec.refused, t_term, now())
         self.stopping = True
         return dict(lost=lost, note=(
             f"{in_flight} requests in flight at SIGTERM ({server.name} paused); sent after it: "
-            f"{after_ok} ok, {after_other} not; {refused_after} connects refused after it; "
+            f"{after_ok} ok, {after_cut} cut by the close at drain_timeout, {after_other} other; "
+            f"{refused_after} connects refused after it; "
             f"exit {rc} after {t_exit - t_term:.2f} s (drain_timeout {a.drain_timeout} ms)"))
 
     # -- main ---------------------------------------------------------------------------------
