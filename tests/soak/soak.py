@@ -998,15 +998,40 @@ class Harness:
         elif rc != 0:
             self.fail(f"handover: the old process exited with {rc}")
         refused = churn["refused"] + len(self.rec.refused) - refused0
-        t_end = now()
-        lost = sum(1 for i in range(len(self.rec.t))
-                   if t_start <= self.rec.t[i] < t_end and self.rec.code[i] != OK)
+        lost, at_deadline, sent = self.losses(t_start, t_start, None if rc is None else t_old_gone)
         note = (f"old pid {old.pid} exited {rc} {t_old_gone - t_start:.2f} s after the new one "
-                f"started; {churn['ok']} connect-ask-close cycles ok, {churn['failed']} failed; "
+                f"started (drain_timeout {a.drain_timeout} ms); {sent} requests sent meanwhile, "
+                f"{at_deadline} cut as the old one closed its last busy clients at drain_timeout; "
+                f"{churn['ok']} connect-ask-close cycles ok, {churn['failed']} failed; "
                 f"RSS: old before, new after")
         if churn["failed"]:
             self.fail(f"handover: {churn['failed']} connect-ask-close cycles failed")
         return dict(note=note, refused=refused, lost=lost)
+
+    def losses(self, t_from, t_drain, t_exit):
+        """Requests sent from t_from on, by fate: (lost, cut at the drain deadline, sent in all).
+
+        The old process drains from t_drain; when it was still running at drain_timeout it closes
+        the clients left, and a request in flight on one of them at that moment is cut. Those are
+        the cost of the configured bound, told apart; every other request that was not answered
+        ok is lost."""
+        rec = self.rec
+        deadline = t_drain + self.args.drain_timeout / 1e3
+        deadline_hit = t_exit is not None and t_exit >= deadline - 0.05
+        lost = at_deadline = sent = 0
+        for i in range(len(rec.t)):
+            if rec.t[i] < t_from:
+                continue
+            sent += 1
+            c = rec.code[i]
+            if c == OK:
+                continue
+            end = rec.t[i] + rec.lat[i] / 1e3
+            if c == CUT and deadline_hit and t_exit - 0.25 <= end <= t_exit + 0.05:
+                at_deadline += 1
+            else:
+                lost += 1
+        return lost, at_deadline, sent
 
     async def ev_drain(self):
         a = self.args
@@ -1025,26 +1050,20 @@ class Harness:
         elif rc != 0:
             self.fail(f"drain: the proxy exited with {rc}")
         rec = self.rec
-        in_flight = lost = after_ok = after_cut = after_other = 0
+        in_flight = lost = 0
         for i in range(len(rec.t)):
-            if rec.t[i] < t_term:
-                if rec.t[i] + rec.lat[i] / 1e3 >= t_term:
-                    in_flight += 1
-                    if rec.code[i] != OK:
-                        lost += 1
-            elif rec.code[i] == OK:
-                after_ok += 1
-            elif rec.code[i] == CUT:
-                after_cut += 1
-            else:
-                after_other += 1
+            if rec.t[i] < t_term <= rec.t[i] + rec.lat[i] / 1e3:
+                in_flight += 1
+                lost += rec.code[i] != OK
+        lost_after, at_deadline, sent_after = self.losses(t_term, t_term,
+                                                          None if rc is None else t_exit)
         refused_after = self.rec.count_between(self.rec.refused, t_term, now())
         self.stopping = True
-        return dict(lost=lost, note=(
-            f"{in_flight} requests in flight at SIGTERM ({server.name} paused); sent after it: "
-            f"{after_ok} ok, {after_cut} cut by the close at drain_timeout, {after_other} other; "
-            f"{refused_after} connects refused after it; "
-            f"exit {rc} after {t_exit - t_term:.2f} s (drain_timeout {a.drain_timeout} ms)"))
+        return dict(lost=lost + lost_after, note=(
+            f"{in_flight} requests in flight at SIGTERM ({server.name} paused), {lost} of them "
+            f"lost; {sent_after} sent after it, {at_deadline} cut as the proxy closed its last "
+            f"busy clients at drain_timeout; {refused_after} connects refused after it; exit {rc} "
+            f"after {t_exit - t_term:.2f} s (drain_timeout {a.drain_timeout} ms)"))
 
     # -- main ---------------------------------------------------------------------------------
 
