@@ -1106,12 +1106,16 @@ class Harness:
             if key not in skip:
                 await self.windowed(name, action)
         rss_end = self.rss()
-        if "--takeover" in self.help:
+        if "handover" in skip:
+            pass
+        elif "--takeover" in self.help:
             await self.windowed("binary hand-over under load", self.ev_handover)
         else:
             self.not_available("binary hand-over under load",
                                "chash-proxy --help has no --takeover")
-        if "--takeover" in self.help or a.force_drain:
+        if "drain" in skip:
+            pass
+        elif "--takeover" in self.help or a.force_drain:
             # The last event: the proxy exits.
             W = a.window
             rss0 = self.rss()
@@ -1169,7 +1173,8 @@ def parse_args(argv):
     p.add_argument("--force-drain", action="store_true",
                    help="run the SIGTERM-with-drain event even when --help has no --takeover")
     p.add_argument("--skip", default="",
-                   help="comma-separated events to skip: kill,sigstop,reload,idle,admin,malformed")
+                   help="comma-separated events to skip: kill,sigstop,reload,idle,admin,malformed,"
+                   "handover,drain")
     p.add_argument("--inject-hang", action="store_true",
                    help="self-check: SIGSTOP the proxy past the deadline once (must then fail)")
     a = p.parse_args(argv)
