@@ -289,7 +289,10 @@ class LoadClient:
                     rec.add(t0, (now() - t0) * 1e3, code, pool)
                     if code == WRONG:
                         break
-                    await asyncio.sleep(self.rnd.uniform(0, 2 * h.args.pace))
+                    # At least 1 ms between requests: a close the proxy sends right after a reply
+                    # (draining) reaches the client before it sends again. With no pause at all
+                    # the next request races the close, which no RESP/memcached server can avoid.
+                    await asyncio.sleep(self.rnd.uniform(0.001, 2 * h.args.pace - 0.001))
             finally:
                 w.close()
 
