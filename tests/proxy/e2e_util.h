@@ -269,7 +269,10 @@ class ProxyRunner {
   void start(const fs::path& dir, const std::string& yaml, unsigned workers = 2) {
     path_ = (dir / "proxy.yml").string();
     std::ofstream(path_) << yaml;
-    proxy_ = std::make_unique<Proxy>(load_config(path_), ProxyOptions{path_, false, workers});
+    ProxyOptions options;
+    options.config_path = path_;
+    options.workers = workers;
+    proxy_ = std::make_unique<Proxy>(load_config(path_), options);
     thread_ = std::thread([this] { proxy_->run(); });
     proxy_->wait_running();
   }
