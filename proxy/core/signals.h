@@ -3,6 +3,7 @@
 //   SIGHUP           reopen the log file (-o), then reload the config
 //   SIGUSR1          reopen the log file only (nutcracker ignores SIGUSR1; its SIGHUP reopens)
 //   SIGTTIN/SIGTTOU  log one level more / less verbose, as nutcracker's
+//   SIGUSR2          nothing, as nutcracker
 //   SIGINT/SIGTERM   stop
 //
 // The constructor blocks these signals in the calling thread; construct it before any worker
