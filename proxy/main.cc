@@ -46,7 +46,8 @@ constexpr const char* kUsage =
     "      --handover-socket=PATH  serve PATH, from which a newer chash-proxy takes the\n"
     "                           listening sockets (zero-downtime binary upgrade)\n"
     "      --takeover           start by taking the sockets from --handover-socket's proxy\n"
-    "      --version            print \"chash-proxy " CHASH_VERSION_STRING "\" and exit\n"
+    "      --version            print \"chash-proxy " CHASH_VERSION_STRING
+    "\" and exit\n"
     "\n"
     "Signals: SIGHUP reopens the log file and reloads the config; SIGUSR1 reopens the log file;\n"
     "SIGTTIN/SIGTTOU log more/less; SIGINT/SIGTERM stop. Under systemd (Type=notify) it reports\n"
@@ -123,8 +124,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (cl.action == CommandLine::Action::kCheck) {
-    std::printf("chash-proxy: %s: ok (%zu pool%s)\n", cl.config_path.c_str(),
-                config.pools.size(), config.pools.size() == 1 ? "" : "s");
+    std::printf("chash-proxy: %s: ok (%zu pool%s)\n", cl.config_path.c_str(), config.pools.size(),
+                config.pools.size() == 1 ? "" : "s");
     return 0;
   }
   chash::proxy::apply_stats_flags(cl, config);

@@ -164,8 +164,9 @@ bool parse_command_line(int argc, char** argv, CommandLine& out, std::string& er
         if (!parse_number(arg.c_str(), 16ul << 20, n) || n < 512) {
           return bad("takes bytes 512-16777216");
         }
-        out.warnings.push_back("-m/--mbuf-size is accepted for nutcracker's sake and ignored: "
-                               "chash-proxy's buffers grow as needed");
+        out.warnings.push_back(
+            "-m/--mbuf-size is accepted for nutcracker's sake and ignored: "
+            "chash-proxy's buffers grow as needed");
         break;
       case 'w':
         if (!parse_number(arg.c_str(), 1024, n) || n == 0) return bad("takes 1-1024");
@@ -181,7 +182,7 @@ bool parse_command_line(int argc, char** argv, CommandLine& out, std::string& er
       case ':':
         error = "option " + flag_name(optopt, argv) + " needs a value";
         return false;
-      default:  // '?'
+      default:                // '?'
         if (optopt == '?') {  // nutcracker's usage line lists -? beside -h
           help = true;
           break;

@@ -24,18 +24,18 @@ struct CommandLine {
   // What to do, first match wins (as nutcracker: -h, -V and -D answer before -t is looked at).
   enum class Action { kRun, kHelp, kVersion, kNutcrackerVersion, kDescribeStats, kCheck };
   Action action = Action::kRun;
-  std::string config_path;                // -c, --conf-file, --config
-  unsigned workers = 0;                   // -w, --workers (0: the config's)
-  std::optional<LogLevel> log_level;      // -v N | -v NAME, --verbose, --log-level
-  std::string log_file;                   // -o, --output ("" = stderr)
-  std::string pid_file;                   // -p, --pid-file ("" = none)
-  bool daemonize = false;                 // -d, --daemonize
-  std::optional<std::uint16_t> stats_port;        // -s, --stats-port (0: any free port)
-  std::optional<std::string> stats_addr;          // -a, --stats-addr
-  std::optional<std::uint32_t> stats_interval_ms; // -i, --stats-interval
-  bool no_stats = false;                  // --no-stats
-  std::string handover_socket;            // --handover-socket
-  bool takeover = false;                  // --takeover
+  std::string config_path;                         // -c, --conf-file, --config
+  unsigned workers = 0;                            // -w, --workers (0: the config's)
+  std::optional<LogLevel> log_level;               // -v N | -v NAME, --verbose, --log-level
+  std::string log_file;                            // -o, --output ("" = stderr)
+  std::string pid_file;                            // -p, --pid-file ("" = none)
+  bool daemonize = false;                          // -d, --daemonize
+  std::optional<std::uint16_t> stats_port;         // -s, --stats-port (0: any free port)
+  std::optional<std::string> stats_addr;           // -a, --stats-addr
+  std::optional<std::uint32_t> stats_interval_ms;  // -i, --stats-interval
+  bool no_stats = false;                           // --no-stats
+  std::string handover_socket;                     // --handover-socket
+  bool takeover = false;                           // --takeover
   // Flags accepted for nutcracker's sake that do nothing here (-m), one message each.
   std::vector<std::string> warnings;
 };

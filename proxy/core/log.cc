@@ -15,7 +15,7 @@ namespace chash::proxy {
 
 namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
-std::mutex g_mu;       // one line at a time; guards g_fd and g_path
+std::mutex g_mu;  // one line at a time; guards g_fd and g_path
 int g_fd = STDERR_FILENO;
 std::string g_path;  // "" = stderr
 

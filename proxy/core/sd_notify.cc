@@ -51,11 +51,9 @@ bool sd_notify_ready(std::string_view status) {
 bool sd_notify_reloading() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  const unsigned long long usec =
-      static_cast<unsigned long long>(ts.tv_sec) * 1000000ull +
-      static_cast<unsigned long long>(ts.tv_nsec) / 1000ull;
-  return sd_notify("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(usec) +
-                   "\nSTATUS=reloading\n");
+  const unsigned long long usec = static_cast<unsigned long long>(ts.tv_sec) * 1000000ull +
+                                  static_cast<unsigned long long>(ts.tv_nsec) / 1000ull;
+  return sd_notify("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(usec) + "\nSTATUS=reloading\n");
 }
 
 bool sd_notify_stopping() { return sd_notify("STOPPING=1\nSTATUS=stopping\n"); }

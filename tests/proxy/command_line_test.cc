@@ -38,8 +38,8 @@ TEST(ProxyCommandLine, NutcrackerFormsOfEveryFlag) {
             "--stats-port=0", "--stats-addr=127.0.0.1", "--stats-interval=1000", "--daemonize"},
            {"--conf-file", "n.yml", "--verbose", "6", "--output", "l.log", "--pid-file", "p.pid",
             "--stats-port", "0", "--stats-addr", "127.0.0.1", "--stats-interval", "1000", "-d"},
-           {"-dc", "n.yml", "-v", "6", "-ol.log", "-p", "p.pid", "-s", "0", "-a", "127.0.0.1",
-            "-i", "1000"},
+           {"-dc", "n.yml", "-v", "6", "-ol.log", "-p", "p.pid", "-s", "0", "-a", "127.0.0.1", "-i",
+            "1000"},
        }) {
     const Parsed p = parse(args);
     ASSERT_TRUE(p.ok) << p.error << " " << args[0];
@@ -83,10 +83,9 @@ TEST(ProxyCommandLine, ChashFlagsStillWork) {
 
 // nutcracker's LOG_EMERG 0 .. LOG_PVERB 11 (nc_log.h), default LOG_NOTICE 5.
 TEST(ProxyCommandLine, VerbosityMap) {
-  const LogLevel want[] = {LogLevel::kError, LogLevel::kError, LogLevel::kError,
-                           LogLevel::kError, LogLevel::kWarn,  LogLevel::kInfo,
-                           LogLevel::kInfo,  LogLevel::kDebug, LogLevel::kDebug,
-                           LogLevel::kDebug, LogLevel::kDebug, LogLevel::kDebug};
+  const LogLevel want[] = {LogLevel::kError, LogLevel::kError, LogLevel::kError, LogLevel::kError,
+                           LogLevel::kWarn,  LogLevel::kInfo,  LogLevel::kInfo,  LogLevel::kDebug,
+                           LogLevel::kDebug, LogLevel::kDebug, LogLevel::kDebug, LogLevel::kDebug};
   for (int v = 0; v <= 11; ++v) {
     EXPECT_EQ(log_level_for_verbosity(v), want[v]) << v;
     const Parsed p = parse({"-c", "x", "-v" + std::to_string(v)});
@@ -156,8 +155,7 @@ TEST(ProxyCommandLine, StatsPortAsNutcracker) {
   EXPECT_EQ(apply({}, conf).stats->text(), "127.0.0.2:9000");
   EXPECT_EQ(apply({"-s", "9001"}, conf).stats->text(), "127.0.0.2:9001");
   EXPECT_EQ(apply({"-a", "127.0.0.3"}, conf).stats->text(), "127.0.0.3:9000");
-  EXPECT_EQ(apply({"-s", "1"}, parse_address("/run/s.sock", "stats")).stats->text(),
-            "0.0.0.0:1");
+  EXPECT_EQ(apply({"-s", "1"}, parse_address("/run/s.sock", "stats")).stats->text(), "0.0.0.0:1");
   EXPECT_FALSE(apply({"--no-stats"}, conf).stats);
   EXPECT_FALSE(apply({"--no-stats"}, std::nullopt).stats);
 }

@@ -190,7 +190,7 @@ TEST_F(NutcrackerCli, DaemonizeServesAndStopsOnSigterm) {
   const fs::path pid_file = dir_ / "d.pid", log = dir_ / "d.log";
   // Returns once the daemon listens: no polling needed before the first connect.
   const Outcome r = run("-d -c " + conf_.string() + " -p " + pid_file.string() + " -o " +
-                    log.string() + " -s 0 -a 127.0.0.1");
+                        log.string() + " -s 0 -a 127.0.0.1");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(r.output, "");
   EXPECT_TRUE(listening());
