@@ -123,6 +123,19 @@ TEST_F(NutcrackerCli, VersionAndDescribeStats) {
   EXPECT_NE(r.output.find("--stats-port"), std::string::npos);
 }
 
+// Every long flag is in --help and in docs/PROXY.md.
+TEST_F(NutcrackerCli, HelpAndDocsNameEveryFlag) {
+  const std::string help = run("--help").output, docs = slurp(CHASH_PROXY_DOCS);
+  for (const char* flag :
+       {"--conf-file",      "--config",          "--test-conf", "--check",    "--daemonize",
+        "--describe-stats", "--verbose",         "--output",    "--pid-file", "--stats-port",
+        "--stats-addr",     "--stats-interval",  "--mbuf-size", "--no-stats", "--workers",
+        "--log-level",      "--handover-socket", "--takeover",  "--version",  "--help"}) {
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+    EXPECT_NE(docs.find(flag), std::string::npos) << flag;
+  }
+}
+
 TEST_F(NutcrackerCli, UsageErrorsExit2WithAMessage) {
   for (const auto& [args, want] : std::vector<std::pair<std::string, std::string>>{
            {"--bogus", "unknown option --bogus"},
