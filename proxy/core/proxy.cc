@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "core/sd_notify.h"
 #include "core/status.h"
 #include "net/socket.h"
 
@@ -60,6 +61,7 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
         },
         [this](std::string_view signal) {
           log(LogLevel::kInfo, "stopping", {{"signal", signal}});
+          if (options_.handle_signals) sd_notify_stopping();
           begin_drain(signal);
         });
   }
@@ -129,7 +131,11 @@ void Proxy::run() {
   std::string listens;
   for (const auto& pc : config_.pools) listens += (listens.empty() ? "" : ",") + pc.listen.text();
   const std::string nw = std::to_string(worker_count_);
-  log(LogLevel::kInfo, "started", {{"listen", listens}, {"workers", nw}});
+  // TODO(stats): the port actually bound (Proxy::stats_port()) once the stats port serves.
+  const std::string stats = config_.stats ? config_.stats->text() : "off";
+  log(LogLevel::kInfo, "started", {{"listen", listens}, {"workers", nw}, {"stats", stats}});
+  // systemd Type=notify; handle_signals: only the process's own Proxy (main), not tests'.
+  if (options_.handle_signals) sd_notify_ready("serving " + listens);
   if (predecessor_ != nullptr) {
     // Serving: the predecessor may stop accepting now. If it cannot be told, both keep
     // accepting on the same sockets (nothing is lost) and the operator sees why.
@@ -267,18 +273,26 @@ bool Proxy::reload(const ProxyConfig& config, std::string& message) {
 }
 
 bool Proxy::reload_from_file(std::string& message) {
-  if (options_.config_path.empty()) {
-    message = "reload refused: no config file";
-    return false;
+  if (options_.handle_signals) sd_notify_reloading();  // systemd: READY=1 again below
+  const bool ok = [&] {
+    if (options_.config_path.empty()) {
+      message = "reload refused: no config file";
+      return false;
+    }
+    try {
+      return reload(load_config(options_.config_path), message);
+    } catch (const std::exception& e) {
+      message = std::string("reload refused: ") + e.what();
+      metrics_.reload_failures.fetch_add(1);
+      log(LogLevel::kWarn, "reload refused", {{"reason", e.what()}});
+      return false;
+    }
+  }();
+  if (options_.handle_signals) {
+    sd_notify_ready(ok ? "serving; reloaded to version " + std::to_string(topology()->version)
+                       : "serving; " + message);
   }
-  try {
-    return reload(load_config(options_.config_path), message);
-  } catch (const std::exception& e) {
-    message = std::string("reload refused: ") + e.what();
-    metrics_.reload_failures.fetch_add(1);
-    log(LogLevel::kWarn, "reload refused", {{"reason", e.what()}});
-    return false;
-  }
+  return ok;
 }
 
 std::uint16_t Proxy::port(std::size_t pool) const {

@@ -537,12 +537,15 @@ class BinaryProxy {
         << y << "chash_proxy:\n  workers: 2\n  admin: 127.0.0.1:" << admin << "\n";
   }
   bool start() {
-    return process.start({CHASH_PROXY_PATH, "-c", file_.string()}, [&] {
-      const int fd = testing::dial_tcp(port);
-      if (fd < 0) return false;
-      ::close(fd);
-      return true;
-    });
+    // -s 0 -a 127.0.0.1: the stats port (nutcracker's default 0.0.0.0:22222) on any free
+    // loopback port, so parallel tests never collide and nothing listens beyond loopback.
+    return process.start(
+        {CHASH_PROXY_PATH, "-c", file_.string(), "-s", "0", "-a", "127.0.0.1"}, [&] {
+          const int fd = testing::dial_tcp(port);
+          if (fd < 0) return false;
+          ::close(fd);
+          return true;
+        });
   }
   // Waits up to `tries` x 25 ms until every worker routes with config `version` (/status).
   bool applied(int version, int tries) {
