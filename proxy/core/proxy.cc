@@ -4,15 +4,34 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 
+#include "chash/version.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "core/worker.h"
 #include "net/socket.h"
 
 namespace chash::proxy {
+
+namespace {
+
+std::int64_t wall_ms() noexcept {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// /metrics: the reload counters, the last attempt's time and outcome.
+void note_reload(Metrics& m, bool ok) noexcept {
+  (ok ? m.reloads : m.reload_failures).fetch_add(1);
+  m.last_reload_ms.store(wall_ms());
+  m.last_reload_ok.store(ok);
+}
+
+}  // namespace
 
 Proxy::Proxy(ProxyConfig config, ProxyOptions options)
     : config_(std::move(config)), options_(std::move(options)) {
@@ -53,6 +72,24 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
           control_.stop();
         });
   }
+  if (config_.stats) {
+    std::string error;
+    stats_fd_ = net::listen_on(*config_.stats, 64, error);
+    if (stats_fd_ < 0) {
+      admin_.reset();
+      if (admin_fd_ >= 0) ::close(admin_fd_);
+      for (const int f : listen_fds_) ::close(f);
+      throw std::runtime_error("stats: " + error);
+    }
+    StatsPort::Limits limits;
+    limits.interval = std::chrono::milliseconds(config_.stats_interval_ms);
+    stats_ = std::make_unique<StatsPort>(
+        control_, stats_fd_,
+        StatsPort::Handlers{[this] { return stats_header(); },
+                            [this] { return render_stats_pools(*topology()); }},
+        limits);
+  }
+  metrics_.last_reload_ms.store(wall_ms());  // the initial load counts as the last (good) one
   health_ = std::make_unique<HealthChecker>(control_, [this] { return topology(); });
 }
 
@@ -62,7 +99,9 @@ Proxy::~Proxy() {
   health_.reset();
   signals_.reset();
   admin_.reset();
+  stats_.reset();
   if (admin_fd_ >= 0) ::close(admin_fd_);
+  if (stats_fd_ >= 0) ::close(stats_fd_);
   for (const int f : listen_fds_) ::close(f);
 }
 
@@ -110,7 +149,7 @@ bool Proxy::reload(const ProxyConfig& config, std::string& message) {
   }
   if (!same) {
     message = "reload refused: pools and their listen addresses cannot change without a restart";
-    metrics_.reload_failures.fetch_add(1);
+    note_reload(metrics_, false);
     log(LogLevel::kWarn, "reload refused", {{"reason", message}});
     return false;
   }
@@ -119,7 +158,7 @@ bool Proxy::reload(const ProxyConfig& config, std::string& message) {
     next = build_topology(config, topology_.get(), version_ + 1);
   } catch (const std::exception& e) {
     message = std::string("reload refused: ") + e.what();
-    metrics_.reload_failures.fetch_add(1);
+    note_reload(metrics_, false);
     log(LogLevel::kWarn, "reload refused", {{"reason", e.what()}});
     return false;
   }
@@ -129,7 +168,7 @@ bool Proxy::reload(const ProxyConfig& config, std::string& message) {
   topology_ = next;
   config_.pools = config.pools;
   for (auto& w : workers_) w->set_topology(next);
-  metrics_.reloads.fetch_add(1);
+  note_reload(metrics_, true);
   std::string one_line = message;
   for (char& c : one_line) c = c == '\n' ? ';' : c;
   const std::string v = std::to_string(version_);
@@ -146,7 +185,7 @@ bool Proxy::reload_from_file(std::string& message) {
     return reload(load_config(options_.config_path), message);
   } catch (const std::exception& e) {
     message = std::string("reload refused: ") + e.what();
-    metrics_.reload_failures.fetch_add(1);
+    note_reload(metrics_, false);
     log(LogLevel::kWarn, "reload refused", {{"reason", e.what()}});
     return false;
   }
@@ -154,6 +193,32 @@ bool Proxy::reload_from_file(std::string& message) {
 
 std::uint16_t Proxy::port(std::size_t pool) const { return net::local_port(listen_fds_.at(pool)); }
 std::uint16_t Proxy::admin_port() const { return admin_fd_ < 0 ? 0 : net::local_port(admin_fd_); }
+std::uint16_t Proxy::stats_port() const { return stats_fd_ < 0 ? 0 : net::local_port(stats_fd_); }
+
+StatsHeader Proxy::stats_header() const {
+  StatsHeader h;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) h.source = host;
+  h.version = CHASH_VERSION_STRING;
+  h.uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
+                                                              started_)
+                 .count();
+  h.timestamp = wall_ms() / 1000;
+  // nutcracker counts every connection it holds: listeners, clients and servers.
+  const auto topology = this->topology();
+  std::uint64_t backends_open = 0;
+  for (const auto& pool : topology->pools) {
+    for (const auto& s : pool->states) {
+      backends_open += static_cast<std::uint64_t>(std::max<std::int64_t>(0, s->active.load()));
+    }
+  }
+  const auto clients_open =
+      static_cast<std::uint64_t>(std::max<std::int64_t>(0, metrics_.clients_open.load()));
+  h.total_connections = listen_fds_.size() + metrics_.clients_accepted.load() +
+                        metrics_.backend_connects.load();
+  h.curr_connections = listen_fds_.size() + clients_open + backends_open;
+  return h;
+}
 
 std::string Proxy::prometheus() const { return render_prometheus(metrics_, *topology()); }
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -25,6 +26,7 @@
 #include "core/health.h"
 #include "core/metrics.h"
 #include "core/signals.h"
+#include "core/stats_port.h"
 #include "core/topology.h"
 #include "net/event_loop.h"
 
@@ -66,6 +68,7 @@ class Proxy {
 
   std::uint16_t port(std::size_t pool) const;  // TCP port of pool i (0 for unix sockets)
   std::uint16_t admin_port() const;
+  std::uint16_t stats_port() const;  // nutcracker's stats port (0 when not configured)
   std::shared_ptr<const Topology> topology() const;
   // The oldest topology version a worker still routes with; equal to topology()->version once
   // every worker has applied the last reload (workers swap between events, on their threads).
@@ -75,6 +78,8 @@ class Proxy {
 
   std::string prometheus() const;
   std::string status_json() const;
+  // The stats port's live header (core/stats_port.h).
+  StatsHeader stats_header() const;
 
  private:
   ProxyConfig config_;
@@ -83,8 +88,11 @@ class Proxy {
   Metrics metrics_;
   std::vector<int> listen_fds_;
   int admin_fd_ = -1;
+  int stats_fd_ = -1;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   net::EventLoop control_;  // declared before what registers on it: destroyed after them
   std::unique_ptr<AdminServer> admin_;
+  std::unique_ptr<StatsPort> stats_;
   std::unique_ptr<SignalHandler> signals_;
   std::unique_ptr<HealthChecker> health_;
   std::vector<std::unique_ptr<Worker>> workers_;
