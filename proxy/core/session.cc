@@ -306,14 +306,18 @@ BackendSession::Pending BackendSession::take_front() {
 }
 
 void BackendSession::note_sent() {
+  // One update of the shared gauges per flush, not per request (pipelines flush many at once).
+  std::int64_t n = 0, bytes = 0;
   while (written_ < queue_.size() && queue_[written_].end <= sent_bytes_) {
-    const auto b = static_cast<std::int64_t>(queue_[written_].bytes);
-    state_->in_queue.fetch_sub(1, std::memory_order_relaxed);
-    state_->in_queue_bytes.fetch_sub(b, std::memory_order_relaxed);
-    state_->out_queue.fetch_add(1, std::memory_order_relaxed);
-    state_->out_queue_bytes.fetch_add(b, std::memory_order_relaxed);
+    bytes += static_cast<std::int64_t>(queue_[written_].bytes);
+    ++n;
     ++written_;
   }
+  if (n == 0) return;
+  state_->in_queue.fetch_sub(n, std::memory_order_relaxed);
+  state_->in_queue_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+  state_->out_queue.fetch_add(n, std::memory_order_relaxed);
+  state_->out_queue_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void BackendSession::unqueue_all() noexcept {

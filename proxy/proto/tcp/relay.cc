@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "core/log.h"
 #include "core/worker.h"
@@ -344,6 +345,13 @@ void Relay::close(const char* why) {
   client_fd_ = -1;
   client_events_ = 0;
   close_backend_fd();
+  // nutcracker's client_eof / client_err: both sides ended normally / the client's socket failed.
+  const std::string_view reason = why;
+  if (reason == "done") {
+    pool_->shared->client_eof.fetch_add(1, std::memory_order_relaxed);
+  } else if (reason.starts_with("client ")) {
+    pool_->shared->client_err.fetch_add(1, std::memory_order_relaxed);
+  }
   log(LogLevel::kDebug, "tcp relay closed", {{"pool", pool_->config.name}, {"reason", why}});
   worker_.client_closed(this);
   worker_.loop().defer_delete(std::unique_ptr<net::Pollable>(this));
