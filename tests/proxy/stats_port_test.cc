@@ -24,6 +24,7 @@
 #include "config/config.h"
 #include "core/proxy.h"
 #include "e2e_util.h"
+#include "net/socket.h"
 
 namespace chash::proxy {
 namespace {
@@ -136,6 +137,58 @@ beta:
   EXPECT_EQ(j["alpha"]["r1"]["requests"], 5);
   EXPECT_EQ(j["alpha"]["client_eof"], 2);
   EXPECT_EQ(keys(j["beta"]["m1"]), kServer);
+}
+
+// The deadline frees a client that never reads nor closes, and connections over the cap are
+// closed at once; the loop is driven on this thread, so open_connections() is read safely.
+TEST(StatsPortTest, DeadlineAndCapBoundSilentClients) {
+  net::EventLoop loop;
+  std::string error;
+  const int lfd = net::listen_on(parse_address("127.0.0.1:0", "stats"), 64, error);
+  ASSERT_GE(lfd, 0) << error;
+  int renders = 0;
+  StatsPort::Limits limits;
+  limits.interval = std::chrono::milliseconds(3600000);
+  limits.deadline = 200ms;
+  limits.max_connections = 2;
+  auto port = std::make_unique<StatsPort>(
+      loop, lfd,
+      StatsPort::Handlers{[] { return StatsHeader{"h", "v", 0, 0, 0, 0}; },
+                          [&renders] {
+                            ++renders;
+                            return std::string();
+                          }},
+      limits);
+  const std::uint16_t p = net::local_port(lfd);
+  int fds[3];
+  for (int& fd : fds) fd = testing::dial_tcp(p);
+  for (int i = 0; i < 10; ++i) loop.run_once(10ms);
+  EXPECT_EQ(port->open_connections(), 2u);  // two hold their slot (they neither read nor close)
+  EXPECT_EQ(renders, 1);                    // one snapshot for the interval
+  // The third was over the cap: closed with nothing sent.
+  testing::set_timeouts(fds[2], 1);
+  char c = 0;
+  EXPECT_EQ(::recv(fds[2], &c, 1, 0), 0);
+  // The others got the document before their deadline ...
+  testing::set_timeouts(fds[0], 1);
+  const std::string doc =
+      testing::recv_until(fds[0], [](const std::string& in) { return in.ends_with("}\n"); });
+  EXPECT_EQ(doc,
+            "{\"service\":\"nutcracker\", \"source\":\"h\", \"version\":\"v\", \"uptime\":0, "
+            "\"timestamp\":0, \"total_connections\":0, \"curr_connections\":0}\n");
+  // ... and the deadline frees both slots although neither client closes.
+  const auto t0 = std::chrono::steady_clock::now();
+  while (port->open_connections() != 0 && std::chrono::steady_clock::now() - t0 < 2s) {
+    loop.run_once(10ms);
+  }
+  EXPECT_EQ(port->open_connections(), 0u);
+  const int again = testing::dial_tcp(p);
+  for (int i = 0; i < 5; ++i) loop.run_once(10ms);
+  EXPECT_EQ(port->open_connections(), 1u);
+  port.reset();
+  for (const int fd : fds) ::close(fd);
+  ::close(again);
+  ::close(lfd);
 }
 
 // ---- A real proxy, a real redis-server ------------------------------------------------------
