@@ -14,6 +14,7 @@
 #include "core/daemon.h"
 #include "core/log.h"
 #include "core/proxy.h"
+#include "core/stats_port.h"
 
 namespace {
 
@@ -54,31 +55,6 @@ constexpr const char* kUsage =
     "a second one stops at once. Under systemd (Type=notify) it reports\n"
     "READY/RELOADING/STOPPING. Exit codes: 0 ok, 1 bad config or cannot start, 2 usage error.\n";
 
-// TODO(stats): print the stats port's describe_stats() (core/stats_port.h) once it is on main;
-// until then nutcracker's own field list, which the stats port sends.
-constexpr const char* kStatsDescription =
-    "pool stats:\n"
-    "  client_eof          \"# eof on client connections\"\n"
-    "  client_err          \"# errors on client connections\"\n"
-    "  client_connections  \"# active client connections\"\n"
-    "  server_ejects       \"# times backend server was ejected\"\n"
-    "  forward_error       \"# times we encountered a forwarding error\"\n"
-    "  fragments           \"# fragments created from a multi-vector request\"\n"
-    "\n"
-    "server stats:\n"
-    "  server_eof          \"# eof on server connections\"\n"
-    "  server_err          \"# errors on server connections\"\n"
-    "  server_timedout     \"# timeouts on server connections\"\n"
-    "  server_connections  \"# active server connections\"\n"
-    "  server_ejected_at   \"timestamp when server was ejected in usec since epoch\"\n"
-    "  requests            \"# requests\"\n"
-    "  request_bytes       \"total request bytes\"\n"
-    "  responses           \"# responses\"\n"
-    "  response_bytes      \"total response bytes\"\n"
-    "  in_queue            \"# requests in incoming queue\"\n"
-    "  in_queue_bytes      \"current request bytes in incoming queue\"\n"
-    "  out_queue           \"# requests in outgoing queue\"\n"
-    "  out_queue_bytes     \"current request bytes in outgoing queue\"\n";
 
 // -d changes to "/": the files named on the command line keep meaning what they meant.
 std::string absolute(const std::string& path) {
@@ -108,7 +84,7 @@ int main(int argc, char** argv) {
       return 0;
     case CommandLine::Action::kDescribeStats:
       std::fputs("This is chash-proxy-" CHASH_VERSION_STRING "\n\n", stdout);
-      std::fputs(kStatsDescription, stdout);
+      std::fputs(chash::proxy::describe_stats().c_str(), stdout);
       return 0;
     case CommandLine::Action::kCheck:
     case CommandLine::Action::kRun:
