@@ -7,12 +7,14 @@
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <string>
@@ -339,6 +341,64 @@ TEST_F(LifecycleTest, HandOverRefusesNoConnectionAndLosesNoRequest) {
   // The new process serves the hand-over socket for the next upgrade.
   EXPECT_TRUE(fs::exists(handover));
   proxies_[0].stop();
+}
+
+// The same with the real binaries (as an operator upgrades): the old one exits 0 by itself,
+// then SIGTERM on the new one answers a pipeline in flight before it exits 0.
+TEST_F(LifecycleTest, BinaryHandOverUnderLoadThenSigtermDrains) {
+  const std::string handover = (dir_ / "bin-handover.sock").string();
+  const std::uint16_t port = testing::free_port();
+  const fs::path config = dir_ / "bin.yml";
+  std::ofstream(config) << pool("alpha", "127.0.0.1:" + std::to_string(port),
+                                {sock(1) + ":1 a", sock(2) + ":1 b"})
+                        << "chash_proxy:\n  workers: 2\n  drain_timeout: 5000\n";
+  auto serving = [&] {
+    const int fd = testing::dial_tcp(port);
+    if (fd >= 0) ::close(fd);
+    return fd >= 0;
+  };
+  const std::vector<std::string> base = {CHASH_PROXY_PATH, "-c",      config.string(), "-s",
+                                         "0",              "-a",      "127.0.0.1",     "-v",
+                                         "4",              "--handover-socket", handover};
+  testing::ChildProcess old_proxy, new_proxy;
+  ASSERT_TRUE(old_proxy.start(base, serving));
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, refused{0}, unanswered{0};
+  std::thread load([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      const int fd = testing::dial_tcp(port);
+      if (fd < 0) {
+        ++refused;
+        continue;
+      }
+      RespClient c(fd);
+      (c.call({"SET", "b" + std::to_string(i), "v"}) == "+OK\r\n" ? ok : unanswered)++;
+    }
+  });
+  std::this_thread::sleep_for(200ms);
+  auto with_takeover = base;
+  with_takeover.push_back("--takeover");
+  ASSERT_TRUE(new_proxy.start(with_takeover, [] { return true; }));
+  const int before = ok.load();
+  EXPECT_EQ(old_proxy.terminate(0), 0) << "the old process drains and exits 0 by itself";
+  std::this_thread::sleep_for(200ms);
+  stop = true;
+  load.join();
+  EXPECT_GT(ok.load(), before);
+  EXPECT_EQ(refused.load(), 0);
+  EXPECT_EQ(unanswered.load(), 0);
+
+  // SIGTERM with 5,000 pipelined requests in flight: all answered, then exit 0.
+  RespClient busy(RespClient::dial_tcp(port));
+  std::string burst;
+  for (int i = 0; i < 5000; ++i) burst += "*3\r\n$3\r\nSET\r\n$1\r\nz\r\n$1\r\nv\r\n";
+  ASSERT_TRUE(busy.send_raw(burst));
+  ::kill(new_proxy.pid(), SIGTERM);
+  int answered = 0;
+  for (int i = 0; i < 5000; ++i) answered += busy.read_reply() == "+OK\r\n";
+  EXPECT_EQ(answered, 5000);
+  EXPECT_TRUE(busy.closed_by_peer());
+  EXPECT_EQ(new_proxy.terminate(0), 0);
 }
 
 TEST_F(LifecycleTest, TakeoverWithoutARunningProxyFailsClearly) {
