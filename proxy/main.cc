@@ -55,7 +55,6 @@ constexpr const char* kUsage =
     "a second one stops at once. Under systemd (Type=notify) it reports\n"
     "READY/RELOADING/STOPPING. Exit codes: 0 ok, 1 bad config or cannot start, 2 usage error.\n";
 
-
 // -d changes to "/": the files named on the command line keep meaning what they meant.
 std::string absolute(const std::string& path) {
   return path.empty() ? path : std::filesystem::absolute(path).lexically_normal().string();

@@ -201,8 +201,7 @@ void Proxy::serve_handover() {
     return;
   }
   handover_ = std::make_unique<HandoverServer>(
-      control_, fd, [this] { return handover_sockets(); },
-      [this] { begin_drain("hand-over"); });
+      control_, fd, [this] { return handover_sockets(); }, [this] { begin_drain("hand-over"); });
 }
 
 HandoverSockets Proxy::handover_sockets() const {
@@ -289,8 +288,9 @@ bool Proxy::reload(const ProxyConfig& config, std::string& message) {
   if (config.admin.has_value() != config_.admin.has_value() ||
       (config.admin && config.admin->text() != config_.admin->text()) ||
       config.workers != config_.workers) {
-    log(LogLevel::kWarn, "reload: chash_proxy.admin and workers take effect at the next start "
-                         "(or binary hand-over)");
+    log(LogLevel::kWarn,
+        "reload: chash_proxy.admin and workers take effect at the next start "
+        "(or binary hand-over)");
   }
   resolver_->resolve_later(*next);  // names of new or readdressed backends, off this thread
   message = describe_change(*topology_, *next);
@@ -355,9 +355,9 @@ StatsHeader Proxy::stats_header() const {
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) h.source = host;
   h.version = CHASH_VERSION_STRING;
-  h.uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
-                                                              started_)
-                 .count();
+  h.uptime =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_)
+          .count();
   h.timestamp = wall_ms() / 1000;
   // nutcracker counts every connection it holds: listeners, clients and servers.
   const auto topology = this->topology();

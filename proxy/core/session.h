@@ -156,7 +156,7 @@ class ClientSession : public ClientConn {
   bool want_read_ = true;
   bool draining_ = false;
   net::Clock::time_point last_input_;  // accepted, or last bytes read
-  bool processing_ = false;  // inside process(): do not re-enter it from a completion
+  bool processing_ = false;            // inside process(): do not re-enter it from a completion
   bool want_write_ = false;
   bool output_scheduled_ = false;  // in the worker's list for flush_output()
   bool closing_ = false;           // a close_after reply is queued: nothing more is written

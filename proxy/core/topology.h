@@ -86,7 +86,7 @@ bool resolved_for(const BackendState& state, const Address& address);
 // Per-pool counters that outlive reloads (kept by pool name, like BackendState).
 // Counters first, then nutcracker's pool stats they feed (in brackets).
 struct PoolShared {
-  std::atomic<std::int64_t> clients{0};  // open client connections [client_connections]
+  std::atomic<std::int64_t> clients{0};          // open client connections [client_connections]
   std::atomic<std::uint64_t> requests{0};        // commands received (redis, memcache)
   std::atomic<std::uint64_t> local_replies{0};   // answered by the proxy itself
   std::atomic<std::uint64_t> errors{0};          // error replies made by the proxy

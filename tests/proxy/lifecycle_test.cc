@@ -131,8 +131,8 @@ TEST_F(LifecycleTest, NamesAreResolvedOffTheWorkersAndASlowLookupStallsNoClient)
   FakeDns dns(dir_);
   ProxyOptions options;
   options.lookup = dns.lookup();
-  proxies_[0].start(dir_, pool("alpha", "127.0.0.1:0", {sock(1) + ":1 a", "r2.test:6379:1 b"}),
-                    2, options);
+  proxies_[0].start(dir_, pool("alpha", "127.0.0.1:0", {sock(1) + ":1 a", "r2.test:6379:1 b"}), 2,
+                    options);
   Proxy& proxy = *proxies_[0];
   RespClient c(RespClient::dial_tcp(proxy.port(0)));
   for (const auto& k : keys_on(proxy, "b", 5)) ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
@@ -141,8 +141,8 @@ TEST_F(LifecycleTest, NamesAreResolvedOffTheWorkersAndASlowLookupStallsNoClient)
   // of the other backends are answered at once meanwhile (the lookup runs on the resolver's
   // thread; before, getaddrinfo ran on the worker that first connected).
   dns.delay = 1500ms;
-  proxies_[0].rewrite(pool("alpha", "127.0.0.1:0",
-                           {sock(1) + ":1 a", "r2.test:6379:1 b", "r3.test:6379:1 c"}));
+  proxies_[0].rewrite(
+      pool("alpha", "127.0.0.1:0", {sock(1) + ":1 a", "r2.test:6379:1 b", "r3.test:6379:1 c"}));
   std::string message;
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_TRUE(proxy.reload_from_file(message)) << message;
@@ -152,8 +152,7 @@ TEST_F(LifecycleTest, NamesAreResolvedOffTheWorkersAndASlowLookupStallsNoClient)
   const auto t1 = std::chrono::steady_clock::now();
   for (const auto& k : keys_on(proxy, "a", 20)) ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
   // A key of the backend being resolved is answered at once, with an error that says so.
-  EXPECT_EQ(c.call({"GET", on_c[0]}),
-            "-ERR backend c: its address is being resolved\r\n");
+  EXPECT_EQ(c.call({"GET", on_c[0]}), "-ERR backend c: its address is being resolved\r\n");
   EXPECT_LT(std::chrono::steady_clock::now() - t1, 500ms);
   // Once resolved, it serves.
   EXPECT_TRUE(testing::eventually([&] { return c.call({"SET", on_c[1], "v"}) == "+OK\r\n"; }));
@@ -214,8 +213,7 @@ TEST_F(LifecycleTest, ReloadAddsAndRemovesPoolsAndTheirListeners) {
   EXPECT_EQ(old_client.call({"GET", "x"}), "$1\r\n1\r\n");
 
   // alpha goes: its port stops accepting; its open client is answered, then closed when idle.
-  proxies_[0].rewrite(
-      pool("beta", "127.0.0.1:" + std::to_string(beta_port), {sock(2) + ":1 b"}));
+  proxies_[0].rewrite(pool("beta", "127.0.0.1:" + std::to_string(beta_port), {sock(2) + ":1 b"}));
   ASSERT_TRUE(proxy.reload_from_file(message)) << message;
   EXPECT_NE(message.find("pool alpha: removed"), std::string::npos) << message;
   ASSERT_TRUE(testing::reload_applied(proxy));
@@ -290,9 +288,9 @@ TEST_F(LifecycleTest, DrainAnswersEverythingReadThenClosesAndStops) {
 TEST_F(LifecycleTest, HandOverRefusesNoConnectionAndLosesNoRequest) {
   const std::string handover = (dir_ / "handover.sock").string();
   const std::uint16_t port = testing::free_port();
-  const std::string yaml = pool("alpha", "127.0.0.1:" + std::to_string(port),
-                                {sock(1) + ":1 a", sock(2) + ":1 b"}) +
-                           "chash_proxy:\n  drain_timeout: 5000\n";
+  const std::string yaml =
+      pool("alpha", "127.0.0.1:" + std::to_string(port), {sock(1) + ":1 a", sock(2) + ":1 b"}) +
+      "chash_proxy:\n  drain_timeout: 5000\n";
   ProxyOptions old_options;
   old_options.handover_socket = handover;
   proxies_[0].start(dir_, yaml, 2, old_options);
@@ -357,9 +355,9 @@ TEST_F(LifecycleTest, BinaryHandOverUnderLoadThenSigtermDrains) {
     if (fd >= 0) ::close(fd);
     return fd >= 0;
   };
-  const std::vector<std::string> base = {CHASH_PROXY_PATH, "-c",      config.string(), "-s",
-                                         "0",              "-a",      "127.0.0.1",     "-v",
-                                         "4",              "--handover-socket", handover};
+  const std::vector<std::string> base = {
+      CHASH_PROXY_PATH,    "-c",    config.string(), "-s", "0", "-a", "127.0.0.1", "-v", "4",
+      "--handover-socket", handover};
   testing::ChildProcess old_proxy, new_proxy;
   ASSERT_TRUE(old_proxy.start(base, serving));
   std::atomic<bool> stop{false};
