@@ -190,6 +190,7 @@ void ClientSession::on_done() {
     }
     m.client = nullptr;
     closing_ = m.close_after;
+    replied_in_drain_ |= draining_;
     pending_.pop_front();
     if (closing_) break;
   }
@@ -246,13 +247,15 @@ void ClientSession::drain() {
 
 bool ClientSession::close_if_drained() {
   if (!pending_.empty() || out_off_ != out_.size() || !in_.empty()) return false;
-  // Quiet for kDrainQuiet: a client that just connected, or is between two requests of a
-  // conversation, is about to send; closing now would leave that request unanswered. (Neither
-  // RESP nor memcached can tell a client "this is the last reply", so a request that races the
-  // close sees it without a reply, as with any server's idle close, and its client retries on
-  // a new connection; the quiet period makes that a rare event instead of the common one.)
-  // Clients that are never quiet stay until drain_timeout. The worker re-checks on its tick.
-  if (worker_.loop().now() - last_input_ < kDrainQuiet) return false;
+  // Between requests. Neither RESP nor the memcached protocol can tell a client "this is the
+  // last reply", so the close goes where a client expects one least to race its next request:
+  // right after a reply (a client between requests sees the FIN before it sends, and clients
+  // that check the connection first — go-redis's connCheck — reconnect without a failure), or,
+  // for a connection not answered since the drain began (just connected, or idle), after it has
+  // been quiet for kDrainQuiet. A request that still races the close sees it without a reply,
+  // as with any server's idle close, and its client retries on a new connection. The worker
+  // re-checks quiet connections on its tick.
+  if (!replied_in_drain_ && worker_.loop().now() - last_input_ < kDrainQuiet) return false;
   char c;
   if (::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0) return false;  // already on its way
   close();

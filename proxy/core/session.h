@@ -41,8 +41,8 @@ bool backend_usable(const Pool& pool, NodeId node, std::string_view what, std::s
 inline constexpr std::size_t kReadChunk = 64 * 1024;
 inline constexpr std::size_t kMaxClientOutput = 8u << 20;  // pause reading above this much unsent
 inline constexpr int kMaxReadsPerEvent = 16;               // fairness between connections
-// Draining: a client connection closes once nothing is in flight and it has sent nothing for
-// this long (ClientSession::close_if_drained says why).
+// Draining: a client connection not answered since the drain began closes once it has sent
+// nothing for this long (ClientSession::close_if_drained says why).
 inline constexpr auto kDrainQuiet = std::chrono::milliseconds(200);
 
 // One request's place in its client's in-order reply queue.
@@ -155,6 +155,7 @@ class ClientSession : public ClientConn {
 
   bool want_read_ = true;
   bool draining_ = false;
+  bool replied_in_drain_ = false;      // a reply was queued since the drain began
   net::Clock::time_point last_input_;  // accepted, or last bytes read
   bool processing_ = false;            // inside process(): do not re-enter it from a completion
   bool want_write_ = false;

@@ -283,6 +283,44 @@ TEST_F(LifecycleTest, DrainAnswersEverythingReadThenClosesAndStops) {
   proxies_[0].stop();
 }
 
+// A keep-alive client that never pauses long (1 ms between requests) is closed right after a
+// reply, long before drain_timeout, and — checking its connection before each send, as go-redis
+// does — never sends into the close.
+TEST_F(LifecycleTest, DrainClosesABusyKeepAliveClientBetweenRequests) {
+  proxies_[0].start(
+      dir_,
+      pool("alpha", "127.0.0.1:0", {sock(1) + ":1 a"}) + "chash_proxy:\n  drain_timeout: 10000\n",
+      2);
+  const int fd = testing::dial_tcp(proxies_[0]->port(0));
+  ASSERT_GE(fd, 0);
+  RespClient c(fd);
+  std::atomic<bool> drained{false};
+  int answered = 0, unanswered = 0;
+  std::chrono::steady_clock::time_point drain_at{}, closed_at{};
+  for (int i = 0; i < 100000; ++i) {
+    if (i == 50) {
+      drain_at = std::chrono::steady_clock::now();
+      proxies_[0]->drain();
+      drained = true;
+    }
+    // The connection check: readable before we have sent anything means the peer closed.
+    char b;
+    const ssize_t peek = ::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (peek == 0) {
+      closed_at = std::chrono::steady_clock::now();
+      break;
+    }
+    (c.call({"SET", "busy" + std::to_string(i), "v"}) == "+OK\r\n" ? answered : unanswered)++;
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_TRUE(drained.load());
+  EXPECT_GE(answered, 50);
+  EXPECT_EQ(unanswered, 0);
+  ASSERT_NE(closed_at, std::chrono::steady_clock::time_point{}) << "never closed";
+  EXPECT_LT(closed_at - drain_at, 2s) << "closed between requests, not at drain_timeout";
+  proxies_[0].stop();
+}
+
 // ---- Binary hand-over ------------------------------------------------------------------------------
 
 TEST_F(LifecycleTest, HandOverRefusesNoConnectionAndLosesNoRequest) {
