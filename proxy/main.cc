@@ -1,124 +1,147 @@
 // SPDX-License-Identifier: Apache-2.0
 // chash-proxy — shard Redis keys across servers as nutcracker does, with reload, health checks
-// and metrics. See docs/PROXY.md.
+// and metrics. Takes nutcracker's command line (core/command_line.h). See docs/PROXY.md.
 #include <signal.h>
 
 #include <cstdio>
-#include <cstring>
 #include <exception>
+#include <filesystem>
 #include <string>
 
 #include "chash/version.h"
 #include "config/config.h"
+#include "core/command_line.h"
+#include "core/daemon.h"
 #include "core/log.h"
 #include "core/proxy.h"
+#include "core/stats_port.h"
 
 namespace {
 
 constexpr const char* kUsage =
-    "usage: chash-proxy -c CONFIG [--check] [--workers N] [--log-level debug|info|warn|error]\n"
+    "usage: chash-proxy -c CONFIG [-t] [-d] [-v N] [-o LOG] [-p PIDFILE] [-s PORT] [-a ADDR]\n"
+    "                   [-i MS] [--no-stats] [-w N] [-hVD]\n"
     "\n"
-    "  -c, --conf-file FILE   nutcracker.yml-compatible pools (docs/PROXY.md)\n"
-    "  -t, --check            validate the config (parse + build every router) and exit\n"
-    "  -w, --workers N        worker threads (default: chash_proxy.workers, else one per core)\n"
-    "  -v, --log-level LEVEL  debug, info (default), warn, error\n"
-    "      --handover-socket PATH  serve PATH, from which a newer chash-proxy takes the\n"
-    "                         listening sockets (binary upgrade without a dropped connection)\n"
-    "      --takeover         start by taking the sockets from the chash-proxy serving\n"
-    "                         --handover-socket; it then drains and exits\n"
-    "  -h, --help             this text\n"
-    "      --version          print the version (chash-proxy " CHASH_VERSION_STRING
-    ") and exit\n"
+    "nutcracker's flags, with nutcracker's meaning (docs/PROXY.md \"Drop-in for nutcracker\"):\n"
+    "  -c, --conf-file=FILE     nutcracker.yml-compatible pools (also --config)\n"
+    "  -t, --test-conf          validate the config (parse + build every router) and exit\n"
+    "                           (also --check; exit 0 ok, 1 bad)\n"
+    "  -d, --daemonize          run in the background; returns once listening (exit 0) or\n"
+    "                           failed (exit 1, the reason on stderr)\n"
+    "  -v, --verbose=N          nutcracker's log level 0-11: 0-3 error, 4 warn, 5-6 info\n"
+    "                           (default 5), 7-11 debug; or a name (debug, info, warn, error)\n"
+    "  -o, --output=FILE        append the log to FILE (default stderr); reopened on SIGHUP and\n"
+    "                           SIGUSR1\n"
+    "  -p, --pid-file=FILE      write the pid once listening; removed on exit\n"
+    "  -s, --stats-port=N       nutcracker's stats port (default 22222; 0: any free port)\n"
+    "  -a, --stats-addr=ADDR    its address (default 0.0.0.0)\n"
+    "  -i, --stats-interval=MS  stats aggregation interval (default 30000)\n"
+    "  -D, --describe-stats     print what the stats port's fields mean and exit\n"
+    "  -V                       print \"This is chash-proxy-VERSION\" and exit\n"
+    "  -m, --mbuf-size=N        accepted and ignored (no mbufs here)\n"
+    "  -h, --help               this text\n"
+    "chash-proxy's own:\n"
+    "      --no-stats           no stats port (overrides chash_proxy.stats)\n"
+    "  -w, --workers=N          worker threads (default: chash_proxy.workers, else one per core)\n"
+    "      --log-level=LEVEL    debug, info (default), warn, error (or 0-11 as -v)\n"
+    "      --handover-socket=PATH  serve PATH, from which a newer chash-proxy takes the\n"
+    "                           listening sockets (zero-downtime binary upgrade)\n"
+    "      --takeover           start by taking the sockets from --handover-socket's proxy\n"
+    "      --version            print \"chash-proxy " CHASH_VERSION_STRING
+    "\" and exit\n"
     "\n"
-    "Signals: SIGHUP reloads the config; SIGINT/SIGTERM drain (chash_proxy.drain_timeout) and\n"
-    "stop, a second one stops at once. Exit codes: 0 ok, 1 bad config or\n"
-    "cannot listen, 2 usage error.\n";
+    "Signals: SIGHUP reopens the log file and reloads the config; SIGUSR1 reopens the log file;\n"
+    "SIGTTIN/SIGTTOU log more/less; SIGINT/SIGTERM drain (chash_proxy.drain_timeout) and stop,\n"
+    "a second one stops at once. Under systemd (Type=notify) it reports\n"
+    "READY/RELOADING/STOPPING. Exit codes: 0 ok, 1 bad config or cannot start, 2 usage error.\n";
+
+// -d changes to "/": the files named on the command line keep meaning what they meant.
+std::string absolute(const std::string& path) {
+  return path.empty() ? path : std::filesystem::absolute(path).lexically_normal().string();
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string path;
-  bool check = false;
-  unsigned workers = 0;
-  std::string handover_socket;
-  bool takeover = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&](const char* what) -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "chash-proxy: %s needs a value\n%s", what, kUsage);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--version") {
-      std::puts("chash-proxy " CHASH_VERSION_STRING);
-      return 0;
-    } else if (a == "-c" || a == "--conf-file" || a == "--config") {
-      path = value("-c");
-    } else if (a == "-t" || a == "--check" || a == "--test-conf") {
-      check = true;
-    } else if (a == "--handover-socket") {
-      handover_socket = value("--handover-socket");
-    } else if (a == "--takeover") {
-      takeover = true;
-    } else if (a == "-w" || a == "--workers") {
-      const std::string v = value("--workers");
-      char* end = nullptr;
-      const unsigned long n = std::strtoul(v.c_str(), &end, 10);
-      if (end == v.c_str() || *end != '\0' || n == 0 || n > 1024) {
-        std::fprintf(stderr, "chash-proxy: --workers takes 1..1024, got '%s'\n", v.c_str());
-        return 2;
-      }
-      workers = static_cast<unsigned>(n);
-    } else if (a == "-v" || a == "--log-level") {
-      const std::string v = value("--log-level");
-      using chash::proxy::LogLevel;
-      if (v == "debug") chash::proxy::set_log_level(LogLevel::kDebug);
-      else if (v == "info") chash::proxy::set_log_level(LogLevel::kInfo);
-      else if (v == "warn") chash::proxy::set_log_level(LogLevel::kWarn);
-      else if (v == "error") chash::proxy::set_log_level(LogLevel::kError);
-      else {
-        std::fprintf(stderr, "chash-proxy: unknown log level '%s'\n", v.c_str());
-        return 2;
-      }
-    } else {
-      std::fprintf(stderr, "chash-proxy: unknown argument '%s'\n%s", a.c_str(), kUsage);
-      return 2;
-    }
-  }
-  if (path.empty()) {
-    std::fprintf(stderr, "chash-proxy: -c CONFIG is required\n%s", kUsage);
+  using chash::proxy::CommandLine;
+  using chash::proxy::LogLevel;
+  CommandLine cl;
+  std::string error;
+  if (!chash::proxy::parse_command_line(argc, argv, cl, error)) {
+    std::fprintf(stderr, "chash-proxy: %s (chash-proxy -h for help)\n", error.c_str());
     return 2;
   }
+  switch (cl.action) {
+    case CommandLine::Action::kHelp:
+      std::fputs(kUsage, stdout);
+      return 0;
+    case CommandLine::Action::kVersion:
+      std::puts("chash-proxy " CHASH_VERSION_STRING);
+      return 0;
+    case CommandLine::Action::kNutcrackerVersion:
+      std::puts("This is chash-proxy-" CHASH_VERSION_STRING);
+      return 0;
+    case CommandLine::Action::kDescribeStats:
+      std::fputs("This is chash-proxy-" CHASH_VERSION_STRING "\n\n", stdout);
+      std::fputs(chash::proxy::describe_stats().c_str(), stdout);
+      return 0;
+    case CommandLine::Action::kCheck:
+    case CommandLine::Action::kRun:
+      break;
+  }
+  for (const auto& w : cl.warnings) std::fprintf(stderr, "chash-proxy: warning: %s\n", w.c_str());
+  if (cl.log_level) chash::proxy::set_log_level(*cl.log_level);
+
   chash::proxy::ProxyConfig config;
   try {
-    config = chash::proxy::load_config(path);
+    config = chash::proxy::load_config(cl.config_path);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "chash-proxy: %s\n", e.what());
     return 1;
   }
-  if (check) {
-    std::printf("chash-proxy: %s: ok (%zu pool%s)\n", path.c_str(), config.pools.size(),
+  if (cl.action == CommandLine::Action::kCheck) {
+    std::printf("chash-proxy: %s: ok (%zu pool%s)\n", cl.config_path.c_str(), config.pools.size(),
                 config.pools.size() == 1 ? "" : "s");
     return 0;
   }
+  chash::proxy::apply_stats_flags(cl, config);
+
   ::signal(SIGPIPE, SIG_IGN);
-  try {
-    chash::proxy::ProxyOptions options;
-    options.config_path = path;
-    options.handle_signals = true;
-    options.workers = workers;
-    options.handover_socket = handover_socket;
-    options.takeover = takeover;
-    chash::proxy::Proxy proxy(std::move(config), std::move(options));
-    proxy.run();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "chash-proxy: %s\n", e.what());
+  if (cl.daemonize) {
+    cl.config_path = absolute(cl.config_path);
+    cl.log_file = absolute(cl.log_file);
+    cl.pid_file = absolute(cl.pid_file);
+  }
+  if (!chash::proxy::set_log_file(cl.log_file, error)) {
+    std::fprintf(stderr, "chash-proxy: %s\n", error.c_str());
     return 1;
   }
+  chash::proxy::Daemon daemon;
+  if (cl.daemonize && !daemon.detach(cl.log_file, error)) {
+    std::fprintf(stderr, "chash-proxy: cannot daemonize: %s\n", error.c_str());
+    return 1;
+  }
+  // From here on stderr may be /dev/null: failures go to the log, and to the terminal -d left.
+  auto fail = [&](const std::string& what) {
+    chash::proxy::log(LogLevel::kError, "cannot start", {{"error", what}});
+    daemon.failed(what);
+    return 1;
+  };
+  try {
+    chash::proxy::ProxyOptions options;
+    options.config_path = cl.config_path;
+    options.handle_signals = true;
+    options.workers = cl.workers;
+    options.handover_socket = cl.handover_socket;
+    options.takeover = cl.takeover;
+    chash::proxy::Proxy proxy(std::move(config), std::move(options));
+    chash::proxy::PidFile pid_file;
+    if (!cl.pid_file.empty() && !pid_file.write(cl.pid_file, error)) return fail(error);
+    daemon.ready();
+    proxy.run();
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  chash::proxy::log(LogLevel::kInfo, "stopped");
   return 0;
 }

@@ -283,7 +283,7 @@ YML
     na "$proto" nutcracker 1 "$why"
   fi
   for w in $WORKERS; do
-    if start "chash-proxy-$proto-w$w" "$PIN_PROXY" "$front" "$CHASH_PROXY" -c "$tmp/$proto.yml" --workers "$w" --log-level warn; then
+    if start "chash-proxy-$proto-w$w" "$PIN_PROXY" "$front" "$CHASH_PROXY" -c "$tmp/$proto.yml" --workers "$w" --log-level warn -s 0 -a "$HOST"; then
       pid=$started
       "$bench" chash-proxy "$w" "$front" "$pid"
       stop "$pid"
@@ -510,7 +510,7 @@ gamma:
     - $HOST:$b2:1 b2
     - $HOST:$b3:1 b3
 YML
-    if start "chash-proxy-tcp-w$w" "$PIN_PROXY" "$front" "$CHASH_PROXY" -c "$tmp/tcp.yml" --workers "$w" --log-level warn; then
+    if start "chash-proxy-tcp-w$w" "$PIN_PROXY" "$front" "$CHASH_PROXY" -c "$tmp/tcp.yml" --workers "$w" --log-level warn -s 0 -a "$HOST"; then
       pid=$started
       wrk_bench chash-proxy "$w" "$front" "$pid"
       stop "$pid"

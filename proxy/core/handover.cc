@@ -66,7 +66,8 @@ class HandoverServer::Conn : public net::Pollable {
     if (msg == "TAKE 1\n" && !sent_) return send_sockets();
     if (msg == "RELEASE\n" && sent_) {
       const std::string ok = "OK " + std::to_string(::getpid()) + "\n";
-      [[maybe_unused]] const auto w = ::send(fd_, ok.data(), ok.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      [[maybe_unused]] const auto w =
+          ::send(fd_, ok.data(), ok.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
       server_.release();
       return done();
     }
@@ -100,7 +101,8 @@ class HandoverServer::Conn : public net::Pollable {
     c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
     std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
     if (::sendmsg(fd_, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-      log(LogLevel::kWarn, "hand-over: cannot pass the sockets", {{"reason", std::strerror(errno)}});
+      log(LogLevel::kWarn, "hand-over: cannot pass the sockets",
+          {{"reason", std::strerror(errno)}});
       return done();
     }
     sent_ = true;
@@ -125,7 +127,10 @@ class HandoverServer::Conn : public net::Pollable {
 HandoverServer::HandoverServer(net::EventLoop& loop, int listen_fd,
                                std::function<HandoverSockets()> sockets,
                                std::function<void()> on_release)
-    : loop_(loop), fd_(listen_fd), sockets_(std::move(sockets)), on_release_(std::move(on_release)) {
+    : loop_(loop),
+      fd_(listen_fd),
+      sockets_(std::move(sockets)),
+      on_release_(std::move(on_release)) {
   loop_.add(fd_, EPOLLIN, this);
 }
 
@@ -213,7 +218,8 @@ bool wait_readable(int fd, std::chrono::milliseconds timeout) {
 HandoverClient::HandoverClient(const std::string& path, std::chrono::milliseconds timeout)
     : timeout_(timeout) {
   sockaddr_un sun;
-  if (!fill(path, sun)) throw std::runtime_error("hand-over socket path empty or too long: " + path);
+  if (!fill(path, sun))
+    throw std::runtime_error("hand-over socket path empty or too long: " + path);
   fd_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd_ < 0) throw std::runtime_error(errno_text("socket"));
   if (::connect(fd_, reinterpret_cast<sockaddr*>(&sun), sizeof sun) != 0) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// chash-proxy — process-wide counters for the admin port (/metrics, /status).
+// chash-proxy — process-wide counters for the admin port (/metrics, /status) and the stats port.
 // Relaxed atomics: each is an independent counter; readers tolerate a torn view across them.
+// Per-pool and per-backend counters live in core/topology.h (PoolShared, BackendState), which
+// outlive reloads by name.
 #pragma once
 
 #include <array>
@@ -10,29 +12,37 @@
 
 namespace chash::proxy {
 
-struct Metrics {
-  // Latency buckets (upper bounds, microseconds), Prometheus-style cumulative when printed.
+// Request latency, Prometheus-style (cumulative when printed). One per pool (PoolShared).
+struct LatencyHistogram {
+  // Upper bounds, microseconds.
   static constexpr std::array<std::uint64_t, 12> kBucketsUs = {
       50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 100000, 500000, 2000000};
-  std::atomic<std::uint64_t> requests{0};         // commands received
-  std::atomic<std::uint64_t> local_replies{0};    // answered by the proxy
-  std::atomic<std::uint64_t> proxy_errors{0};     // -ERR made by the proxy (unsupported, ...)
+  std::array<std::atomic<std::uint64_t>, kBucketsUs.size() + 1> counts{};  // last: +Inf
+  std::atomic<std::uint64_t> sum_us{0};
+
+  void observe(std::uint64_t us) noexcept {
+    std::size_t i = 0;
+    while (i < kBucketsUs.size() && us > kBucketsUs[i]) ++i;
+    counts[i].fetch_add(1, std::memory_order_relaxed);
+    sum_us.fetch_add(us, std::memory_order_relaxed);
+  }
+};
+
+struct Metrics {
+  std::atomic<std::uint64_t> requests{0};         // commands received, every pool (/status)
   std::atomic<std::uint64_t> protocol_errors{0};  // malformed clients (closed)
   std::atomic<std::uint64_t> auth_failures{0};
   std::atomic<std::uint64_t> clients_accepted{0};
   std::atomic<std::int64_t> clients_open{0};
   std::atomic<std::uint64_t> clients_rejected{0};  // over client_connections
+  // Backend connections opened (every protocol), for the stats port's total_connections.
+  std::atomic<std::uint64_t> backend_connects{0};
   std::atomic<std::uint64_t> reloads{0};
   std::atomic<std::uint64_t> reload_failures{0};
-  std::array<std::atomic<std::uint64_t>, kBucketsUs.size() + 1> latency{};  // last: +Inf
-  std::atomic<std::uint64_t> latency_sum_us{0};
-
-  void observe_latency(std::uint64_t us) noexcept {
-    std::size_t i = 0;
-    while (i < kBucketsUs.size() && us > kBucketsUs[i]) ++i;
-    latency[i].fetch_add(1, std::memory_order_relaxed);
-    latency_sum_us.fetch_add(us, std::memory_order_relaxed);
-  }
+  // The last reload attempt (applied or refused): wall-clock ms since the epoch (0: none yet)
+  // and whether it was applied.
+  std::atomic<std::int64_t> last_reload_ms{0};
+  std::atomic<bool> last_reload_ok{true};
 };
 
 }  // namespace chash::proxy

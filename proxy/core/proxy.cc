@@ -4,10 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 
+#include "chash/version.h"
 #include "core/log.h"
+#include "core/sd_notify.h"
 #include "core/status.h"
 #include "net/socket.h"
 
@@ -22,7 +25,22 @@ std::string listen_key(const PoolConfig& pc) {
 }
 std::string pool_key(const PoolConfig& pc) { return "pool " + listen_key(pc); }
 std::string admin_key(const Address& a) { return "admin " + a.text(); }
+std::string stats_key(const Address& a) { return "stats " + a.text(); }
 constexpr auto kDrainPoll = std::chrono::milliseconds(20);
+
+std::int64_t wall_ms() noexcept {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// /metrics: the reload counters, the last attempt's time and outcome.
+void note_reload(Metrics& m, bool ok) noexcept {
+  (ok ? m.reloads : m.reload_failures).fetch_add(1);
+  m.last_reload_ms.store(wall_ms());
+  m.last_reload_ok.store(ok);
+}
+
 }  // namespace
 
 Proxy::Proxy(ProxyConfig config, ProxyOptions options)
@@ -60,9 +78,26 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
         },
         [this](std::string_view signal) {
           log(LogLevel::kInfo, "stopping", {{"signal", signal}});
+          if (options_.handle_signals) sd_notify_stopping();
           begin_drain(signal);
         });
   }
+  if (config_.stats) {
+    stats_fd_ = take_or_listen(stats_key(*config_.stats), *config_.stats, 64, error);
+    if (stats_fd_ < 0) {
+      admin_.reset();
+      if (admin_fd_ >= 0) ::close(admin_fd_);
+      throw std::runtime_error("stats: " + error);
+    }
+    StatsPort::Limits limits;
+    limits.interval = std::chrono::milliseconds(config_.stats_interval_ms);
+    stats_ = std::make_unique<StatsPort>(
+        control_, stats_fd_,
+        StatsPort::Handlers{[this] { return stats_header(); },
+                            [this] { return render_stats_pools(*topology()); }},
+        limits);
+  }
+  metrics_.last_reload_ms.store(wall_ms());  // the initial load counts as the last (good) one
   health_ = std::make_unique<HealthChecker>(
       control_, [this] { return topology(); }, resolver_.get());
 }
@@ -74,7 +109,9 @@ Proxy::~Proxy() {
   signals_.reset();
   admin_.reset();
   handover_.reset();
+  stats_.reset();
   if (admin_fd_ >= 0) ::close(admin_fd_);
+  if (stats_fd_ >= 0) ::close(stats_fd_);
 }
 
 int Proxy::take_or_listen(const std::string& key, const Address& address, int backlog,
@@ -129,7 +166,11 @@ void Proxy::run() {
   std::string listens;
   for (const auto& pc : config_.pools) listens += (listens.empty() ? "" : ",") + pc.listen.text();
   const std::string nw = std::to_string(worker_count_);
-  log(LogLevel::kInfo, "started", {{"listen", listens}, {"workers", nw}});
+  const std::string stats =
+      config_.stats ? config_.stats->host + ":" + std::to_string(stats_port()) : "off";
+  log(LogLevel::kInfo, "started", {{"listen", listens}, {"workers", nw}, {"stats", stats}});
+  // systemd Type=notify; handle_signals: only the process's own Proxy (main), not tests'.
+  if (options_.handle_signals) sd_notify_ready("serving " + listens);
   if (predecessor_ != nullptr) {
     // Serving: the predecessor may stop accepting now. If it cannot be told, both keep
     // accepting on the same sockets (nothing is lost) and the operator sees why.
@@ -160,8 +201,7 @@ void Proxy::serve_handover() {
     return;
   }
   handover_ = std::make_unique<HandoverServer>(
-      control_, fd, [this] { return handover_sockets(); },
-      [this] { begin_drain("hand-over"); });
+      control_, fd, [this] { return handover_sockets(); }, [this] { begin_drain("hand-over"); });
 }
 
 HandoverSockets Proxy::handover_sockets() const {
@@ -172,6 +212,7 @@ HandoverSockets Proxy::handover_sockets() const {
     if (it != listen_.end()) out.emplace(pool_key(pc), it->second->fd);
   }
   if (config_.admin && admin_fd_ >= 0) out.emplace(admin_key(*config_.admin), admin_fd_);
+  if (config_.stats && stats_fd_ >= 0) out.emplace(stats_key(*config_.stats), stats_fd_);
   return out;
 }
 
@@ -227,7 +268,7 @@ bool Proxy::reload(const ProxyConfig& config, std::string& message) {
   std::lock_guard lock(mu_);
   auto refuse = [&](const std::string& why) {
     message = "reload refused: " + why;
-    metrics_.reload_failures.fetch_add(1);
+    note_reload(metrics_, false);
     log(LogLevel::kWarn, "reload refused", {{"reason", why}});
     return false;
   };
@@ -247,8 +288,9 @@ bool Proxy::reload(const ProxyConfig& config, std::string& message) {
   if (config.admin.has_value() != config_.admin.has_value() ||
       (config.admin && config.admin->text() != config_.admin->text()) ||
       config.workers != config_.workers) {
-    log(LogLevel::kWarn, "reload: chash_proxy.admin and workers take effect at the next start "
-                         "(or binary hand-over)");
+    log(LogLevel::kWarn,
+        "reload: chash_proxy.admin and workers take effect at the next start "
+        "(or binary hand-over)");
   }
   resolver_->resolve_later(*next);  // names of new or readdressed backends, off this thread
   message = describe_change(*topology_, *next);
@@ -258,7 +300,7 @@ bool Proxy::reload(const ProxyConfig& config, std::string& message) {
   listen_ = std::move(listen);
   config_.pools = config.pools;
   for (auto& w : workers_) w->set_topology(next, listeners_for(*next));
-  metrics_.reloads.fetch_add(1);
+  note_reload(metrics_, true);
   std::string one_line = message;
   for (char& c : one_line) c = c == '\n' ? ';' : c;
   const std::string v = std::to_string(version_);
@@ -267,18 +309,26 @@ bool Proxy::reload(const ProxyConfig& config, std::string& message) {
 }
 
 bool Proxy::reload_from_file(std::string& message) {
-  if (options_.config_path.empty()) {
-    message = "reload refused: no config file";
-    return false;
+  if (options_.handle_signals) sd_notify_reloading();  // systemd: READY=1 again below
+  const bool ok = [&] {
+    if (options_.config_path.empty()) {
+      message = "reload refused: no config file";
+      return false;
+    }
+    try {
+      return reload(load_config(options_.config_path), message);
+    } catch (const std::exception& e) {
+      message = std::string("reload refused: ") + e.what();
+      note_reload(metrics_, false);
+      log(LogLevel::kWarn, "reload refused", {{"reason", e.what()}});
+      return false;
+    }
+  }();
+  if (options_.handle_signals) {
+    sd_notify_ready(ok ? "serving; reloaded to version " + std::to_string(topology()->version)
+                       : "serving; " + message);
   }
-  try {
-    return reload(load_config(options_.config_path), message);
-  } catch (const std::exception& e) {
-    message = std::string("reload refused: ") + e.what();
-    metrics_.reload_failures.fetch_add(1);
-    log(LogLevel::kWarn, "reload refused", {{"reason", e.what()}});
-    return false;
-  }
+  return ok;
 }
 
 std::uint16_t Proxy::port(std::size_t pool) const {
@@ -298,6 +348,37 @@ std::uint16_t Proxy::port(const std::string& name) const {
 }
 
 std::uint16_t Proxy::admin_port() const { return admin_fd_ < 0 ? 0 : net::local_port(admin_fd_); }
+std::uint16_t Proxy::stats_port() const { return stats_fd_ < 0 ? 0 : net::local_port(stats_fd_); }
+
+StatsHeader Proxy::stats_header() const {
+  StatsHeader h;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) h.source = host;
+  h.version = CHASH_VERSION_STRING;
+  h.uptime =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_)
+          .count();
+  h.timestamp = wall_ms() / 1000;
+  // nutcracker counts every connection it holds: listeners, clients and servers.
+  const auto topology = this->topology();
+  std::uint64_t backends_open = 0;
+  for (const auto& pool : topology->pools) {
+    for (const auto& s : pool->states) {
+      backends_open += static_cast<std::uint64_t>(std::max<std::int64_t>(0, s->active.load()));
+    }
+  }
+  const auto clients_open =
+      static_cast<std::uint64_t>(std::max<std::int64_t>(0, metrics_.clients_open.load()));
+  std::size_t listeners = 0;
+  {
+    std::lock_guard lock(mu_);
+    listeners = listen_.size();
+  }
+  h.total_connections =
+      listeners + metrics_.clients_accepted.load() + metrics_.backend_connects.load();
+  h.curr_connections = listeners + clients_open + backends_open;
+  return h;
+}
 
 std::string Proxy::prometheus() const { return render_prometheus(metrics_, *topology()); }
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -28,6 +29,7 @@
 #include "core/metrics.h"
 #include "core/resolver.h"
 #include "core/signals.h"
+#include "core/stats_port.h"
 #include "core/topology.h"
 #include "core/worker.h"
 #include "net/event_loop.h"
@@ -76,6 +78,7 @@ class Proxy {
   // TCP port the pool named `name` listens on (0: unix socket or no such pool).
   std::uint16_t port(const std::string& name) const;
   std::uint16_t admin_port() const;
+  std::uint16_t stats_port() const;  // nutcracker's stats port (0 when not configured)
   std::shared_ptr<const Topology> topology() const;
   // The oldest topology version a worker still routes with; equal to topology()->version once
   // every worker has applied the last reload (workers swap between events, on their threads).
@@ -86,6 +89,8 @@ class Proxy {
   std::string prometheus() const;
   std::string status_json() const;
   const Resolver& resolver() const noexcept { return *resolver_; }
+  // The stats port's live header (core/stats_port.h).
+  StatsHeader stats_header() const;
 
  private:
   // The listening socket for `key`: the predecessor's (hand-over) or a new one.
@@ -111,9 +116,12 @@ class Proxy {
   // Pool listening sockets by address (as configured); workers hold them too.
   std::map<std::string, std::shared_ptr<ListenSocket>> listen_;
   int admin_fd_ = -1;
+  int stats_fd_ = -1;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   net::EventLoop control_;  // declared before what registers on it: destroyed after them
   std::unique_ptr<HandoverServer> handover_;
   std::unique_ptr<AdminServer> admin_;
+  std::unique_ptr<StatsPort> stats_;
   std::unique_ptr<SignalHandler> signals_;
   std::unique_ptr<HealthChecker> health_;
   std::vector<std::unique_ptr<Worker>> workers_;

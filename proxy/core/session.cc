@@ -92,6 +92,8 @@ ClientSession::~ClientSession() {
 void ClientSession::on_event(std::uint32_t events) {
   if (closed_) return;
   if ((events & (EPOLLHUP | EPOLLERR)) && !(events & EPOLLIN)) {
+    if (events & EPOLLERR) saw_error_ = true;
+    else saw_eof_ = true;
     close();  // nothing can be read or written any more
     return;
   }
@@ -114,6 +116,7 @@ void ClientSession::read() {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
       // EOF (or reset): answer what was asked, then close.
+      (n == 0 ? saw_eof_ : saw_error_) = true;
       read_closed_ = true;
       if (pending_.empty()) {
         close();
@@ -122,6 +125,8 @@ void ClientSession::read() {
       break;
     }
     last_input_ = worker_.loop().now();
+    pool_->shared->request_bytes.fetch_add(static_cast<std::uint64_t>(n),
+                                           std::memory_order_relaxed);
     run_process();
     if (closed_) return;
     if (static_cast<std::size_t>(n) < kReadChunk) break;
@@ -146,13 +151,19 @@ void ClientSession::reply_local(std::string reply, bool count_error, bool close_
   m->done = true;
   m->close_after = close_after;
   pending_.push_back(std::move(m));
-  worker_.metrics().local_replies.fetch_add(1, std::memory_order_relaxed);
-  if (count_error) worker_.metrics().proxy_errors.fetch_add(1, std::memory_order_relaxed);
+  pool_->shared->local_replies.fetch_add(1, std::memory_order_relaxed);
+  if (count_error) pool_->shared->errors.fetch_add(1, std::memory_order_relaxed);
   on_done();
+}
+
+void ClientSession::count_request() noexcept {
+  worker_.metrics().requests.fetch_add(1, std::memory_order_relaxed);
+  pool_->shared->requests.fetch_add(1, std::memory_order_relaxed);
 }
 
 void ClientSession::protocol_error(std::string reply) {
   worker_.metrics().protocol_errors.fetch_add(1, std::memory_order_relaxed);
+  saw_error_ = true;
   read_closed_ = true;
   reply_local(std::move(reply), true, true);
   if (closed_) return;
@@ -175,10 +186,11 @@ void ClientSession::on_done() {
       const auto us =
           std::chrono::duration_cast<std::chrono::microseconds>(net::Clock::now() - m.start)
               .count();
-      worker_.metrics().observe_latency(static_cast<std::uint64_t>(std::max<std::int64_t>(us, 0)));
+      pool_->shared->latency.observe(static_cast<std::uint64_t>(std::max<std::int64_t>(us, 0)));
     }
     m.client = nullptr;
     closing_ = m.close_after;
+    replied_in_drain_ |= draining_;
     pending_.pop_front();
     if (closing_) break;
   }
@@ -207,7 +219,13 @@ void ClientSession::flush_output() {
 }
 
 void ClientSession::write() {
-  if (!send_pending(fd_, out_, out_off_)) {
+  const std::size_t before = out_off_;
+  const bool ok = send_pending(fd_, out_, out_off_);
+  if (out_off_ != before) {
+    pool_->shared->response_bytes.fetch_add(out_off_ - before, std::memory_order_relaxed);
+  }
+  if (!ok) {
+    saw_error_ = true;
     close();  // the client went away
     return;
   }
@@ -229,13 +247,15 @@ void ClientSession::drain() {
 
 bool ClientSession::close_if_drained() {
   if (!pending_.empty() || out_off_ != out_.size() || !in_.empty()) return false;
-  // Quiet for kDrainQuiet: a client that just connected, or is between two requests of a
-  // conversation, is about to send; closing now would leave that request unanswered. (Neither
-  // RESP nor memcached can tell a client "this is the last reply", so a request that races the
-  // close sees it without a reply, as with any server's idle close, and its client retries on
-  // a new connection; the quiet period makes that a rare event instead of the common one.)
-  // Clients that are never quiet stay until drain_timeout. The worker re-checks on its tick.
-  if (worker_.loop().now() - last_input_ < kDrainQuiet) return false;
+  // Between requests. Neither RESP nor the memcached protocol can tell a client "this is the
+  // last reply", so the close goes where a client expects one least to race its next request:
+  // right after a reply (a client between requests sees the FIN before it sends, and clients
+  // that check the connection first — go-redis's connCheck — reconnect without a failure), or,
+  // for a connection not answered since the drain began (just connected, or idle), after it has
+  // been quiet for kDrainQuiet. A request that still races the close sees it without a reply,
+  // as with any server's idle close, and its client retries on a new connection. The worker
+  // re-checks quiet connections on its tick.
+  if (!replied_in_drain_ && worker_.loop().now() - last_input_ < kDrainQuiet) return false;
   char c;
   if (::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0) return false;  // already on its way
   close();
@@ -270,6 +290,11 @@ void ClientSession::update_events() {
 void ClientSession::close() {
   if (closed_) return;
   closed_ = true;
+  if (saw_error_) {
+    pool_->shared->client_err.fetch_add(1, std::memory_order_relaxed);
+  } else if (saw_eof_) {
+    pool_->shared->client_eof.fetch_add(1, std::memory_order_relaxed);
+  }
   for (auto& m : pending_) m->client = nullptr;
   pending_.clear();
   if (output_scheduled_) worker_.cancel_output(this);
@@ -287,6 +312,8 @@ BackendSession::BackendSession(Worker& worker, std::shared_ptr<const Pool> pool,
 
 BackendSession::~BackendSession() {
   if (fd_ >= 0) ::close(fd_);
+  uncount_connection();
+  unqueue_all();
   state_->inflight.fetch_sub(static_cast<std::int64_t>(queue_.size()), std::memory_order_relaxed);
 }
 
@@ -294,7 +321,61 @@ BackendSession::Pending BackendSession::take_front() {
   Pending p = std::move(queue_.front());
   queue_.pop_front();
   state_->inflight.fetch_sub(1, std::memory_order_relaxed);
+  const auto b = static_cast<std::int64_t>(p.bytes);
+  if (written_ > 0) {
+    --written_;
+    state_->out_queue.fetch_sub(1, std::memory_order_relaxed);
+    state_->out_queue_bytes.fetch_sub(b, std::memory_order_relaxed);
+  } else {  // answered before we knew it was written (cannot happen with a sane server)
+    state_->in_queue.fetch_sub(1, std::memory_order_relaxed);
+    state_->in_queue_bytes.fetch_sub(b, std::memory_order_relaxed);
+  }
+  if (p.msg) state_->responses.fetch_add(1, std::memory_order_relaxed);
   return p;
+}
+
+void BackendSession::note_sent() {
+  // One update of the shared gauges per flush, not per request (pipelines flush many at once).
+  std::int64_t n = 0, bytes = 0;
+  while (written_ < queue_.size() && queue_[written_].end <= sent_bytes_) {
+    bytes += static_cast<std::int64_t>(queue_[written_].bytes);
+    ++n;
+    ++written_;
+  }
+  if (n == 0) return;
+  state_->in_queue.fetch_sub(n, std::memory_order_relaxed);
+  state_->in_queue_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+  state_->out_queue.fetch_add(n, std::memory_order_relaxed);
+  state_->out_queue_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void BackendSession::unqueue_all() noexcept {
+  std::int64_t out_n = 0, out_b = 0, in_n = 0, in_b = 0;
+  for (std::size_t i = 0; i < queue_.size(); ++i) {
+    const auto b = static_cast<std::int64_t>(queue_[i].bytes);
+    if (i < written_) {
+      ++out_n;
+      out_b += b;
+    } else {
+      ++in_n;
+      in_b += b;
+    }
+  }
+  written_ = 0;
+  if (out_n != 0) {
+    state_->out_queue.fetch_sub(out_n, std::memory_order_relaxed);
+    state_->out_queue_bytes.fetch_sub(out_b, std::memory_order_relaxed);
+  }
+  if (in_n != 0) {
+    state_->in_queue.fetch_sub(in_n, std::memory_order_relaxed);
+    state_->in_queue_bytes.fetch_sub(in_b, std::memory_order_relaxed);
+  }
+}
+
+void BackendSession::uncount_connection() noexcept {
+  if (!counted_) return;
+  counted_ = false;
+  state_->active.fetch_sub(1, std::memory_order_relaxed);
 }
 
 bool BackendSession::start(std::string& error) {
@@ -306,7 +387,15 @@ bool BackendSession::start(std::string& error) {
     return false;
   }
   fd_ = net::connect_addr(address->addr, address->len, s.address.text(), error);
-  if (fd_ < 0) return false;
+  if (fd_ < 0) {
+    state_->conn_errors.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  // An open connection from here to close (nutcracker counts server_connections from the
+  // connect, too).
+  counted_ = true;
+  state_->active.fetch_add(1, std::memory_order_relaxed);
+  worker_.metrics().backend_connects.fetch_add(1, std::memory_order_relaxed);
   if (pool_->config.tcpkeepalive) net::set_keepalive(fd_);
   want_write_ = true;
   if (!worker_.loop().add(fd_, EPOLLIN | EPOLLOUT, this)) {
@@ -321,9 +410,20 @@ bool BackendSession::start(std::string& error) {
 
 void BackendSession::enqueue(std::initializer_list<std::string_view> bytes,
                              std::shared_ptr<Reply> msg, std::uint32_t part, std::uint32_t tag) {
-  for (const std::string_view b : bytes) out_ += b;
-  if (msg) state_->requests.fetch_add(1, std::memory_order_relaxed);
-  queue_.push_back({std::move(msg), part, tag, worker_.loop().now()});
+  std::size_t size = 0;
+  for (const std::string_view b : bytes) {
+    out_ += b;
+    size += b.size();
+  }
+  if (msg) {
+    state_->requests.fetch_add(1, std::memory_order_relaxed);
+    state_->request_bytes.fetch_add(size, std::memory_order_relaxed);
+  }
+  enqueued_bytes_ += size;
+  const auto bytes32 = static_cast<std::uint32_t>(std::min<std::size_t>(size, 0xFFFFFFFFu));
+  queue_.push_back({std::move(msg), part, tag, worker_.loop().now(), enqueued_bytes_, bytes32});
+  state_->in_queue.fetch_add(1, std::memory_order_relaxed);
+  state_->in_queue_bytes.fetch_add(bytes32, std::memory_order_relaxed);
   state_->inflight.fetch_add(1, std::memory_order_relaxed);
   worker_.mark_dirty(this);
 }
@@ -338,7 +438,13 @@ void BackendSession::update_events() {
 
 void BackendSession::flush() {
   if (closed_ || connecting_) return;
-  if (!send_pending(fd_, out_, out_off_)) {
+  const std::size_t before = out_off_;
+  const bool ok = send_pending(fd_, out_, out_off_);
+  if (out_off_ != before) {
+    sent_bytes_ += out_off_ - before;
+    note_sent();
+  }
+  if (!ok) {
     fail(std::string("write: ") + std::strerror(errno));
     return;
   }
@@ -369,10 +475,11 @@ void BackendSession::read() {
     if (n <= 0) {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      fail(n == 0 ? "connection closed by the server"
-                  : std::string("read: ") + std::strerror(errno));
+      if (n == 0) fail("connection closed by the server", FailKind::kEof);
+      else fail(std::string("read: ") + std::strerror(errno));
       return;
     }
+    state_->response_bytes.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
     on_input();
     if (closed_) return;
     if (static_cast<std::size_t>(n) < kReadChunk) break;
@@ -390,13 +497,12 @@ void BackendSession::check_timeout(net::Clock::time_point now) {
   if (closed_ || !pool_->config.timeout_ms) return;
   const auto t = std::chrono::milliseconds(*pool_->config.timeout_ms);
   if (connecting_ && now >= connect_deadline_) {
-    state_->timeouts.fetch_add(1, std::memory_order_relaxed);
-    fail("connect timed out");
+    fail("connect timed out", FailKind::kTimeout);
     return;
   }
   if (!queue_.empty() && now - queue_.front().sent >= t) {
-    state_->timeouts.fetch_add(1, std::memory_order_relaxed);
-    fail("timed out after " + std::to_string(*pool_->config.timeout_ms) + " ms");
+    fail("timed out after " + std::to_string(*pool_->config.timeout_ms) + " ms",
+         FailKind::kTimeout);
   }
 }
 
@@ -405,12 +511,24 @@ void BackendSession::drain() {
   if (queue_.empty()) close();
 }
 
-void BackendSession::fail(const std::string& why) {
+void BackendSession::fail(const std::string& why, FailKind kind) {
   if (closed_) return;
+  switch (kind) {
+    case FailKind::kEof:
+      state_->eofs.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case FailKind::kTimeout:
+      state_->timeouts.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case FailKind::kError:
+      state_->conn_errors.fetch_add(1, std::memory_order_relaxed);
+      break;
+  }
   record_failure(*state_, pool_->config, why);
   log(LogLevel::kDebug, "backend connection failed",
       {{"pool", pool_->config.name}, {"backend", name()}, {"reason", why}});
   const std::string err = failure_reply(why);
+  unqueue_all();
   std::deque<Pending> q;
   q.swap(queue_);
   state_->inflight.fetch_sub(static_cast<std::int64_t>(q.size()), std::memory_order_relaxed);
@@ -418,6 +536,7 @@ void BackendSession::fail(const std::string& why) {
   for (auto& p : q) {
     if (p.msg) {
       state_->errors.fetch_add(1, std::memory_order_relaxed);
+      pool_->shared->forward_errors.fetch_add(1, std::memory_order_relaxed);
       p.msg->fail_part(p.part, err);
     }
   }
@@ -429,6 +548,7 @@ void BackendSession::close() {
   worker_.loop().remove(fd_);
   ::close(fd_);
   fd_ = -1;
+  uncount_connection();
   worker_.backend_closed(this);  // hands ownership to the loop's deferred delete
 }
 

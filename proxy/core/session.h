@@ -41,8 +41,8 @@ bool backend_usable(const Pool& pool, NodeId node, std::string_view what, std::s
 inline constexpr std::size_t kReadChunk = 64 * 1024;
 inline constexpr std::size_t kMaxClientOutput = 8u << 20;  // pause reading above this much unsent
 inline constexpr int kMaxReadsPerEvent = 16;               // fairness between connections
-// Draining: a client connection closes once nothing is in flight and it has sent nothing for
-// this long (ClientSession::close_if_drained says why).
+// Draining: a client connection not answered since the drain began closes once it has sent
+// nothing for this long (ClientSession::close_if_drained says why).
 inline constexpr auto kDrainQuiet = std::chrono::milliseconds(200);
 
 // One request's place in its client's in-order reply queue.
@@ -121,6 +121,16 @@ class ClientSession : public ClientConn {
   void protocol_error(std::string reply);
   // Queues `r` (a forwarded request) at the back of the reply order.
   void push(const std::shared_ptr<Reply>& r);
+  // Counts one request received (process and pool); `fragments` > 1 counts a split request's
+  // parts (nutcracker's fragments).
+  void count_request() noexcept;
+  void count_fragments(std::uint32_t parts) noexcept {
+    if (parts > 1) pool_->shared->fragments.fetch_add(parts, std::memory_order_relaxed);
+  }
+  // A request answered with an error because no backend could take it (forward_error).
+  void count_forward_error() noexcept {
+    pool_->shared->forward_errors.fetch_add(1, std::memory_order_relaxed);
+  }
   void close();
 
   Worker& worker_;
@@ -129,6 +139,9 @@ class ClientSession : public ClientConn {
   int fd_;
   bool closed_ = false;
   bool read_closed_ = false;  // EOF, quit or protocol error: no more requests
+  // Why the connection ends, counted once at close (nutcracker's client_eof / client_err).
+  bool saw_eof_ = false;
+  bool saw_error_ = false;
   std::string in_;
   std::deque<std::shared_ptr<Reply>> pending_;
 
@@ -142,8 +155,9 @@ class ClientSession : public ClientConn {
 
   bool want_read_ = true;
   bool draining_ = false;
+  bool replied_in_drain_ = false;      // a reply was queued since the drain began
   net::Clock::time_point last_input_;  // accepted, or last bytes read
-  bool processing_ = false;  // inside process(): do not re-enter it from a completion
+  bool processing_ = false;            // inside process(): do not re-enter it from a completion
   bool want_write_ = false;
   bool output_scheduled_ = false;  // in the worker's list for flush_output()
   bool closing_ = false;           // a close_after reply is queued: nothing more is written
@@ -174,7 +188,11 @@ class BackendSession : public BackendConn {
     std::uint32_t part = 0;
     std::uint32_t tag = 0;  // the protocol's note on how to read the reply
     net::Clock::time_point sent;
+    std::uint64_t end = 0;    // enqueued_bytes_ after this request: written once sent_bytes_ >= end
+    std::uint32_t bytes = 0;  // its size (in_queue_bytes / out_queue_bytes)
   };
+  // How a connection failed, for nutcracker's server_eof / server_timedout / server_err.
+  enum class FailKind { kError, kEof, kTimeout };
   // Queues the proxy's own first requests (AUTH, SELECT, ...) with enqueue(..., nullptr, ...).
   virtual void handshake() {}
   // New bytes are in in_: complete the queued requests they answer (in order); may fail().
@@ -188,7 +206,7 @@ class BackendSession : public BackendConn {
   // Removes the oldest queued request (its reply arrived); keeps BackendState::inflight.
   Pending take_front();
   // Every queued request gets failure_reply(why); the connection closes; counts a failure.
-  void fail(const std::string& why);
+  void fail(const std::string& why, FailKind kind = FailKind::kError);
   // With no request queued, every byte past `parsed` is a reply nobody asked for: fails the
   // connection and returns false (the stream can no longer be matched to requests).
   bool nothing_unasked(std::size_t parsed);
@@ -205,8 +223,16 @@ class BackendSession : public BackendConn {
  private:
   void read();
   void update_events();
+  // Moves requests now wholly written from in_queue to out_queue (BackendState gauges).
+  void note_sent();
+  // Takes every queued request out of the queue gauges (the connection is going).
+  void unqueue_all() noexcept;
+  void uncount_connection() noexcept;
 
   int fd_ = -1;
+  bool counted_ = false;  // in BackendState::active
+  std::uint64_t enqueued_bytes_ = 0, sent_bytes_ = 0;
+  std::size_t written_ = 0;  // queue_'s first written_ requests are wholly written
   bool connecting_ = true;
   bool draining_ = false;
   bool want_write_ = false;

@@ -6,6 +6,8 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "core/log.h"
+
 namespace chash::proxy {
 
 SignalHandler::SignalHandler(net::EventLoop& loop, std::function<void()> on_reload,
@@ -16,6 +18,10 @@ SignalHandler::SignalHandler(net::EventLoop& loop, std::function<void()> on_relo
   sigaddset(&set, SIGHUP);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);
+  sigaddset(&set, SIGUSR2);  // nothing, as nutcracker (its default action would kill us)
+  sigaddset(&set, SIGTTIN);
+  sigaddset(&set, SIGTTOU);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before the workers start: they inherit it
   fd_ = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
   if (fd_ >= 0) loop_.add(fd_, EPOLLIN, this);
@@ -28,10 +34,28 @@ SignalHandler::~SignalHandler() {
 void SignalHandler::on_event(std::uint32_t) {
   signalfd_siginfo si;
   while (::read(fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
-    if (si.ssi_signo == SIGHUP) {
-      on_reload_();
-    } else {
-      on_stop_(si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+    switch (si.ssi_signo) {
+      case SIGHUP:
+        reopen_log_file();  // first, so the reload's lines land in the new file
+        on_reload_();
+        break;
+      case SIGUSR1:
+        reopen_log_file();
+        break;
+      case SIGTTIN:
+        log_level_up();
+        break;
+      case SIGTTOU:
+        log_level_down();
+        break;
+      case SIGINT:
+        on_stop_("SIGINT");
+        break;
+      case SIGTERM:
+        on_stop_("SIGTERM");
+        break;
+      default:  // SIGUSR2
+        break;
     }
   }
 }

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// chash-proxy — process signals through a signalfd on the control loop: SIGHUP reloads,
-// SIGINT/SIGTERM stop.
+// chash-proxy — process signals through a signalfd on the control loop:
+//   SIGHUP           reopen the log file (-o), then reload the config
+//   SIGUSR1          reopen the log file only (nutcracker ignores SIGUSR1; its SIGHUP reopens)
+//   SIGTTIN/SIGTTOU  log one level more / less verbose, as nutcracker's
+//   SIGUSR2          nothing, as nutcracker
+//   SIGINT/SIGTERM   stop
 //
-// The constructor blocks the three signals in the calling thread; construct it before any
-// worker thread starts so they inherit the mask and the signals reach only the signalfd.
+// The constructor blocks these signals in the calling thread; construct it before any worker
+// thread starts so they inherit the mask and the signals reach only the signalfd.
 #pragma once
 
 #include <functional>

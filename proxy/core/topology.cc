@@ -22,6 +22,10 @@ void record_failure(BackendState& s, const PoolConfig& pool, std::string_view wh
   s.down_since_ms.store(steady_ms(), std::memory_order_relaxed);
   if (s.down.exchange(true)) return;
   s.ejections.fetch_add(1, std::memory_order_relaxed);
+  s.ejected_at_us.store(std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count(),
+                        std::memory_order_relaxed);
   const std::string failures = std::to_string(n);
   log(LogLevel::kWarn, pool.auto_eject_hosts ? "backend ejected" : "backend down",
       {{"pool", pool.name}, {"backend", s.name}, {"failures", failures}, {"reason", why}});

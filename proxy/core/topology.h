@@ -20,6 +20,7 @@
 
 #include "chash/router.h"
 #include "config/config.h"
+#include "core/metrics.h"
 
 namespace chash::proxy {
 
@@ -49,12 +50,21 @@ struct BackendState {
   std::atomic<std::uint32_t> failures{0};      // consecutive
   std::atomic<std::int64_t> down_since_ms{0};  // steady clock, when `down` was last set
   std::atomic<bool> probing{false};            // a health probe is in flight
-  // Counters for /metrics.
-  std::atomic<std::uint64_t> requests{0};
-  std::atomic<std::uint64_t> errors{0};
+  // Counters for /metrics and the stats port (nutcracker's server stats in brackets).
+  std::atomic<std::uint64_t> requests{0};  // [requests] forwarded (tcp: connections relayed)
+  std::atomic<std::uint64_t> errors{0};    // failures (record_failure)
   std::atomic<std::uint64_t> ejections{0};
-  std::atomic<std::uint64_t> timeouts{0};
-  // Open tcp relays to this backend, across workers (least-conn; /metrics).
+  std::atomic<std::uint64_t> timeouts{0};        // [server_timedout] requests or connects
+  std::atomic<std::uint64_t> eofs{0};            // [server_eof] the server closed a connection
+  std::atomic<std::uint64_t> conn_errors{0};     // [server_err] connect/read/write/reply errors
+  std::atomic<std::uint64_t> responses{0};       // [responses] replies to forwarded requests
+  std::atomic<std::uint64_t> request_bytes{0};   // [request_bytes] written for clients
+  std::atomic<std::uint64_t> response_bytes{0};  // [response_bytes] read from the server
+  std::atomic<std::int64_t> ejected_at_us{0};    // [server_ejected_at] wall clock, last ejection
+  // [in_queue(_bytes)] requests queued, not yet written; [out_queue(_bytes)] written, unanswered.
+  std::atomic<std::int64_t> in_queue{0}, in_queue_bytes{0}, out_queue{0}, out_queue_bytes{0};
+  // Open connections to this backend, across workers, whatever the protocol: tcp relays (the
+  // least-conn load) and redis/memcache pooled connections ([server_connections]; /metrics).
   std::atomic<std::int64_t> active{0};
   // Requests sent to this backend and not yet answered, across workers (redis, memcache): the
   // load hash_balance_factor bounds.
@@ -74,8 +84,19 @@ struct BackendState {
 bool resolved_for(const BackendState& state, const Address& address);
 
 // Per-pool counters that outlive reloads (kept by pool name, like BackendState).
+// Counters first, then nutcracker's pool stats they feed (in brackets).
 struct PoolShared {
-  std::atomic<std::int64_t> clients{0};  // open client connections, for client_connections
+  std::atomic<std::int64_t> clients{0};          // open client connections [client_connections]
+  std::atomic<std::uint64_t> requests{0};        // commands received (redis, memcache)
+  std::atomic<std::uint64_t> local_replies{0};   // answered by the proxy itself
+  std::atomic<std::uint64_t> errors{0};          // error replies made by the proxy
+  std::atomic<std::uint64_t> forward_errors{0};  // [forward_error] no backend could take it
+  std::atomic<std::uint64_t> fragments{0};       // [fragments] parts of split multi-key requests
+  std::atomic<std::uint64_t> client_eof{0};      // [client_eof] clients that closed
+  std::atomic<std::uint64_t> client_err{0};      // [client_err] closed on a socket/protocol error
+  std::atomic<std::uint64_t> request_bytes{0};   // read from clients
+  std::atomic<std::uint64_t> response_bytes{0};  // written to clients
+  LatencyHistogram latency;                      // request parsed -> reply ready
 };
 
 // Counts one failure (a connect error, a timeout, a connection lost with requests in flight);

@@ -73,8 +73,8 @@ class Worker::Listener : public net::Pollable {
   bool stopped_ = false;
 };
 
-Worker::Worker(unsigned index, const Listeners& listeners,
-               std::shared_ptr<const Topology> topology, Metrics& metrics)
+Worker::Worker(unsigned index, const Listeners& listeners, std::shared_ptr<const Topology> topology,
+               Metrics& metrics)
     : index_(index), metrics_(metrics) {
   apply_topology(std::move(topology));
   loop_.set_batch_end([this] { flush_dirty(); });
@@ -232,7 +232,8 @@ void Worker::tick() {
   }
   for (ClientConn* c : draining) c->drain();
   bool any_timeout = false;
-  for (const auto& p : pools_) any_timeout |= p.pool != nullptr && p.pool->config.timeout_ms.has_value();
+  for (const auto& p : pools_)
+    any_timeout |= p.pool != nullptr && p.pool->config.timeout_ms.has_value();
   if (any_timeout) {
     const auto now = net::Clock::now();
     for (BackendConn* b : std::vector<BackendConn*>(all_backends_.begin(), all_backends_.end())) {
@@ -251,7 +252,8 @@ BackendConn* Worker::backend(std::size_t pool_index, NodeId node, std::string& e
     const BackendState& st = *wp.pool->states[node];
     if (!resolved_for(st, wp.pool->config.servers[node].address)) {
       // Not a failure of the backend's: the resolver marks a name that does not resolve down.
-      error = st.resolving.load() ? "its address is being resolved" : "its address does not resolve";
+      error =
+          st.resolving.load() ? "its address is being resolved" : "its address does not resolve";
       return nullptr;
     }
     auto b = make_backend(*this, wp.pool, node);

@@ -49,7 +49,7 @@ struct PoolState {
 
 struct WorkerPool {
   std::shared_ptr<const Pool> pool;  // null: no pool has this slot (any more)
-  bool removed = false;  // a reload removed the pool: its clients drain, then it goes
+  bool removed = false;              // a reload removed the pool: its clients drain, then it goes
   std::size_t clients = 0;
   // [node][i]: server_connections connections per backend, created on first use.
   std::vector<std::vector<BackendConn*>> backends;
@@ -63,8 +63,8 @@ class Worker {
          Metrics& metrics);
   ~Worker();
 
-  void start();                                          // spawns the thread
-  void stop();                                           // thread-safe; joins
+  void start();  // spawns the thread
+  void stop();   // thread-safe; joins
   // Thread-safe: routes with `t` from the next event on, and accepts on exactly `listeners`
   // (a reload may add and remove pools and listen addresses).
   void set_topology(std::shared_ptr<const Topology> t, Listeners listeners);

@@ -52,7 +52,8 @@ bool resolve_numeric(const Address& a, sockaddr_storage& ss, socklen_t& len) {
   }
   auto* sin6 = reinterpret_cast<sockaddr_in6*>(&ss);
   std::string host = a.host;
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   if (::inet_pton(AF_INET6, host.c_str(), &sin6->sin6_addr) == 1) {
     sin6->sin6_family = AF_INET6;
     sin6->sin6_port = htons(a.port);

@@ -7,12 +7,14 @@
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <string>
@@ -129,8 +131,8 @@ TEST_F(LifecycleTest, NamesAreResolvedOffTheWorkersAndASlowLookupStallsNoClient)
   FakeDns dns(dir_);
   ProxyOptions options;
   options.lookup = dns.lookup();
-  proxies_[0].start(dir_, pool("alpha", "127.0.0.1:0", {sock(1) + ":1 a", "r2.test:6379:1 b"}),
-                    2, options);
+  proxies_[0].start(dir_, pool("alpha", "127.0.0.1:0", {sock(1) + ":1 a", "r2.test:6379:1 b"}), 2,
+                    options);
   Proxy& proxy = *proxies_[0];
   RespClient c(RespClient::dial_tcp(proxy.port(0)));
   for (const auto& k : keys_on(proxy, "b", 5)) ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
@@ -139,8 +141,8 @@ TEST_F(LifecycleTest, NamesAreResolvedOffTheWorkersAndASlowLookupStallsNoClient)
   // of the other backends are answered at once meanwhile (the lookup runs on the resolver's
   // thread; before, getaddrinfo ran on the worker that first connected).
   dns.delay = 1500ms;
-  proxies_[0].rewrite(pool("alpha", "127.0.0.1:0",
-                           {sock(1) + ":1 a", "r2.test:6379:1 b", "r3.test:6379:1 c"}));
+  proxies_[0].rewrite(
+      pool("alpha", "127.0.0.1:0", {sock(1) + ":1 a", "r2.test:6379:1 b", "r3.test:6379:1 c"}));
   std::string message;
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_TRUE(proxy.reload_from_file(message)) << message;
@@ -150,8 +152,7 @@ TEST_F(LifecycleTest, NamesAreResolvedOffTheWorkersAndASlowLookupStallsNoClient)
   const auto t1 = std::chrono::steady_clock::now();
   for (const auto& k : keys_on(proxy, "a", 20)) ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
   // A key of the backend being resolved is answered at once, with an error that says so.
-  EXPECT_EQ(c.call({"GET", on_c[0]}),
-            "-ERR backend c: its address is being resolved\r\n");
+  EXPECT_EQ(c.call({"GET", on_c[0]}), "-ERR backend c: its address is being resolved\r\n");
   EXPECT_LT(std::chrono::steady_clock::now() - t1, 500ms);
   // Once resolved, it serves.
   EXPECT_TRUE(testing::eventually([&] { return c.call({"SET", on_c[1], "v"}) == "+OK\r\n"; }));
@@ -212,8 +213,7 @@ TEST_F(LifecycleTest, ReloadAddsAndRemovesPoolsAndTheirListeners) {
   EXPECT_EQ(old_client.call({"GET", "x"}), "$1\r\n1\r\n");
 
   // alpha goes: its port stops accepting; its open client is answered, then closed when idle.
-  proxies_[0].rewrite(
-      pool("beta", "127.0.0.1:" + std::to_string(beta_port), {sock(2) + ":1 b"}));
+  proxies_[0].rewrite(pool("beta", "127.0.0.1:" + std::to_string(beta_port), {sock(2) + ":1 b"}));
   ASSERT_TRUE(proxy.reload_from_file(message)) << message;
   EXPECT_NE(message.find("pool alpha: removed"), std::string::npos) << message;
   ASSERT_TRUE(testing::reload_applied(proxy));
@@ -283,14 +283,52 @@ TEST_F(LifecycleTest, DrainAnswersEverythingReadThenClosesAndStops) {
   proxies_[0].stop();
 }
 
+// A keep-alive client that never pauses long (1 ms between requests) is closed right after a
+// reply, long before drain_timeout, and — checking its connection before each send, as go-redis
+// does — never sends into the close.
+TEST_F(LifecycleTest, DrainClosesABusyKeepAliveClientBetweenRequests) {
+  proxies_[0].start(
+      dir_,
+      pool("alpha", "127.0.0.1:0", {sock(1) + ":1 a"}) + "chash_proxy:\n  drain_timeout: 10000\n",
+      2);
+  const int fd = testing::dial_tcp(proxies_[0]->port(0));
+  ASSERT_GE(fd, 0);
+  RespClient c(fd);
+  std::atomic<bool> drained{false};
+  int answered = 0, unanswered = 0;
+  std::chrono::steady_clock::time_point drain_at{}, closed_at{};
+  for (int i = 0; i < 100000; ++i) {
+    if (i == 50) {
+      drain_at = std::chrono::steady_clock::now();
+      proxies_[0]->drain();
+      drained = true;
+    }
+    // The connection check: readable before we have sent anything means the peer closed.
+    char b;
+    const ssize_t peek = ::recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (peek == 0) {
+      closed_at = std::chrono::steady_clock::now();
+      break;
+    }
+    (c.call({"SET", "busy" + std::to_string(i), "v"}) == "+OK\r\n" ? answered : unanswered)++;
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_TRUE(drained.load());
+  EXPECT_GE(answered, 50);
+  EXPECT_EQ(unanswered, 0);
+  ASSERT_NE(closed_at, std::chrono::steady_clock::time_point{}) << "never closed";
+  EXPECT_LT(closed_at - drain_at, 2s) << "closed between requests, not at drain_timeout";
+  proxies_[0].stop();
+}
+
 // ---- Binary hand-over ------------------------------------------------------------------------------
 
 TEST_F(LifecycleTest, HandOverRefusesNoConnectionAndLosesNoRequest) {
   const std::string handover = (dir_ / "handover.sock").string();
   const std::uint16_t port = testing::free_port();
-  const std::string yaml = pool("alpha", "127.0.0.1:" + std::to_string(port),
-                                {sock(1) + ":1 a", sock(2) + ":1 b"}) +
-                           "chash_proxy:\n  drain_timeout: 5000\n";
+  const std::string yaml =
+      pool("alpha", "127.0.0.1:" + std::to_string(port), {sock(1) + ":1 a", sock(2) + ":1 b"}) +
+      "chash_proxy:\n  drain_timeout: 5000\n";
   ProxyOptions old_options;
   old_options.handover_socket = handover;
   proxies_[0].start(dir_, yaml, 2, old_options);
@@ -339,6 +377,64 @@ TEST_F(LifecycleTest, HandOverRefusesNoConnectionAndLosesNoRequest) {
   // The new process serves the hand-over socket for the next upgrade.
   EXPECT_TRUE(fs::exists(handover));
   proxies_[0].stop();
+}
+
+// The same with the real binaries (as an operator upgrades): the old one exits 0 by itself,
+// then SIGTERM on the new one answers a pipeline in flight before it exits 0.
+TEST_F(LifecycleTest, BinaryHandOverUnderLoadThenSigtermDrains) {
+  const std::string handover = (dir_ / "bin-handover.sock").string();
+  const std::uint16_t port = testing::free_port();
+  const fs::path config = dir_ / "bin.yml";
+  std::ofstream(config) << pool("alpha", "127.0.0.1:" + std::to_string(port),
+                                {sock(1) + ":1 a", sock(2) + ":1 b"})
+                        << "chash_proxy:\n  workers: 2\n  drain_timeout: 5000\n";
+  auto serving = [&] {
+    const int fd = testing::dial_tcp(port);
+    if (fd >= 0) ::close(fd);
+    return fd >= 0;
+  };
+  const std::vector<std::string> base = {
+      CHASH_PROXY_PATH,    "-c",    config.string(), "-s", "0", "-a", "127.0.0.1", "-v", "4",
+      "--handover-socket", handover};
+  testing::ChildProcess old_proxy, new_proxy;
+  ASSERT_TRUE(old_proxy.start(base, serving));
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, refused{0}, unanswered{0};
+  std::thread load([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      const int fd = testing::dial_tcp(port);
+      if (fd < 0) {
+        ++refused;
+        continue;
+      }
+      RespClient c(fd);
+      (c.call({"SET", "b" + std::to_string(i), "v"}) == "+OK\r\n" ? ok : unanswered)++;
+    }
+  });
+  std::this_thread::sleep_for(200ms);
+  auto with_takeover = base;
+  with_takeover.push_back("--takeover");
+  ASSERT_TRUE(new_proxy.start(with_takeover, [] { return true; }));
+  const int before = ok.load();
+  EXPECT_EQ(old_proxy.terminate(0), 0) << "the old process drains and exits 0 by itself";
+  std::this_thread::sleep_for(200ms);
+  stop = true;
+  load.join();
+  EXPECT_GT(ok.load(), before);
+  EXPECT_EQ(refused.load(), 0);
+  EXPECT_EQ(unanswered.load(), 0);
+
+  // SIGTERM with 5,000 pipelined requests in flight: all answered, then exit 0.
+  RespClient busy(RespClient::dial_tcp(port));
+  std::string burst;
+  for (int i = 0; i < 5000; ++i) burst += "*3\r\n$3\r\nSET\r\n$1\r\nz\r\n$1\r\nv\r\n";
+  ASSERT_TRUE(busy.send_raw(burst));
+  ::kill(new_proxy.pid(), SIGTERM);
+  int answered = 0;
+  for (int i = 0; i < 5000; ++i) answered += busy.read_reply() == "+OK\r\n";
+  EXPECT_EQ(answered, 5000);
+  EXPECT_TRUE(busy.closed_by_peer());
+  EXPECT_EQ(new_proxy.terminate(0), 0);
 }
 
 TEST_F(LifecycleTest, TakeoverWithoutARunningProxyFailsClearly) {

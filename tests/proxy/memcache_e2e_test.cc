@@ -18,6 +18,7 @@
 #include "chash/router.h"
 #include "config/config.h"
 #include "core/proxy.h"
+#include "core/status.h"
 #include "e2e_util.h"
 #include "net/socket.h"
 #include "proto/memcache/protocol.h"
@@ -638,6 +639,47 @@ TEST_F(MemcacheE2E, BoundedLoadFromManyClients) {
   std::printf("%s", ss.str().c_str());
   auto c = client();
   EXPECT_EQ(c.call("version\r\n"), "VERSION 1.6.18-chash-proxy\r\n");
+}
+
+
+// A memcache pool's backend connections count in chash_proxy_backend_connections (one meaning
+// for every pool type), across workers, and leave it when they close; a multi-get split over
+// backends counts its fragments.
+TEST_F(MemcacheE2E, MetricsCountMemcacheBackendConnections) {
+  start_proxy(yaml("  server_connections: 2\n"), 2);
+  std::vector<McClient> clients;
+  for (int i = 0; i < 8; ++i) clients.push_back(client());
+  const std::string keys[] = {key_on(0), key_on(1), key_on(2)};
+  for (int round = 0; round < 4; ++round) {
+    for (auto& c : clients) {
+      for (const auto& k : keys) ASSERT_EQ(c.call("set " + k + " 0 0 1\r\nv\r\n"), "STORED\r\n");
+    }
+  }
+  const Pool& p = pool();
+  std::int64_t open = 0;
+  for (const auto& s : p.states) {
+    EXPECT_GE(s->active.load(), 1);
+    EXPECT_LE(s->active.load(), 4);  // 2 workers x server_connections 2
+    open += s->active.load();
+  }
+  const std::string m = render_prometheus(proxy_->metrics(), *proxy_->topology());
+  EXPECT_NE(m.find("chash_proxy_backend_connections{pool=\"alpha\",backend=\"m1\"} " +
+                   std::to_string(p.states[0]->active.load()) + "\n"),
+            std::string::npos)
+      << m;
+  const std::uint64_t fragments = p.shared->fragments.load();
+  EXPECT_TRUE(clients[0].call("get " + key_on(0) + " " + key_on(1) + "\r\n").ends_with("END\r\n"));
+  EXPECT_EQ(p.shared->fragments.load(), fragments + 2);
+  // Every memcached goes away: every connection closes and the gauge returns to 0.
+  for (auto& s : servers_) s->stop();
+  EXPECT_TRUE(testing::eventually([&] {
+    std::int64_t n = 0;
+    for (const auto& s : p.states) n += s->active.load();
+    return n == 0;
+  }));
+  std::uint64_t eofs = 0;
+  for (const auto& s : p.states) eofs += s->eofs.load();
+  EXPECT_EQ(eofs, static_cast<std::uint64_t>(open));
 }
 
 }  // namespace

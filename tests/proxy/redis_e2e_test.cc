@@ -457,11 +457,11 @@ TEST_F(ProxyE2E, AdminPortServesMetricsAndStatus) {
   c.call({"KEYS", "*"});
   const std::string m = http(proxy_->admin_port(), "GET /metrics HTTP/1.0\r\n\r\n");
   EXPECT_NE(m.find("HTTP/1.1 200"), std::string::npos);
-  EXPECT_NE(m.find("chash_proxy_requests_total 11"), std::string::npos) << m;
-  EXPECT_NE(m.find("chash_proxy_errors_total 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("chash_proxy_requests_total{pool=\"alpha\"} 11"), std::string::npos) << m;
+  EXPECT_NE(m.find("chash_proxy_errors_total{pool=\"alpha\"} 1"), std::string::npos) << m;
   EXPECT_NE(m.find("chash_proxy_backend_up{pool=\"alpha\",backend=\"r1\"} 1"), std::string::npos)
       << m;
-  EXPECT_NE(m.find("chash_proxy_request_duration_seconds_count 10"), std::string::npos) << m;
+  EXPECT_NE(m.find("chash_proxy_request_duration_seconds_count{pool=\"alpha\"} 10"), std::string::npos) << m;
   const std::string s = http(proxy_->admin_port(), "GET /status HTTP/1.0\r\n\r\n");
   EXPECT_NE(s.find("\"name\":\"r2\""), std::string::npos) << s;
   EXPECT_NE(s.find("\"routing\":\"preset twemproxy\""), std::string::npos) << s;
@@ -537,12 +537,15 @@ class BinaryProxy {
         << y << "chash_proxy:\n  workers: 2\n  admin: 127.0.0.1:" << admin << "\n";
   }
   bool start() {
-    return process.start({CHASH_PROXY_PATH, "-c", file_.string()}, [&] {
-      const int fd = testing::dial_tcp(port);
-      if (fd < 0) return false;
-      ::close(fd);
-      return true;
-    });
+    // -s 0 -a 127.0.0.1: the stats port (nutcracker's default 0.0.0.0:22222) on any free
+    // loopback port, so parallel tests never collide and nothing listens beyond loopback.
+    return process.start(
+        {CHASH_PROXY_PATH, "-c", file_.string(), "-s", "0", "-a", "127.0.0.1"}, [&] {
+          const int fd = testing::dial_tcp(port);
+          if (fd < 0) return false;
+          ::close(fd);
+          return true;
+        });
   }
   // Waits up to `tries` x 25 ms until every worker routes with config `version` (/status).
   bool applied(int version, int tries) {
@@ -681,6 +684,91 @@ TEST(ProxyBinary, CheckAndHelp) {
   EXPECT_NE(err.str().find("bad.yml:4:"), std::string::npos) << err.str();
   EXPECT_EQ(WEXITSTATUS(std::system((bin + " --bogus 2>/dev/null").c_str())), 2);
   fs::remove_all(dir);
+}
+
+
+// ---- Metrics: connections, bytes, reloads (issue 12) -------------------------------------------
+
+namespace {
+std::int64_t open_backend_connections(const Pool& pool) {
+  std::int64_t n = 0;
+  for (const auto& s : pool.states) n += s->active.load();
+  return n;
+}
+}  // namespace
+
+// A redis pool's backend connections count in chash_proxy_backend_connections (not only tcp
+// relays) and leave it when they close; bytes are counted per pool and per backend, exactly.
+TEST_F(ProxyE2E, MetricsCountRedisBackendConnectionsAndBytes) {
+  start_proxy(yaml("") + "chash_proxy:\n  admin: 127.0.0.1:0\n", 1);
+  auto c = client();
+  const Pool& pool = *proxy_->topology()->pools[0];
+  // 20 SETs, keys chosen so that every backend gets some: "*3\r\n$3\r\nSET\r\n$2\r\nk0\r\n$1\r\nv\r\n"
+  // is 28 bytes, one more per extra key digit.
+  std::vector<std::string> keys;
+  for (NodeId n = 0; n < 3; ++n) {
+    for (int i = 0, taken = 0; i < 1000 && taken < (n == 0 ? 6 : 7); ++i) {
+      const std::string k = "k" + std::to_string(i);
+      if (pool.route(k) != n) continue;
+      keys.push_back(k);
+      ++taken;
+    }
+  }
+  ASSERT_EQ(keys.size(), 20u);
+  std::uint64_t sent = 0;
+  for (const auto& k : keys) {
+    ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
+    sent += 27 + k.size() - 1;
+  }
+  EXPECT_EQ(open_backend_connections(pool), 3);  // 1 worker, server_connections 1, 3 backends
+  std::uint64_t req_bytes = 0, rsp_bytes = 0, responses = 0;
+  for (const auto& s : pool.states) {
+    req_bytes += s->request_bytes.load();
+    rsp_bytes += s->response_bytes.load();
+    responses += s->responses.load();
+  }
+  EXPECT_EQ(req_bytes, sent);
+  EXPECT_EQ(rsp_bytes, 100u);  // 20 x "+OK\r\n"
+  EXPECT_EQ(responses, 20u);
+  EXPECT_TRUE(testing::eventually([&] { return pool.shared->response_bytes.load() == 100; }));
+  EXPECT_EQ(pool.shared->request_bytes.load(), sent);
+  const std::string m = http(proxy_->admin_port(), "GET /metrics HTTP/1.0\r\n\r\n");
+  EXPECT_NE(m.find("chash_proxy_backend_connections{pool=\"alpha\",backend=\"r1\"} 1\n"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("chash_proxy_request_bytes_total{pool=\"alpha\"} " + std::to_string(sent) + "\n"),
+            std::string::npos);
+  EXPECT_NE(m.find("chash_proxy_response_bytes_total{pool=\"alpha\"} 100\n"), std::string::npos);
+  EXPECT_NE(m.find("chash_proxy_build_info{version=\""), std::string::npos);
+  EXPECT_NE(m.find("\nprocess_resident_memory_bytes "), std::string::npos);
+  EXPECT_NE(m.find("\nprocess_open_fds "), std::string::npos);
+  // r1 goes away: its connection sees EOF, closes and leaves the gauge.
+  servers_[0]->stop();
+  EXPECT_TRUE(testing::eventually([&] { return pool.states[0]->active.load() == 0; }));
+  EXPECT_EQ(pool.states[0]->eofs.load(), 1u);
+  EXPECT_EQ(open_backend_connections(pool), 2);
+}
+
+// Reload outcomes: applied and refused counters, the time and outcome of the last attempt.
+TEST_F(ProxyE2E, MetricsCountReloadsAndTheLastOutcome) {
+  const std::string y = yaml("") + "chash_proxy:\n  admin: 127.0.0.1:0\n";
+  start_proxy(y, 1);
+  const auto before = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  std::this_thread::sleep_for(5ms);
+  std::string msg;
+  ASSERT_TRUE(proxy_->reload_from_file(msg)) << msg;
+  EXPECT_EQ(proxy_->metrics().reloads.load(), 1u);
+  EXPECT_TRUE(proxy_->metrics().last_reload_ok.load());
+  EXPECT_GT(proxy_->metrics().last_reload_ms.load(), before);
+  proxy_.rewrite("alpha: [not a pool\n");
+  EXPECT_FALSE(proxy_->reload_from_file(msg));
+  const std::string m = http(proxy_->admin_port(), "GET /metrics HTTP/1.0\r\n\r\n");
+  EXPECT_NE(m.find("\nchash_proxy_reloads_total 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("\nchash_proxy_reload_failures_total 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("\nchash_proxy_last_reload_success 0\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("\nchash_proxy_last_reload_timestamp_seconds 1"), std::string::npos) << m;
 }
 
 }  // namespace

@@ -48,43 +48,48 @@ std::size_t count(const std::string& text, const std::string& what) {
 TEST(StatusTest, PrometheusCountersAndGauges) {
   Metrics m;
   m.requests = 7;
-  m.local_replies = 2;
-  m.proxy_errors = 1;
   m.clients_open = -1;  // a transient underflow prints as 0
   m.reloads = 4;
   const auto t = two_pools();
+  t->pools[0]->shared->requests = 7;
+  t->pools[0]->shared->local_replies = 2;
+  t->pools[0]->shared->errors = 1;
   const std::string o = render_prometheus(m, *t);
-  EXPECT_NE(o.find("# HELP chash_proxy_requests_total Commands received from clients.\n"
-                   "# TYPE chash_proxy_requests_total counter\n"
-                   "chash_proxy_requests_total 7\n"),
+  EXPECT_NE(o.find("# TYPE chash_proxy_requests_total counter\n"
+                   "chash_proxy_requests_total{pool=\"alpha\"} 7\n"
+                   "chash_proxy_requests_total{pool=\"web\"} 0\n"),
             std::string::npos)
       << o;
-  EXPECT_NE(o.find("\nchash_proxy_local_replies_total 2\n"), std::string::npos);
-  EXPECT_NE(o.find("\nchash_proxy_errors_total 1\n"), std::string::npos);
+  EXPECT_NE(o.find("\nchash_proxy_local_replies_total{pool=\"alpha\"} 2\n"), std::string::npos);
+  EXPECT_NE(o.find("\nchash_proxy_errors_total{pool=\"alpha\"} 1\n"), std::string::npos);
   EXPECT_NE(o.find("# TYPE chash_proxy_clients gauge\nchash_proxy_clients 0\n"), std::string::npos);
   EXPECT_NE(o.find("\nchash_proxy_reloads_total 4\n"), std::string::npos);
   EXPECT_NE(o.find("\nchash_proxy_reload_failures_total 0\n"), std::string::npos);
 }
 
-TEST(StatusTest, PrometheusLatencyHistogramIsCumulative) {
-  Metrics m;
-  m.observe_latency(40);       // <= 50 us
-  m.observe_latency(3000);     // <= 5 ms
-  m.observe_latency(5000000);  // over 2 s: +Inf only
-  const std::string o = render_prometheus(m, *two_pools());
+TEST(StatusTest, PrometheusLatencyHistogramIsCumulativePerPool) {
+  const auto t = two_pools();
+  LatencyHistogram& h = t->pools[0]->shared->latency;
+  h.observe(40);       // <= 50 us
+  h.observe(3000);     // <= 5 ms
+  h.observe(5000000);  // over 2 s: +Inf only
+  const std::string o = render_prometheus(Metrics{}, *t);
   EXPECT_NE(o.find("# TYPE chash_proxy_request_duration_seconds histogram\n"
-                   "chash_proxy_request_duration_seconds_bucket{le=\"5e-05\"} 1\n"
-                   "chash_proxy_request_duration_seconds_bucket{le=\"0.0001\"} 1\n"),
+                   "chash_proxy_request_duration_seconds_bucket{pool=\"alpha\",le=\"5e-05\"} 1\n"
+                   "chash_proxy_request_duration_seconds_bucket{pool=\"alpha\",le=\"0.0001\"} 1\n"),
             std::string::npos)
       << o;
-  EXPECT_NE(o.find("{le=\"0.0025\"} 1\n"), std::string::npos);
-  EXPECT_NE(o.find("{le=\"0.005\"} 2\n"), std::string::npos);
-  EXPECT_NE(o.find("{le=\"2\"} 2\n"), std::string::npos);
-  EXPECT_NE(o.find("{le=\"+Inf\"} 3\n"
-                   "chash_proxy_request_duration_seconds_sum 5.003040\n"
-                   "chash_proxy_request_duration_seconds_count 3\n"),
+  EXPECT_NE(o.find("{pool=\"alpha\",le=\"0.0025\"} 1\n"), std::string::npos);
+  EXPECT_NE(o.find("{pool=\"alpha\",le=\"0.005\"} 2\n"), std::string::npos);
+  EXPECT_NE(o.find("{pool=\"alpha\",le=\"2\"} 2\n"), std::string::npos);
+  EXPECT_NE(o.find("{pool=\"alpha\",le=\"+Inf\"} 3\n"
+                   "chash_proxy_request_duration_seconds_sum{pool=\"alpha\"} 5.003040\n"
+                   "chash_proxy_request_duration_seconds_count{pool=\"alpha\"} 3\n"),
             std::string::npos)
       << o;
+  // The other pool has its own, empty series.
+  EXPECT_NE(o.find("chash_proxy_request_duration_seconds_count{pool=\"web\"} 0\n"),
+            std::string::npos);
 }
 
 TEST(StatusTest, PrometheusBackendSeriesPerPoolAndBackend) {
@@ -146,8 +151,12 @@ TEST(StatusTest, PrometheusTextIsWellFormed) {
     EXPECT_TRUE(typed) << line;
     EXPECT_TRUE(mt[1].str().starts_with(family)) << line << " under " << family;
   }
-  EXPECT_EQ(families, 10 + 1 + 6);  // counters/gauges, the histogram, per-backend series
-  EXPECT_EQ(count(o, "# TYPE "), 17u);
+  // Process-wide series, per-pool series, the histogram, per-backend series; then the
+  // process_* series, each shown only when /proc gives it (all of them on Linux but
+  // process_max_fds under an unlimited RLIMIT_NOFILE).
+  EXPECT_GE(families, 10 + 10 + 1 + 11 + 5);
+  EXPECT_LE(families, 10 + 10 + 1 + 11 + 6);
+  EXPECT_EQ(count(o, "# TYPE "), static_cast<std::size_t>(families));
 }
 
 TEST(StatusTest, LabelAndJsonEscaping) {

@@ -495,6 +495,14 @@ TEST_F(TcpRelayTest, HalfCloseKeepsTheOtherDirection) {
   // The worker counts the client closed after it has released the backend (and after we saw
   // the EOF), so this, like `active`, is awaited rather than read once.
   EXPECT_TRUE(eventually([&] { return proxy_->metrics().clients_open.load() == 0; }));
+  // Bytes relayed count per pool and per backend, each way; the relay ended normally (client_eof).
+  const std::string greeted = greeting + rest;
+  EXPECT_EQ(pool().shared->request_bytes.load(), 5u);
+  EXPECT_EQ(pool().shared->response_bytes.load(), greeted.size());
+  const int b = backend_in(greeting);
+  EXPECT_EQ(pool().states[b]->request_bytes.load(), 5u);
+  EXPECT_EQ(pool().states[b]->response_bytes.load(), greeted.size());
+  EXPECT_EQ(pool().shared->client_eof.load(), 1u);
 }
 
 // The test stream: byte i is pattern[i % P], P prime so no chunk size lines up with it.

@@ -162,7 +162,8 @@ bool Client::route(std::string_view key, const std::shared_ptr<Msg>& m, NodeId& 
   node = pool_->route(key);
   std::string why;
   if (backend_usable(*pool_, node, "key '" + std::string(key) + "'", why)) return true;
-  worker_.metrics().proxy_errors.fetch_add(1, std::memory_order_relaxed);
+  pool_->shared->errors.fetch_add(1, std::memory_order_relaxed);
+  count_forward_error();
   // The whole request fails (a multi-get's other parts are not sent).
   m->parts.assign(1, {});
   m->outstanding = 1;
@@ -175,6 +176,7 @@ void Client::forward(NodeId node, const std::shared_ptr<Msg>& m, std::uint32_t p
   std::string error;
   BackendConn* b = worker_.backend(pool_index_, node, error);
   if (b == nullptr) {
+    count_forward_error();
     m->fail_part(part, server_error("backend " + pool_->states[node]->name + ": " + error));
     return;
   }
@@ -182,7 +184,7 @@ void Client::forward(NodeId node, const std::shared_ptr<Msg>& m, std::uint32_t p
 }
 
 void Client::dispatch() {
-  worker_.metrics().requests.fetch_add(1, std::memory_order_relaxed);
+  count_request();
   const std::string_view in(in_);
   const memcache::Command cmd = parser_.command();
   switch (cmd) {
@@ -300,6 +302,7 @@ void Client::retrieve() {
   const auto nparts = static_cast<std::uint32_t>(part_node.size());
   m->parts.resize(nparts);
   m->outstanding = nparts;
+  count_fragments(nparts);
   if (nparts > 1) {
     // Merged in the client's key order (a single part comes back in that order already).
     for (std::size_t i = first; i < end; ++i) {

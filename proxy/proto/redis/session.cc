@@ -200,7 +200,7 @@ void Client::fail_msg(const std::shared_ptr<Msg>& m, std::string_view error, boo
   m->parts.assign(1, {});
   m->outstanding = 1;
   m->merge = redis::Merge::kNone;
-  if (count_error) worker_.metrics().proxy_errors.fetch_add(1, std::memory_order_relaxed);
+  if (count_error) pool_->shared->errors.fetch_add(1, std::memory_order_relaxed);
   m->complete_part(0, error_reply(error), '-', nullptr);
 }
 
@@ -208,6 +208,7 @@ bool Client::usable_or_fail(NodeId node, std::string_view what, const std::share
                             bool count_error) {
   std::string why;
   if (backend_usable(*pool_, node, what, why)) return true;
+  count_forward_error();
   fail_msg(m, "ERR " + why, count_error);
   return false;
 }
@@ -216,6 +217,7 @@ void Client::forward_one(NodeId node, const std::shared_ptr<Msg>& m) {
   std::string error;
   BackendConn* b = worker_.backend(pool_index_, node, error);
   if (b == nullptr) {
+    count_forward_error();
     fail_msg(m, "ERR backend " + pool_->states[node]->name + ": " + error, false);
     return;
   }
@@ -233,7 +235,7 @@ void Client::forward_one(NodeId node, const std::shared_ptr<Msg>& m) {
 }
 
 void Client::dispatch() {
-  worker_.metrics().requests.fetch_add(1, std::memory_order_relaxed);
+  count_request();
   const std::size_t argc = parser_.argc();
   const std::string_view name = parser_.arg(in_, 0);
   const redis::Command* cmd = redis::find_command(name);
@@ -420,10 +422,14 @@ void Client::split(const redis::Command& cmd) {
   }
   m->parts.resize(part_node.size());
   m->outstanding = static_cast<std::uint32_t>(part_node.size());
+  count_fragments(m->outstanding);
+  bool counted_error = false;
   for (std::uint32_t p = 0; p < part_node.size(); ++p) {
     std::string error;
     BackendConn* b = worker_.backend(pool_index_, part_node[p], error);
     if (b == nullptr) {
+      if (!counted_error) count_forward_error();
+      counted_error = true;
       m->complete_part(
           p, error_reply("ERR backend " + pool_->states[part_node[p]]->name + ": " + error), '-',
           nullptr);

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "core/log.h"
 #include "core/worker.h"
@@ -77,6 +78,7 @@ void Relay::connect_next() {
   for (;;) {
     const NodeId n = chooser_.next(*pool_, state_for(worker_, pool_index_, *pool_));
     if (n == kNoNode) {
+      pool_->shared->forward_errors.fetch_add(1, std::memory_order_relaxed);
       close("no backend available");
       return;
     }
@@ -91,6 +93,7 @@ void Relay::connect_next() {
     }
     const int fd = net::connect_addr(address->addr, address->len, address->source, error);
     if (fd < 0) {
+      st.conn_errors.fetch_add(1, std::memory_order_relaxed);
       record_failure(st, pc, error);
       chooser_.failed(*pool_, state_for(worker_, pool_index_, *pool_), n);
       continue;
@@ -101,6 +104,7 @@ void Relay::connect_next() {
     connecting_ = true;
     counted_ = pool_->states[n];
     st.active.fetch_add(1, std::memory_order_relaxed);
+    worker_.metrics().backend_connects.fetch_add(1, std::memory_order_relaxed);
     update_events();  // EPOLLOUT: the connect's outcome
     if (closed_) return;
     const std::uint32_t ms = pc.timeout_ms.value_or(kDefaultConnectTimeoutMs);
@@ -121,7 +125,7 @@ void Relay::connect_failed(const std::string& why, bool timed_out) {
   close_backend_fd();
   connecting_ = false;
   if (st) {
-    if (timed_out) st->timeouts.fetch_add(1, std::memory_order_relaxed);
+    (timed_out ? st->timeouts : st->conn_errors).fetch_add(1, std::memory_order_relaxed);
     record_failure(*st, pool_->config, why);
     log(LogLevel::kDebug, "tcp connect failed",
         {{"pool", pool_->config.name}, {"backend", st->name}, {"reason", why}});
@@ -182,6 +186,15 @@ bool Relay::pump() {
   return true;
 }
 
+void Relay::count_bytes(bool to_backend, std::uint64_t n) noexcept {
+  PoolShared& ps = *pool_->shared;
+  (to_backend ? ps.request_bytes : ps.response_bytes).fetch_add(n, std::memory_order_relaxed);
+  if (counted_) {
+    (to_backend ? counted_->request_bytes : counted_->response_bytes)
+        .fetch_add(n, std::memory_order_relaxed);
+  }
+}
+
 bool Relay::pump_one(Pipe& p, int src, int dst, bool to_backend) {
   const bool can_write = !(to_backend && connecting_);
   bool moved = false;
@@ -198,6 +211,7 @@ bool Relay::pump_one(Pipe& p, int src, int dst, bool to_backend) {
         const ssize_t n = ::recv(src, p.buf.get() + p.len, room, 0);
         if (n > 0) {
           p.len += static_cast<std::size_t>(n);
+          count_bytes(to_backend, static_cast<std::uint64_t>(n));
           // A short read drained the socket: wait for epoll rather than a recv that says EAGAIN.
           if (static_cast<std::size_t>(n) < room) p.src_ready = false;
           progress = moved = true;
@@ -337,6 +351,13 @@ void Relay::close(const char* why) {
   client_fd_ = -1;
   client_events_ = 0;
   close_backend_fd();
+  // nutcracker's client_eof / client_err: both sides ended normally / the client's socket failed.
+  const std::string_view reason = why;
+  if (reason == "done") {
+    pool_->shared->client_eof.fetch_add(1, std::memory_order_relaxed);
+  } else if (reason.starts_with("client ")) {
+    pool_->shared->client_err.fetch_add(1, std::memory_order_relaxed);
+  }
   log(LogLevel::kDebug, "tcp relay closed", {{"pool", pool_->config.name}, {"reason", why}});
   worker_.client_closed(this);
   worker_.loop().defer_delete(std::unique_ptr<net::Pollable>(this));

@@ -79,6 +79,9 @@ class Relay final : public ClientConn {
   // Moves bytes in both directions; false when the relay closed.
   bool pump();
   bool pump_one(Pipe& p, int src, int dst, bool to_backend);
+  // n bytes read from the client (to_backend) or from the backend: the pool's request/response
+  // bytes and, once a backend is chosen, the backend's.
+  void count_bytes(bool to_backend, std::uint64_t n) noexcept;
   void update_events();
   void set_events(int fd, std::uint32_t want, std::uint32_t& have, net::Pollable* p);
   void arm_idle_timer(std::chrono::milliseconds after);
