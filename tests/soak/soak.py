@@ -480,6 +480,7 @@ class Harness:
         self.redis_port = free_port()
         self.mc_port = free_port()
         self.admin_port = free_port()
+        self.stats_port = None
         self.proxy = None
         self.help = ""
         self.rss_baseline = None
@@ -604,8 +605,12 @@ class Harness:
             await s.start()
         self.write_config(self.redis)
         extra = []
+        if "--stats-port" in self.help:
+            # nutcracker's stats port (default 0.0.0.0:22222): on loopback, on a free port.
+            self.stats_port = free_port()
+            extra += ["-s", str(self.stats_port), "-a", "127.0.0.1"]
         if "--takeover" in self.help:
-            extra = ["--handover-socket", self.handover_path]
+            extra += ["--handover-socket", self.handover_path]
         self.proxy_extra = extra
         self.proxy = Proxy(self, extra)
         await self.proxy.start()
@@ -840,8 +845,8 @@ class Harness:
             finally:
                 w.close()
 
-        async def silent():
-            r, w = await asyncio.open_connection("127.0.0.1", self.admin_port)
+        async def silent(port):
+            r, w = await asyncio.open_connection("127.0.0.1", port)
             t = now()
             try:
                 await asyncio.wait_for(r.read(), a.deadline + 5)
@@ -854,9 +859,13 @@ class Harness:
                 w.close()
 
         clients = [asyncio.ensure_future(trickler()) for _ in range(a.slow_admin)]
-        clients += [asyncio.ensure_future(silent()) for _ in range(a.slow_admin)]
+        clients += [asyncio.ensure_future(silent(self.admin_port)) for _ in range(a.slow_admin)]
+        if self.stats_port is not None:
+            # Stats consumers that connect and never read: the document waits in the socket.
+            clients += [asyncio.ensure_future(silent(self.stats_port))
+                        for _ in range(a.slow_admin)]
         await asyncio.sleep(0.3)
-        polls, worst, bad = 0, 0.0, 0
+        polls, worst, bad, stats_polls, stats_bad = 0, 0.0, 0, 0, 0
         v0 = (await status(self) or {}).get("version")
         os.kill(self.proxy.pid, signal.SIGHUP)
         t_hup = now()
@@ -870,6 +879,19 @@ class Harness:
             except (OSError, asyncio.TimeoutError, ValueError, IndexError):
                 bad += 1
             polls += 1
+            if self.stats_port is not None:
+                # nutcracker's stats port: one JSON document per connection, then a close.
+                try:
+                    sr, sw = await asyncio.open_connection("127.0.0.1", self.stats_port)
+                    try:
+                        doc = await asyncio.wait_for(sr.read(), a.deadline)
+                    finally:
+                        sw.close()
+                    if "rpool" not in json.loads(doc):
+                        stats_bad += 1
+                except (OSError, asyncio.TimeoutError, ValueError):
+                    stats_bad += 1
+                stats_polls += 1
             worst = max(worst, now() - t)
             if t_reloaded is None:
                 st = await status(self)
@@ -881,11 +903,17 @@ class Harness:
         longest = max(t for _, t in verdicts)
         if bad:
             self.fail(f"slow admin: {bad} of {polls} /metrics polls failed")
+        if stats_bad:
+            self.fail(f"slow admin: {stats_bad} of {stats_polls} stats port reads failed")
         if t_reloaded is None:
             self.fail("slow admin: SIGHUP reload not seen while admin clients stalled")
-        note = (f"{a.slow_admin} trickling + {a.slow_admin} silent admin clients, closed after "
+        stats_silent = f" + {a.slow_admin} stats" if self.stats_port is not None else ""
+        note = (f"{a.slow_admin} trickling + {a.slow_admin} silent admin{stats_silent} clients, "
+                f"closed after "
                 f"≤{longest:.1f} s; {polls} /metrics polls, {bad} failed, slowest "
-                f"{worst * 1e3:.0f} ms; SIGHUP applied in {self.fmt_s(t_reloaded)} s")
+                f"{worst * 1e3:.0f} ms"
+                + (f"; {stats_polls} stats port reads, {stats_bad} failed" if stats_polls else "")
+                + f"; SIGHUP applied in {self.fmt_s(t_reloaded)} s")
         return dict(hung=hung, note=note)
 
     async def ev_malformed(self):
