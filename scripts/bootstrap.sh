@@ -17,7 +17,8 @@ PACKAGES=(
   redis-server redis-tools        # chash-proxy tests run real redis-server and redis-benchmark
   memcached                       # chash-proxy memcache pools are tested against real memcached
   nutcracker haproxy nginx libnginx-mod-stream wrk libmemcached-tools  # make bench-proxy peers and load
-  python3
+  python3 python3-dev pybind11-dev  # the Python package chash (python/, docs/PYTHON.md)
+  python3-pytest python3-uhashring  # its tests; uhashring also regenerates tests/compat vectors
   clang-format                    # .clang-format (developers: clang-format -i; not needed to build)
 )
 

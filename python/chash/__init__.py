@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: Apache-2.0
+"""chash: consistent hashing with byte-exact peer presets, at C++ speed.
+
+The routing is libchash's (the C++ library); this package is its Python face.
+
+    >>> import chash
+    >>> r = chash.Router(["cache-1", "cache-2", "cache-3"], preset="ketama")
+    >>> r.route("user:42") in r.nodes
+    True
+
+See docs/PYTHON.md for the API.
+"""
+from ._chash import (  # noqa: F401
+    Router,
+    address_presets,
+    algorithms,
+    hash,
+    hashes,
+    presets,
+    slot,
+)
+
+__all__ = ["Router", "presets", "address_presets", "algorithms", "hashes", "slot", "hash"]

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: Apache-2.0
+// chash._chash — the Python binding of chash::Router (pybind11). The package `chash`
+// (python/chash/__init__.py) re-exports it; docs/PYTHON.md is the API.
+//
+// Keys are str (hashed as their UTF-8 bytes, as uhashring and hash_ring hash them) or bytes.
+// Node names are kept as the objects the caller gave, so route() answers with the caller's own
+// str or bytes. A Router is immutable (a shared chash::Router); only its down set changes, and
+// route_many copies that set and the keys before it releases the GIL, so other threads may mark
+// nodes down or build new routers while a batch runs.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "chash/error.h"
+#include "chash/hash.h"
+#include "chash/preset.h"
+#include "chash/router.h"
+#include "chash/table.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// The bytes of a key or node name: str as UTF-8, bytes as they are. Anything else is a
+// TypeError naming `what`. The view lives as long as `obj`.
+std::string_view bytes_of(py::handle obj, const char* what) {
+  if (PyUnicode_Check(obj.ptr())) {
+    Py_ssize_t size = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(obj.ptr(), &size);
+    if (data == nullptr) throw py::error_already_set();  // lone surrogates: UnicodeEncodeError
+    return {data, static_cast<std::size_t>(size)};
+  }
+  if (PyBytes_Check(obj.ptr())) {
+    return {PyBytes_AS_STRING(obj.ptr()), static_cast<std::size_t>(PyBytes_GET_SIZE(obj.ptr()))};
+  }
+  throw py::type_error(std::string(what) + " must be str or bytes, not " +
+                       std::string(py::str(py::type::of(obj).attr("__name__"))));
+}
+
+std::uint32_t weight_of(py::handle obj) {
+  if (PyBool_Check(obj.ptr()) || !PyLong_Check(obj.ptr())) {
+    throw py::type_error("a node weight must be an int, not " +
+                         std::string(py::str(py::type::of(obj).attr("__name__"))));
+  }
+  int overflow = 0;
+  const long long w = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+  if (overflow != 0 || w < 0 || w > 0xFFFFFFFFLL) {
+    throw py::value_error("a node weight must be between 0 and 4294967295, got " +
+                          std::string(py::str(obj)));
+  }
+  return static_cast<std::uint32_t>(w);
+}
+
+template <class T>
+std::optional<T> opt(const py::object& o) {
+  if (o.is_none()) return std::nullopt;
+  return o.cast<T>();
+}
+
+struct NodeList {
+  std::vector<chash::Node> nodes;
+  std::vector<py::object> names;  // as the caller spelled them (str or bytes)
+};
+
+// nodes: a list of names, a list of (name, weight), or a dict name -> weight.
+NodeList parse_nodes(const py::object& nodes) {
+  NodeList out;
+  auto add = [&](py::handle name, std::uint32_t weight) {
+    out.nodes.push_back({std::string(bytes_of(name, "a node name")), weight});
+    out.names.push_back(py::reinterpret_borrow<py::object>(name));
+  };
+  if (py::isinstance<py::dict>(nodes)) {
+    for (auto [name, weight] : nodes.cast<py::dict>()) add(name, weight_of(weight));
+    return out;
+  }
+  if (py::isinstance<py::str>(nodes) || py::isinstance<py::bytes>(nodes) ||
+      !py::isinstance<py::iterable>(nodes)) {
+    throw py::type_error("nodes must be a list of names, a list of (name, weight) or a dict");
+  }
+  for (py::handle item : nodes) {
+    if (py::isinstance<py::tuple>(item) || py::isinstance<py::list>(item)) {
+      auto seq = py::reinterpret_borrow<py::sequence>(item);
+      if (seq.size() != 2) throw py::type_error("a node must be a name or a (name, weight) pair");
+      add(seq[0], weight_of(seq[1]));
+    } else {
+      add(item, 1);
+    }
+  }
+  return out;
+}
+
+// Keys copied into one buffer, so the batch can run without the GIL (and without the objects).
+struct KeyBatch {
+  std::string bytes;
+  std::vector<std::string_view> views;
+
+  explicit KeyBatch(const py::object& keys) {
+    if (py::isinstance<py::str>(keys) || py::isinstance<py::bytes>(keys)) {
+      throw py::type_error("keys must be an iterable of str or bytes, not a single key");
+    }
+    std::vector<std::size_t> ends;
+    if (py::hasattr(keys, "__len__")) ends.reserve(py::len(keys));
+    for (py::handle k : keys) {
+      bytes += bytes_of(k, "a key");
+      ends.push_back(bytes.size());
+    }
+    views.reserve(ends.size());
+    std::size_t begin = 0;
+    for (std::size_t end : ends) {
+      views.emplace_back(bytes.data() + begin, end - begin);
+      begin = end;
+    }
+  }
+};
+
+class PyRouter {
+ public:
+  PyRouter(const py::object& nodes, chash::RoutingSpec spec) : spec_(std::move(spec)) {
+    NodeList list = parse_nodes(nodes);
+    if (spec_.preset.empty() && spec_.algorithm.empty()) spec_.algorithm = "ring";
+    router_ = std::make_shared<const chash::Router>(chash::Router::build(spec_, list.nodes));
+    names_ = std::move(list.names);
+  }
+
+  static PyRouter make(const py::object& nodes, const py::object& algorithm,
+                       const py::object& preset, const py::object& hash,
+                       const py::object& hash_tag, const py::object& vnodes,
+                       const py::object& table_size, const py::object& probes,
+                       const py::object& point_format, const py::object& settings) {
+    chash::RoutingSpec spec;
+    if (!algorithm.is_none()) spec.algorithm = algorithm.cast<std::string>();
+    if (!preset.is_none()) spec.preset = preset.cast<std::string>();
+    if (!spec.algorithm.empty() && !spec.preset.empty()) {
+      throw py::value_error("give algorithm or preset, not both");
+    }
+    spec.hash = opt<std::string>(hash);
+    spec.hash_tag = opt<std::string>(hash_tag);
+    spec.vnodes = opt<std::uint32_t>(vnodes);
+    spec.table_size = opt<std::uint64_t>(table_size);
+    spec.probes = opt<std::uint32_t>(probes);
+    spec.point_format = opt<std::string>(point_format);
+    if (!settings.is_none()) {
+      py::object items = py::isinstance<py::dict>(settings) ? settings.attr("items")() : settings;
+      for (py::handle kv : items) {
+        auto pair = kv.cast<std::pair<std::string, std::string>>();
+        spec.preset_settings.push_back(std::move(pair));
+      }
+    }
+    return PyRouter(nodes, std::move(spec));
+  }
+
+  py::object name_of(chash::NodeId id) const {
+    if (id == chash::kNoNode || id >= names_.size()) return py::none();
+    return names_[id];
+  }
+
+  py::object route(py::handle key) const {
+    const std::string_view k = bytes_of(key, "a key");
+    return name_of(down_.empty() ? router_->route(k) : router_->route(k, down_));
+  }
+
+  py::list route_n(py::handle key, long n) const {
+    if (n < 0) throw py::value_error("n must be >= 0");
+    const std::string_view k = bytes_of(key, "a key");
+    std::vector<chash::NodeId> ids(std::min<std::size_t>(n, router_->node_count()));
+    const chash::DownSet& down = down_;
+    const std::size_t got =
+        down.empty() ? router_->route_n(k, ids)
+                     : router_->route_n(k, ids, [&down](chash::NodeId id) { return !down.contains(id); });
+    py::list out;
+    for (std::size_t i = 0; i < got; ++i) out.append(name_of(ids[i]));
+    return out;
+  }
+
+  std::vector<chash::NodeId> route_ids(const py::object& keys) const {
+    KeyBatch batch(keys);
+    const chash::DownSet down = down_;  // a copy: mark_down may run while the GIL is released
+    std::shared_ptr<const chash::Router> router = router_;
+    std::vector<chash::NodeId> ids(batch.views.size());
+    {
+      py::gil_scoped_release release;
+      if (down.empty()) {
+        router->route_batch(batch.views, ids);
+      } else {
+        for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = router->route(batch.views[i], down);
+      }
+    }
+    return ids;
+  }
+
+  py::list route_many(const py::object& keys) const {
+    const std::vector<chash::NodeId> ids = route_ids(keys);
+    py::list out(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      py::object name = name_of(ids[i]);
+      PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), name.release().ptr());
+    }
+    return out;
+  }
+
+  py::dict distribution(const py::object& keys) const {
+    const std::vector<chash::NodeId> ids = route_ids(keys);
+    std::vector<std::size_t> counts(names_.size(), 0);
+    std::size_t unrouted = 0;
+    for (chash::NodeId id : ids) {
+      if (id < counts.size()) ++counts[id]; else ++unrouted;
+    }
+    py::dict out;
+    for (std::size_t i = 0; i < names_.size(); ++i) out[names_[i]] = counts[i];
+    if (unrouted != 0) out[py::none()] = unrouted;
+    return out;
+  }
+
+  chash::NodeId id_of(py::handle name) const {
+    const chash::NodeId id = router_->find(bytes_of(name, "a node name"));
+    if (id == chash::kNoNode) {
+      throw py::value_error("unknown node " + std::string(py::repr(name)));
+    }
+    return id;
+  }
+  void mark_down(py::handle name) { down_.set(id_of(name), true); }
+  void mark_up(py::handle name) { down_.set(id_of(name), false); }
+  bool is_down(py::handle name) const { return down_.contains(id_of(name)); }
+
+  // A new router with `name` added (or removed); the down set carries over by name.
+  PyRouter with_nodes(py::list nodes) const {
+    PyRouter next(nodes, spec_);
+    for (std::size_t i = 0; i < names_.size(); ++i) {
+      if (!down_.contains(static_cast<chash::NodeId>(i))) continue;
+      const chash::NodeId id = next.router_->find(router_->name(static_cast<chash::NodeId>(i)));
+      if (id != chash::kNoNode) next.down_.set(id, true);
+    }
+    return next;
+  }
+  PyRouter add(py::handle name, py::handle weight) const {
+    bytes_of(name, "a node name");
+    py::list nodes = node_pairs();
+    nodes.append(py::make_tuple(name, weight));
+    return with_nodes(nodes);
+  }
+  PyRouter remove(py::handle name) const {
+    const chash::NodeId gone = id_of(name);
+    py::list nodes;
+    const auto all = router_->nodes();
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (i != gone) nodes.append(py::make_tuple(names_[i], all[i].weight));
+    }
+    return with_nodes(nodes);
+  }
+
+  py::list node_pairs() const {
+    py::list out;
+    const auto all = router_->nodes();
+    for (std::size_t i = 0; i < all.size(); ++i) out.append(py::make_tuple(names_[i], all[i].weight));
+    return out;
+  }
+  py::list nodes() const {
+    py::list out;
+    for (const auto& n : names_) out.append(n);
+    return out;
+  }
+  py::dict weights() const {
+    py::dict out;
+    const auto all = router_->nodes();
+    for (std::size_t i = 0; i < all.size(); ++i) out[names_[i]] = all[i].weight;
+    return out;
+  }
+  py::list down() const {
+    py::list out;
+    for (std::size_t i = 0; i < names_.size(); ++i) {
+      if (down_.contains(static_cast<chash::NodeId>(i))) out.append(names_[i]);
+    }
+    return out;
+  }
+  const std::string& describe() const { return router_->describe(); }
+  std::size_t size() const { return names_.size(); }
+
+ private:
+  chash::RoutingSpec spec_;
+  std::shared_ptr<const chash::Router> router_;
+  std::vector<py::object> names_;
+  chash::DownSet down_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_chash, m) {
+  m.doc() = "chash: consistent hashing with byte-exact peer presets (the C++ libchash).";
+
+  // chash::Error carries a message a person can act on; Python callers see it as ValueError.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const chash::Error& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+
+  py::class_<PyRouter>(m, "Router")
+      .def(py::init(&PyRouter::make), py::arg("nodes"), py::kw_only(),
+           py::arg("algorithm") = py::none(), py::arg("preset") = py::none(),
+           py::arg("hash") = py::none(), py::arg("hash_tag") = py::none(),
+           py::arg("vnodes") = py::none(), py::arg("table_size") = py::none(),
+           py::arg("probes") = py::none(), py::arg("point_format") = py::none(),
+           py::arg("settings") = py::none())
+      .def("route", &PyRouter::route, py::arg("key"))
+      .def("route_n", &PyRouter::route_n, py::arg("key"), py::arg("n"))
+      .def("route_many", &PyRouter::route_many, py::arg("keys"))
+      .def("distribution", &PyRouter::distribution, py::arg("keys"))
+      .def("mark_down", &PyRouter::mark_down, py::arg("name"))
+      .def("mark_up", &PyRouter::mark_up, py::arg("name"))
+      .def("is_down", &PyRouter::is_down, py::arg("name"))
+      .def("add", &PyRouter::add, py::arg("name"), py::arg("weight") = 1)
+      .def("remove", &PyRouter::remove, py::arg("name"))
+      .def_property_readonly("nodes", &PyRouter::nodes)
+      .def_property_readonly("weights", &PyRouter::weights)
+      .def_property_readonly("down", &PyRouter::down)
+      .def_property_readonly("description", &PyRouter::describe)
+      .def("__len__", &PyRouter::size)
+      .def("__repr__", [](const PyRouter& r) {
+        return "<chash.Router " + r.describe() + ", " + std::to_string(r.size()) + " nodes>";
+      });
+
+  m.def("presets", [] {
+    py::dict out;
+    for (const auto& p : chash::preset_list()) out[py::str(std::string(p.name))] = std::string(p.peer);
+    return out;
+  });
+  m.def("address_presets", [] {
+    py::list out;
+    for (const auto& p : chash::preset_list()) {
+      if (p.keys_are_addresses) out.append(std::string(p.name));
+    }
+    return out;
+  });
+  m.def("algorithms", [] {
+    py::list out;
+    for (auto a : chash::kAllAlgorithms) out.append(std::string(chash::algorithm_name(a)));
+    return out;
+  });
+  m.def("hashes", [] {
+    py::list out;
+    for (auto h : chash::kAllKeyHashes) out.append(std::string(chash::key_hash_name(h)));
+    return out;
+  });
+  m.def("slot", [](py::handle key) { return chash::hash::redis_slot(bytes_of(key, "a key")); },
+        py::arg("key"));
+  m.def("hash",
+        [](const std::string& name, py::handle key) {
+          return chash::hash_key(chash::parse_key_hash(name), bytes_of(key, "a key"));
+        },
+        py::arg("name"), py::arg("key"));
+}
