@@ -1,0 +1,184 @@
+# SPDX-License-Identifier: Apache-2.0
+"""chash.Router: the C++ CLI's answers, every preset, batches, failover, bad input, threads."""
+import subprocess
+import threading
+
+import pytest
+
+import chash
+
+KEYS = [f"user:{i}" for i in range(2000)] + ["", "{tag}a", "{tag}b", "ключ", "x" * 300]
+NODES = [f"10.0.0.{i}:11211" for i in range(1, 8)]
+
+
+def cli_route(cli, args, nodes, keys):
+    out = subprocess.run([cli, "route", *args, "--nodes", ",".join(nodes)],
+                         input="\n".join(keys) + "\n", capture_output=True, text=True,
+                         check=True).stdout
+    return out.splitlines()
+
+
+@pytest.mark.parametrize("kwargs,args", [
+    (dict(preset="ketama"), ["--preset", "ketama"]),
+    (dict(preset="twemproxy"), ["--preset", "twemproxy"]),
+    (dict(preset="twemproxy", hash="fnv1a_64", hash_tag="{}"),
+     ["--preset", "twemproxy", "--hash", "fnv1a_64", "--hash-tag", "{}"]),
+    (dict(preset="uhashring"), ["--preset", "uhashring"]),
+    (dict(preset="jedis"), ["--preset", "jedis"]),
+    (dict(algorithm="ring"), ["--algo", "ring"]),
+    (dict(algorithm="ring", vnodes=40, hash="md5"), ["--algo", "ring", "--vnodes", "40", "--hash", "md5"]),
+    (dict(algorithm="maglev"), ["--algo", "maglev"]),
+    (dict(algorithm="jump"), ["--algo", "jump"]),
+    (dict(algorithm="rendezvous"), ["--algo", "rendezvous"]),
+    (dict(algorithm="slots"), ["--algo", "slots"]),
+])
+def test_route_matches_the_cli(cli, kwargs, args):
+    keys = [k for k in KEYS if k]  # the CLI reads one key a line; the empty line is not a key
+    r = chash.Router(NODES, **kwargs)
+    assert r.route_many(keys) == cli_route(cli, args, NODES, keys)
+
+
+def test_every_preset_builds_and_routes():
+    addresses = set(chash.address_presets())
+    assert "ketama" in chash.presets() and "uhashring" in chash.presets()
+    for name in chash.presets():
+        r = chash.Router(NODES, preset=name)
+        keys = [f"192.168.{i // 250}.{i % 250}" for i in range(500)] if name in addresses else KEYS
+        got = r.route_many(keys)
+        assert set(got) <= set(NODES), name
+        assert got == [r.route(k) for k in keys], name
+
+
+@pytest.mark.parametrize("algorithm", chash.algorithms())
+def test_every_algorithm_route_many_equals_route(algorithm):
+    r = chash.Router(NODES, algorithm=algorithm)
+    assert r.route_many(KEYS) == [r.route(k) for k in KEYS]
+    assert r.route_many(k.encode() for k in KEYS) == r.route_many(KEYS)
+
+
+def test_node_forms_are_equivalent():
+    a = chash.Router([("a", 1), ("b", 2), ("c", 1)], preset="ketama")
+    b = chash.Router({"a": 1, "b": 2, "c": 1}, preset="ketama")
+    assert a.route_many(KEYS) == b.route_many(KEYS)
+    assert a.nodes == ["a", "b", "c"] and a.weights == {"a": 1, "b": 2, "c": 1}
+    plain = chash.Router(["a", "b", "c"])
+    assert plain.weights == {"a": 1, "b": 1, "c": 1} and len(plain) == 3
+    assert chash.Router([b"a", b"b"]).route(b"k") in (b"a", b"b")
+
+
+def test_route_n_is_distinct_and_starts_with_route():
+    r = chash.Router(NODES, preset="ketama")
+    for k in KEYS[:200]:
+        got = r.route_n(k, 3)
+        assert len(got) == 3 and len(set(got)) == 3 and got[0] == r.route(k)
+    assert sorted(r.route_n("k", 100)) == sorted(NODES)
+    assert r.route_n("k", 0) == []
+
+
+def test_mark_down_moves_only_that_nodes_keys():
+    r = chash.Router(NODES, preset="twemproxy")
+    before = r.route_many(KEYS)
+    second = {k: r.route_n(k, 2)[1] for k in KEYS}
+    r.mark_down(NODES[2])
+    assert r.down == [NODES[2]] and r.is_down(NODES[2])
+    after = r.route_many(KEYS)
+    assert after == [r.route(k) for k in KEYS]
+    for k, b, a in zip(KEYS, before, after):
+        if b == NODES[2]:
+            assert a == second[k], k  # its own next choice
+        else:
+            assert a == b, k
+    r.mark_up(NODES[2])
+    assert r.route_many(KEYS) == before
+
+
+def test_add_and_remove_return_new_routers():
+    r = chash.Router(NODES, algorithm="ring")
+    bigger = r.add("10.0.0.99:11211", 2)
+    assert r.nodes == NODES and bigger.nodes == NODES + ["10.0.0.99:11211"]
+    assert bigger.weights["10.0.0.99:11211"] == 2
+    smaller = bigger.remove("10.0.0.99:11211")
+    assert smaller.route_many(KEYS) == r.route_many(KEYS)
+    moved = sum(a != b for a, b in zip(r.route_many(KEYS), bigger.route_many(KEYS)))
+    assert 0 < moved < len(KEYS) / 2
+    r.mark_down(NODES[0])
+    assert r.add("x").down == [NODES[0]]
+
+
+def test_distribution_counts_every_key():
+    r = chash.Router({"a": 1, "b": 3})
+    d = r.distribution(KEYS)
+    assert set(d) == {"a", "b"} and sum(d.values()) == len(KEYS) and d["b"] > d["a"]
+
+
+def test_slot_and_hash_check_values():
+    assert chash.slot("123456789") == 12739  # 0x31C3 & 0x3FFF, Redis cluster.c
+    assert chash.slot("{user1000}.following") == chash.slot("{user1000}.followers")
+    assert chash.hash("crc16", "123456789") == 0x31C3
+    assert chash.hash("md5", b"k") == chash.hash("md5", "k")
+    assert "xxh3" in chash.hashes()
+
+
+@pytest.mark.parametrize("make,exc", [
+    (lambda: chash.Router([]), ValueError),
+    (lambda: chash.Router(["a", "a"]), ValueError),
+    (lambda: chash.Router(["a"], preset="no-such-preset"), ValueError),
+    (lambda: chash.Router(["a"], algorithm="no-such-algorithm"), ValueError),
+    (lambda: chash.Router(["a"], algorithm="ring", preset="ketama"), ValueError),
+    (lambda: chash.Router(["a"], hash="nope"), ValueError),
+    (lambda: chash.Router(["a"], hash_tag="{"), ValueError),
+    (lambda: chash.Router([("a", -1)]), ValueError),
+    (lambda: chash.Router([("a", 0)]), ValueError),
+    (lambda: chash.Router([("a", "1")]), TypeError),
+    (lambda: chash.Router([("a", 1.5)]), TypeError),
+    (lambda: chash.Router([1, 2]), TypeError),
+    (lambda: chash.Router("ab"), TypeError),
+    (lambda: chash.Router(None), TypeError),
+    (lambda: chash.Router(["a"]).route(1), TypeError),
+    (lambda: chash.Router(["a"]).route(None), TypeError),
+    (lambda: chash.Router(["a"]).route_many(["k", 2]), TypeError),
+    (lambda: chash.Router(["a"]).route_many("k"), TypeError),
+    (lambda: chash.Router(["a"]).route_n("k", -1), ValueError),
+    (lambda: chash.Router(["a"]).mark_down("b"), ValueError),
+    (lambda: chash.Router(["a"]).remove("b"), ValueError),
+    (lambda: chash.Router(["a"]).add("a"), ValueError),
+    (lambda: chash.hash("nope", "k"), ValueError),
+    (lambda: chash.slot(3), TypeError),
+])
+def test_bad_input_raises(make, exc):
+    with pytest.raises(exc):
+        make()
+
+
+def test_error_messages_are_the_librarys():
+    with pytest.raises(ValueError, match="ketama"):
+        chash.Router(["a"], preset="no-such-preset")  # the message lists the valid presets
+
+
+def test_route_many_in_threads_while_another_thread_changes_the_topology():
+    r = chash.Router(NODES, preset="ketama")
+    expected = r.route_many(KEYS)
+    stop = threading.Event()
+    errors = []
+
+    def reader():
+        try:
+            while not stop.is_set():
+                assert r.route_many(KEYS) == expected
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def writer():
+        cur = r
+        for i in range(200):
+            cur = cur.add(f"n{i}") if i % 2 == 0 else cur.remove(f"n{i - 1}")
+            cur.mark_down(NODES[i % len(NODES)])
+            cur.route_many(KEYS[:100])
+        stop.set()
+
+    threads = [threading.Thread(target=reader) for _ in range(3)] + [threading.Thread(target=writer)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
