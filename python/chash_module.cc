@@ -310,16 +310,34 @@ PYBIND11_MODULE(_chash, m) {
            py::arg("hash") = py::none(), py::arg("hash_tag") = py::none(),
            py::arg("vnodes") = py::none(), py::arg("table_size") = py::none(),
            py::arg("probes") = py::none(), py::arg("point_format") = py::none(),
-           py::arg("settings") = py::none())
-      .def("route", &PyRouter::route, py::arg("key"))
-      .def("route_n", &PyRouter::route_n, py::arg("key"), py::arg("n"))
-      .def("route_many", &PyRouter::route_many, py::arg("keys"))
-      .def("distribution", &PyRouter::distribution, py::arg("keys"))
-      .def("mark_down", &PyRouter::mark_down, py::arg("name"))
-      .def("mark_up", &PyRouter::mark_up, py::arg("name"))
+           py::arg("settings") = py::none(),
+           "Router(nodes, *, algorithm=None, preset=None, hash=None, hash_tag=None, vnodes=None,\n"
+           "       table_size=None, probes=None, point_format=None, settings=None)\n\n"
+           "nodes: a list of names, a list of (name, weight) or a dict name -> weight (names str\n"
+           "or bytes). algorithm: a native table (chash.algorithms(), default 'ring'); preset: a\n"
+           "peer's exact mapping (chash.presets()). settings: the peer's own settings for a preset,\n"
+           "e.g. {'distribution': 'CONSISTENT_KETAMA_SPY'}. Raises ValueError with chash's message.\n\n"
+           ">>> r = chash.Router({'cache-1': 1, 'cache-2': 2}, preset='twemproxy', hash_tag='{}')\n"
+           ">>> r.route('{user:42}.profile') == r.route('{user:42}.cart')\nTrue")
+      .def("route", &PyRouter::route, py::arg("key"),
+           "The node that owns key (str as UTF-8, or bytes), skipping nodes marked down; None\n"
+           "when no node can take it (nginx-ip-hash given a key that is not an address).")
+      .def("route_n", &PyRouter::route_n, py::arg("key"), py::arg("n"),
+           "Up to n distinct nodes in the key's preference order (replicas), route(key) first.")
+      .def("route_many", &PyRouter::route_many, py::arg("keys"),
+           "[route(k) for k in keys] in one call: the keys are copied, the GIL is released and\n"
+           "chash's batch lookup runs.")
+      .def("distribution", &PyRouter::distribution, py::arg("keys"),
+           "A dict node -> how many of keys it owns (every node, zeros included).")
+      .def("mark_down", &PyRouter::mark_down, py::arg("name"),
+           "Failover: the node's keys move, each to its own next choice; no other key moves.")
+      .def("mark_up", &PyRouter::mark_up, py::arg("name"),
+           "Undo mark_down: exactly the keys that moved away come back.")
       .def("is_down", &PyRouter::is_down, py::arg("name"))
-      .def("add", &PyRouter::add, py::arg("name"), py::arg("weight") = 1)
-      .def("remove", &PyRouter::remove, py::arg("name"))
+      .def("add", &PyRouter::add, py::arg("name"), py::arg("weight") = 1,
+           "A new Router with the node added last (this one is unchanged; down nodes carry over).")
+      .def("remove", &PyRouter::remove, py::arg("name"),
+           "A new Router without the node (this one is unchanged; down nodes carry over).")
       .def_property_readonly("nodes", &PyRouter::nodes)
       .def_property_readonly("weights", &PyRouter::weights)
       .def_property_readonly("down", &PyRouter::down)
@@ -329,33 +347,37 @@ PYBIND11_MODULE(_chash, m) {
         return "<chash.Router " + r.describe() + ", " + std::to_string(r.size()) + " nodes>";
       });
 
-  m.def("presets", [] {
+  m.def("presets", [] {  // name -> the peer (and version) whose mapping it reproduces
     py::dict out;
     for (const auto& p : chash::preset_list()) out[py::str(std::string(p.name))] = std::string(p.peer);
     return out;
-  });
+  }, "A dict preset name -> the peer (and version) whose mapping it reproduces byte for byte.");
   m.def("address_presets", [] {
     py::list out;
     for (const auto& p : chash::preset_list()) {
       if (p.keys_are_addresses) out.append(std::string(p.name));
     }
     return out;
-  });
+  }, "The presets whose keys are client addresses (nginx-ip-hash).");
   m.def("algorithms", [] {
     py::list out;
     for (auto a : chash::kAllAlgorithms) out.append(std::string(chash::algorithm_name(a)));
     return out;
-  });
+  }, "The native algorithms Router(algorithm=...) takes.");
   m.def("hashes", [] {
     py::list out;
     for (auto h : chash::kAllKeyHashes) out.append(std::string(chash::key_hash_name(h)));
     return out;
-  });
+  }, "The key hash names Router(hash=...) and chash.hash() take.");
   m.def("slot", [](py::handle key) { return chash::hash::redis_slot(bytes_of(key, "a key")); },
-        py::arg("key"));
+        py::arg("key"),
+        "Redis Cluster's slot of key (CRC16/XMODEM of its {hash tag} or whole key, mod 16384).\n"
+        ">>> chash.slot('123456789')\n12739");
   m.def("hash",
         [](const std::string& name, py::handle key) {
           return chash::hash_key(chash::parse_key_hash(name), bytes_of(key, "a key"));
         },
-        py::arg("name"), py::arg("key"));
+        py::arg("name"), py::arg("key"),
+        "The key hash called name (chash.hashes()) of key, as an int.\n"
+        ">>> chash.hash('crc16', '123456789')\n12739");
 }

@@ -182,3 +182,14 @@ def test_route_many_in_threads_while_another_thread_changes_the_topology():
     for t in threads:
         t.join(60)
     assert not errors
+
+
+def test_docstring_examples():
+    import doctest
+    runner = doctest.DocTestRunner()
+    parser = doctest.DocTestParser()
+    docs = [chash.__doc__, chash.Router.__init__.__doc__, chash.slot.__doc__, chash.hash.__doc__]
+    for i, doc in enumerate(docs):
+        runner.run(parser.get_doctest(doc, {"chash": chash}, f"doc{i}", None, 0))
+    assert runner.summarize(verbose=False).failed == 0
+    assert runner.summarize(verbose=False).attempted >= 4
