@@ -12,7 +12,7 @@ PEER_NODES ?= 100
 PEER_KEYS ?= 100000
 PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build release install demo test unit-test asan tsan fuzz bench bench-peers bench-proxy soak compat-vectors clean
+.PHONY: all bootstrap build release install demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy soak compat-vectors clean
 
 all: build
 
@@ -91,6 +91,14 @@ bench-peers: release
 	cmake -S . -B build-release -DCHASH_BUILD_BENCH=ON >/dev/null
 	cmake --build build-release -j $(JOBS) --target chash_peers
 	BUILD=$(CURDIR)/build-release bash bench/peers/run.sh $(PEER_NODES) $(PEER_KEYS)
+
+# The Python package's lookups/s next to uhashring (and hash_ring with HASH_RING=<checkout>), on
+# the same keys, answers checked (bench/python/bench.py; docs/BENCHMARKS.md). PY_NODES/PY_KEYS.
+PY_NODES ?= 10
+PY_KEYS ?= 100000
+bench-python: release
+	cmake --build build-release -j $(JOBS) --target chash_python
+	PYTHONPATH=$(CURDIR)/build-release/python /usr/bin/python3 bench/python/bench.py $(PY_NODES) $(PY_KEYS)
 
 # chash-proxy next to nutcracker (redis, memcache), haproxy and nginx stream (tcp) and direct, all
 # on loopback with the same backends (docs/BENCHMARKS.md). Knobs in bench/proxy/run.sh: REQUESTS=...

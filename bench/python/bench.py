@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""make bench-python: lookups/s of the Python package chash next to uhashring (and hash_ring).
+
+Same keys, same nodes, one run; every answer is checked against the peer's before timing.
+  chash.Router.route         one key per call
+  chash.Router.route_many    the whole key list per call (GIL released, batch lookup)
+  chash.compat...HashRing    the uhashring drop-in's get_node (one key per call, Python wrapper)
+  uhashring.HashRing         Debian python3-uhashring 2.1, get_node
+  chash.Router(algorithm="ring")  a native table (xxh3), against uhashring's default mode
+  hash_ring.HashRing         only when HASH_RING=<checkout of github Doist/hash_ring> is given
+Prints a Markdown table (best of REPEAT runs). Usage: bench.py [NODES] [KEYS]
+"""
+import os
+import sys
+import time
+
+import chash
+from chash.compat.uhashring import HashRing as DropIn
+
+NODES = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+KEYS = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
+REPEAT = int(os.environ.get("REPEAT", "3"))
+
+
+def best(fn):
+    t = min(_timed(fn) for _ in range(REPEAT))
+    return KEYS / t
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def main():
+    import uhashring
+
+    nodes = [f"10.0.{i // 250}.{i % 250 + 1}:11211" for i in range(NODES)]
+    keys = [f"user:{i}:{(i * 2654435761) % 1000003}" for i in range(KEYS)]
+    rows = []
+    for mode, preset, kwargs in [("default", "uhashring", {}),
+                                 ("ketama", "uhashring-ketama", {"hash_fn": "ketama"})]:
+        peer = uhashring.HashRing(nodes, **kwargs)
+        router = chash.Router(nodes, preset=preset)
+        dropin = DropIn(nodes, **kwargs)
+        want = [peer.get_node(k) for k in keys]
+        assert router.route_many(keys) == want, "route_many disagrees with uhashring"
+        assert [router.route(k) for k in keys] == want, "route disagrees with uhashring"
+        assert [dropin.get_node(k) for k in keys] == want, "the drop-in disagrees with uhashring"
+        base = best(lambda: [peer.get_node(k) for k in keys])
+        route = router.route
+        results = [
+            (f"uhashring.HashRing({kwargs or ''}).get_node", base),
+            ("chash.compat.uhashring.HashRing.get_node", best(lambda: [dropin.get_node(k) for k in keys])),
+            (f"chash.Router(preset='{preset}').route", best(lambda: [route(k) for k in keys])),
+            (f"chash.Router(preset='{preset}').route_many", best(lambda: router.route_many(keys))),
+        ]
+        rows += [(mode, name, rate, rate / base) for name, rate in results]
+
+    # A native table (xxh3 ring): what the binding costs when the hash is cheap.
+    peer = uhashring.HashRing(nodes)
+    base = best(lambda: [peer.get_node(k) for k in keys])
+    router = chash.Router(nodes, algorithm="ring")
+    route = router.route
+    rows += [("native", name, rate, rate / base) for name, rate in [
+        ("chash.Router(algorithm='ring').route", best(lambda: [route(k) for k in keys])),
+        ("chash.Router(algorithm='ring').route_many", best(lambda: router.route_many(keys))),
+    ]]
+
+    checkout = os.environ.get("HASH_RING")
+    if checkout:
+        sys.path.insert(0, checkout)
+        from hash_ring import HashRing as HR  # noqa: N814
+
+        peer = HR(nodes)
+        router = chash.Router(nodes, preset="hash_ring")
+        want = [peer.get_node(k) for k in keys]
+        assert router.route_many(keys) == want, "route_many disagrees with hash_ring"
+        base = best(lambda: [peer.get_node(k) for k in keys])
+        route = router.route
+        rows += [("hash_ring", name, rate, rate / base) for name, rate in [
+            ("hash_ring.HashRing.get_node", base),
+            ("chash.Router(preset='hash_ring').route", best(lambda: [route(k) for k in keys])),
+            ("chash.Router(preset='hash_ring').route_many", best(lambda: router.route_many(keys))),
+        ]]
+
+    print(f"{NODES} nodes, {KEYS:,} keys (`{keys[0]}` ...), best of {REPEAT}; "
+          f"Python {sys.version.split()[0]}; every answer equal to the peer's\n")
+    print("| ring | call | lookups/s | × peer |")
+    print("|---|---|---:|---:|")
+    for mode, name, rate, ratio in rows:
+        print(f"| {mode} | `{name}` | {rate:,.0f} | {ratio:.1f}× |")
+
+
+if __name__ == "__main__":
+    main()
