@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,10 +60,26 @@ std::uint32_t weight_of(py::handle obj) {
   return static_cast<std::uint32_t>(w);
 }
 
-template <class T>
-std::optional<T> opt(const py::object& o) {
+// Keyword arguments: None or a str / a non-negative int; the wrong type is a TypeError and an
+// out-of-range number a ValueError, both naming the argument.
+std::optional<std::string> opt_str(const py::object& o, const char* name) {
   if (o.is_none()) return std::nullopt;
-  return o.cast<T>();
+  if (!py::isinstance<py::str>(o)) throw py::type_error(std::string(name) + " must be a str");
+  return o.cast<std::string>();
+}
+
+template <class T>
+std::optional<T> opt_uint(const py::object& o, const char* name) {
+  if (o.is_none()) return std::nullopt;
+  if (PyBool_Check(o.ptr()) || !PyLong_Check(o.ptr())) {
+    throw py::type_error(std::string(name) + " must be an int");
+  }
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(o.ptr(), &overflow);
+  if (overflow != 0 || v < 0 || static_cast<unsigned long long>(v) > std::numeric_limits<T>::max()) {
+    throw py::value_error(std::string(name) + " out of range: " + std::string(py::str(o)));
+  }
+  return static_cast<T>(v);
 }
 
 struct NodeList {
@@ -136,22 +153,29 @@ class PyRouter {
                        const py::object& table_size, const py::object& probes,
                        const py::object& point_format, const py::object& settings) {
     chash::RoutingSpec spec;
-    if (!algorithm.is_none()) spec.algorithm = algorithm.cast<std::string>();
-    if (!preset.is_none()) spec.preset = preset.cast<std::string>();
+    spec.algorithm = opt_str(algorithm, "algorithm").value_or("");
+    spec.preset = opt_str(preset, "preset").value_or("");
     if (!spec.algorithm.empty() && !spec.preset.empty()) {
       throw py::value_error("give algorithm or preset, not both");
     }
-    spec.hash = opt<std::string>(hash);
-    spec.hash_tag = opt<std::string>(hash_tag);
-    spec.vnodes = opt<std::uint32_t>(vnodes);
-    spec.table_size = opt<std::uint64_t>(table_size);
-    spec.probes = opt<std::uint32_t>(probes);
-    spec.point_format = opt<std::string>(point_format);
+    spec.hash = opt_str(hash, "hash");
+    spec.hash_tag = opt_str(hash_tag, "hash_tag");
+    spec.vnodes = opt_uint<std::uint32_t>(vnodes, "vnodes");
+    spec.table_size = opt_uint<std::uint64_t>(table_size, "table_size");
+    spec.probes = opt_uint<std::uint32_t>(probes, "probes");
+    spec.point_format = opt_str(point_format, "point_format");
     if (!settings.is_none()) {
       py::object items = py::isinstance<py::dict>(settings) ? settings.attr("items")() : settings;
+      if (!py::isinstance<py::iterable>(items)) {
+        throw py::type_error("settings must be a dict or (name, value) pairs of str");
+      }
       for (py::handle kv : items) {
-        auto pair = kv.cast<std::pair<std::string, std::string>>();
-        spec.preset_settings.push_back(std::move(pair));
+        if (!py::isinstance<py::tuple>(kv) || py::len(kv) != 2 ||
+            !py::isinstance<py::str>(kv[py::int_(0)]) || !py::isinstance<py::str>(kv[py::int_(1)])) {
+          throw py::type_error("settings must be a dict or (name, value) pairs of str");
+        }
+        spec.preset_settings.emplace_back(kv[py::int_(0)].cast<std::string>(),
+                                          kv[py::int_(1)].cast<std::string>());
       }
     }
     return PyRouter(nodes, std::move(spec));

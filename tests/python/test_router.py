@@ -143,6 +143,15 @@ def test_slot_and_hash_check_values():
     (lambda: chash.Router(["a"]).remove("b"), ValueError),
     (lambda: chash.Router(["a"]).add("a"), ValueError),
     (lambda: chash.hash("nope", "k"), ValueError),
+    (lambda: chash.Router(["a"], vnodes=-1), ValueError),
+    (lambda: chash.Router(["a"], vnodes="160"), TypeError),
+    (lambda: chash.Router(["a"], algorithm=1), TypeError),
+    (lambda: chash.Router(["a"], preset="ketama", settings=[("x",)]), TypeError),
+    (lambda: chash.Router(["a"], preset="ketama", settings={"x": 1}), TypeError),
+    (lambda: chash.Router(["a"], preset="libmemcached-modula", settings={"nope": "1"}), ValueError),
+    (lambda: chash.Router(["a"], algorithm="jump", vnodes=10), ValueError),
+    (lambda: chash.Router([("a", 1 << 40)]), ValueError),
+    (lambda: chash.Router(["a"]).route("\ud800"), ValueError),  # UnicodeEncodeError
     (lambda: chash.slot(3), TypeError),
 ])
 def test_bad_input_raises(make, exc):
