@@ -76,7 +76,8 @@ std::optional<T> opt_uint(const py::object& o, const char* name) {
   }
   int overflow = 0;
   const long long v = PyLong_AsLongLongAndOverflow(o.ptr(), &overflow);
-  if (overflow != 0 || v < 0 || static_cast<unsigned long long>(v) > std::numeric_limits<T>::max()) {
+  if (overflow != 0 || v < 0 ||
+      static_cast<unsigned long long>(v) > std::numeric_limits<T>::max()) {
     throw py::value_error(std::string(name) + " out of range: " + std::string(py::str(o)));
   }
   return static_cast<T>(v);
@@ -148,10 +149,10 @@ class PyRouter {
   }
 
   static PyRouter make(const py::object& nodes, const py::object& algorithm,
-                       const py::object& preset, const py::object& hash,
-                       const py::object& hash_tag, const py::object& vnodes,
-                       const py::object& table_size, const py::object& probes,
-                       const py::object& point_format, const py::object& settings) {
+                       const py::object& preset, const py::object& hash, const py::object& hash_tag,
+                       const py::object& vnodes, const py::object& table_size,
+                       const py::object& probes, const py::object& point_format,
+                       const py::object& settings) {
     chash::RoutingSpec spec;
     spec.algorithm = opt_str(algorithm, "algorithm").value_or("");
     spec.preset = opt_str(preset, "preset").value_or("");
@@ -171,7 +172,8 @@ class PyRouter {
       }
       for (py::handle kv : items) {
         if (!py::isinstance<py::tuple>(kv) || py::len(kv) != 2 ||
-            !py::isinstance<py::str>(kv[py::int_(0)]) || !py::isinstance<py::str>(kv[py::int_(1)])) {
+            !py::isinstance<py::str>(kv[py::int_(0)]) ||
+            !py::isinstance<py::str>(kv[py::int_(1)])) {
           throw py::type_error("settings must be a dict or (name, value) pairs of str");
         }
         spec.preset_settings.emplace_back(kv[py::int_(0)].cast<std::string>(),
@@ -197,8 +199,9 @@ class PyRouter {
     std::vector<chash::NodeId> ids(std::min<std::size_t>(n, router_->node_count()));
     const chash::DownSet& down = down_;
     const std::size_t got =
-        down.empty() ? router_->route_n(k, ids)
-                     : router_->route_n(k, ids, [&down](chash::NodeId id) { return !down.contains(id); });
+        down.empty()
+            ? router_->route_n(k, ids)
+            : router_->route_n(k, ids, [&down](chash::NodeId id) { return !down.contains(id); });
     py::list out;
     for (std::size_t i = 0; i < got; ++i) out.append(name_of(ids[i]));
     return out;
@@ -235,7 +238,8 @@ class PyRouter {
     std::vector<std::size_t> counts(names_.size(), 0);
     std::size_t unrouted = 0;
     for (chash::NodeId id : ids) {
-      if (id < counts.size()) ++counts[id]; else ++unrouted;
+      if (id < counts.size()) ++counts[id];
+      else ++unrouted;
     }
     py::dict out;
     for (std::size_t i = 0; i < names_.size(); ++i) out[names_[i]] = counts[i];
@@ -283,7 +287,8 @@ class PyRouter {
   py::list node_pairs() const {
     py::list out;
     const auto all = router_->nodes();
-    for (std::size_t i = 0; i < all.size(); ++i) out.append(py::make_tuple(names_[i], all[i].weight));
+    for (std::size_t i = 0; i < all.size(); ++i)
+      out.append(py::make_tuple(names_[i], all[i].weight));
     return out;
   }
   py::list nodes() const {
@@ -339,8 +344,10 @@ PYBIND11_MODULE(_chash, m) {
            "       table_size=None, probes=None, point_format=None, settings=None)\n\n"
            "nodes: a list of names, a list of (name, weight) or a dict name -> weight (names str\n"
            "or bytes). algorithm: a native table (chash.algorithms(), default 'ring'); preset: a\n"
-           "peer's exact mapping (chash.presets()). settings: the peer's own settings for a preset,\n"
-           "e.g. {'distribution': 'CONSISTENT_KETAMA_SPY'}. Raises ValueError with chash's message.\n\n"
+           "peer's exact mapping (chash.presets()). settings: the peer's own settings for a "
+           "preset,\n"
+           "e.g. {'distribution': 'CONSISTENT_KETAMA_SPY'}. Raises ValueError with chash's "
+           "message.\n\n"
            ">>> r = chash.Router({'cache-1': 1, 'cache-2': 2}, preset='twemproxy', hash_tag='{}')\n"
            ">>> r.route('{user:42}.profile') == r.route('{user:42}.cart')\nTrue")
       .def("route", &PyRouter::route, py::arg("key"),
@@ -371,37 +378,52 @@ PYBIND11_MODULE(_chash, m) {
         return "<chash.Router " + r.describe() + ", " + std::to_string(r.size()) + " nodes>";
       });
 
-  m.def("presets", [] {  // name -> the peer (and version) whose mapping it reproduces
-    py::dict out;
-    for (const auto& p : chash::preset_list()) out[py::str(std::string(p.name))] = std::string(p.peer);
-    return out;
-  }, "A dict preset name -> the peer (and version) whose mapping it reproduces byte for byte.");
-  m.def("address_presets", [] {
-    py::list out;
-    for (const auto& p : chash::preset_list()) {
-      if (p.keys_are_addresses) out.append(std::string(p.name));
-    }
-    return out;
-  }, "The presets whose keys are client addresses (nginx-ip-hash).");
-  m.def("algorithms", [] {
-    py::list out;
-    for (auto a : chash::kAllAlgorithms) out.append(std::string(chash::algorithm_name(a)));
-    return out;
-  }, "The native algorithms Router(algorithm=...) takes.");
-  m.def("hashes", [] {
-    py::list out;
-    for (auto h : chash::kAllKeyHashes) out.append(std::string(chash::key_hash_name(h)));
-    return out;
-  }, "The key hash names Router(hash=...) and chash.hash() take.");
-  m.def("slot", [](py::handle key) { return chash::hash::redis_slot(bytes_of(key, "a key")); },
-        py::arg("key"),
-        "Redis Cluster's slot of key (CRC16/XMODEM of its {hash tag} or whole key, mod 16384).\n"
-        ">>> chash.slot('123456789')\n12739");
-  m.def("hash",
-        [](const std::string& name, py::handle key) {
-          return chash::hash_key(chash::parse_key_hash(name), bytes_of(key, "a key"));
-        },
-        py::arg("name"), py::arg("key"),
-        "The key hash called name (chash.hashes()) of key, as an int.\n"
-        ">>> chash.hash('crc16', '123456789')\n12739");
+  m.def(
+      "presets",
+      [] {  // name -> the peer (and version) whose mapping it reproduces
+        py::dict out;
+        for (const auto& p : chash::preset_list())
+          out[py::str(std::string(p.name))] = std::string(p.peer);
+        return out;
+      },
+      "A dict preset name -> the peer (and version) whose mapping it reproduces byte for byte.");
+  m.def(
+      "address_presets",
+      [] {
+        py::list out;
+        for (const auto& p : chash::preset_list()) {
+          if (p.keys_are_addresses) out.append(std::string(p.name));
+        }
+        return out;
+      },
+      "The presets whose keys are client addresses (nginx-ip-hash).");
+  m.def(
+      "algorithms",
+      [] {
+        py::list out;
+        for (auto a : chash::kAllAlgorithms) out.append(std::string(chash::algorithm_name(a)));
+        return out;
+      },
+      "The native algorithms Router(algorithm=...) takes.");
+  m.def(
+      "hashes",
+      [] {
+        py::list out;
+        for (auto h : chash::kAllKeyHashes) out.append(std::string(chash::key_hash_name(h)));
+        return out;
+      },
+      "The key hash names Router(hash=...) and chash.hash() take.");
+  m.def(
+      "slot", [](py::handle key) { return chash::hash::redis_slot(bytes_of(key, "a key")); },
+      py::arg("key"),
+      "Redis Cluster's slot of key (CRC16/XMODEM of its {hash tag} or whole key, mod 16384).\n"
+      ">>> chash.slot('123456789')\n12739");
+  m.def(
+      "hash",
+      [](const std::string& name, py::handle key) {
+        return chash::hash_key(chash::parse_key_hash(name), bytes_of(key, "a key"));
+      },
+      py::arg("name"), py::arg("key"),
+      "The key hash called name (chash.hashes()) of key, as an int.\n"
+      ">>> chash.hash('crc16', '123456789')\n12739");
 }
