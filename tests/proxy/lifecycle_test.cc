@@ -321,6 +321,34 @@ TEST_F(LifecycleTest, DrainClosesABusyKeepAliveClientBetweenRequests) {
   proxies_[0].stop();
 }
 
+// Clients that connect, SET once and close, without pause, until stop(): what a hand-over
+// must not refuse or leave unanswered.
+class ConnectLoad {
+ public:
+  ConnectLoad(std::uint16_t port, std::string prefix)
+      : thread_([this, port, prefix = std::move(prefix)] {
+          for (int i = 0; !stop_.load(); ++i) {
+            const int fd = testing::dial_tcp(port);
+            if (fd < 0) {
+              ++refused;
+              continue;
+            }
+            RespClient c(fd);
+            (c.call({"SET", prefix + std::to_string(i), "v"}) == "+OK\r\n" ? ok : unanswered)++;
+          }
+        }) {}
+  ~ConnectLoad() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  std::atomic<int> ok{0}, refused{0}, unanswered{0};
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;  // last: starts once the counters exist
+};
+
 // ---- Binary hand-over ------------------------------------------------------------------------------
 
 TEST_F(LifecycleTest, HandOverRefusesNoConnectionAndLosesNoRequest) {
@@ -336,40 +364,22 @@ TEST_F(LifecycleTest, HandOverRefusesNoConnectionAndLosesNoRequest) {
   ASSERT_EQ(persistent.call({"SET", "p", "1"}), "+OK\r\n");
 
   // Clients connect, SET and close, without pause, across the hand-over.
-  std::atomic<bool> stop{false};
-  std::atomic<int> ok{0}, refused{0}, unanswered{0};
-  std::thread load([&] {
-    for (int i = 0; !stop.load(); ++i) {
-      const int fd = testing::dial_tcp(port);
-      if (fd < 0) {
-        ++refused;
-        continue;
-      }
-      RespClient c(fd);
-      const std::string r = c.call({"SET", "h" + std::to_string(i), "v"});
-      if (r == "+OK\r\n") {
-        ++ok;
-      } else {
-        ++unanswered;
-      }
-    }
-  });
+  ConnectLoad load(port, "h");
   std::this_thread::sleep_for(200ms);
   const fs::path new_dir = dir_ / "new";
   fs::create_directories(new_dir);
   ProxyOptions new_options;
   new_options.handover_socket = handover;
   new_options.takeover = true;
-  const int before = ok.load();
+  const int before = load.ok.load();
   proxies_[1].start(new_dir, yaml, 2, new_options);
   // The old one drains: its idle client is closed; it stops on its own.
   EXPECT_TRUE(persistent.closed_by_peer());
   std::this_thread::sleep_for(300ms);
-  stop = true;
-  load.join();
-  EXPECT_GT(ok.load(), before) << "clients were served across the hand-over";
-  EXPECT_EQ(refused.load(), 0);
-  EXPECT_EQ(unanswered.load(), 0);
+  load.stop();
+  EXPECT_GT(load.ok.load(), before) << "clients were served across the hand-over";
+  EXPECT_EQ(load.refused.load(), 0);
+  EXPECT_EQ(load.unanswered.load(), 0);
   EXPECT_EQ(proxies_[1]->port(0), port);
   RespClient after(RespClient::dial_tcp(port));
   EXPECT_EQ(after.call({"GET", "p"}), "$1\r\n1\r\n");
@@ -398,31 +408,18 @@ TEST_F(LifecycleTest, BinaryHandOverUnderLoadThenSigtermDrains) {
       "--handover-socket", handover};
   testing::ChildProcess old_proxy, new_proxy;
   ASSERT_TRUE(old_proxy.start(base, serving));
-  std::atomic<bool> stop{false};
-  std::atomic<int> ok{0}, refused{0}, unanswered{0};
-  std::thread load([&] {
-    for (int i = 0; !stop.load(); ++i) {
-      const int fd = testing::dial_tcp(port);
-      if (fd < 0) {
-        ++refused;
-        continue;
-      }
-      RespClient c(fd);
-      (c.call({"SET", "b" + std::to_string(i), "v"}) == "+OK\r\n" ? ok : unanswered)++;
-    }
-  });
+  ConnectLoad load(port, "b");
   std::this_thread::sleep_for(200ms);
   auto with_takeover = base;
   with_takeover.push_back("--takeover");
   ASSERT_TRUE(new_proxy.start(with_takeover, [] { return true; }));
-  const int before = ok.load();
+  const int before = load.ok.load();
   EXPECT_EQ(old_proxy.terminate(0), 0) << "the old process drains and exits 0 by itself";
   std::this_thread::sleep_for(200ms);
-  stop = true;
-  load.join();
-  EXPECT_GT(ok.load(), before);
-  EXPECT_EQ(refused.load(), 0);
-  EXPECT_EQ(unanswered.load(), 0);
+  load.stop();
+  EXPECT_GT(load.ok.load(), before);
+  EXPECT_EQ(load.refused.load(), 0);
+  EXPECT_EQ(load.unanswered.load(), 0);
 
   // SIGTERM with 5,000 pipelined requests in flight: all answered, then exit 0.
   RespClient busy(RespClient::dial_tcp(port));
