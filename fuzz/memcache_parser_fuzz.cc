@@ -38,14 +38,18 @@ void feed(std::string_view data, std::string_view cuts, std::size_t bound, Parse
         out.push_back("fatal");
         return;
       }
-      if (r == ParseResult::kNeedMore) break;
       if (p.start() > buf.size()) std::abort();
-      out.push_back(collect(p, std::string_view(buf)));
-      p.next();
+      if (r == ParseResult::kDone) {
+        out.push_back(collect(p, std::string_view(buf)));
+        p.next();
+      }
+      // As the sessions' drop_consumed: the consumed prefix goes after every parse, also while
+      // a message is incomplete, so offsets kept across calls must follow it.
       const std::size_t drop = p.start();
       if (drop > buf.size()) std::abort();
       buf.erase(0, drop);
       p.consume(drop);
+      if (r == ParseResult::kNeedMore) break;
     }
     // Bounded: what is kept is at most one line plus one value (plus the last piece).
     if (!cuts.empty() && buf.size() > bound + 23) std::abort();

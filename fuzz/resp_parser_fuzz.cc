@@ -26,12 +26,16 @@ bool feed(std::string_view data, std::string_view cuts, Parser& p, Collect colle
     for (;;) {
       const ParseResult r = p.parse(buf);
       if (r == ParseResult::kError) return false;
-      if (r == ParseResult::kNeedMore) break;
-      collect(p, buf);
-      p.next();
+      if (r == ParseResult::kDone) {
+        collect(p, buf);
+        p.next();
+      }
+      // As the sessions' drop_consumed: the consumed prefix goes after every parse.
       const std::size_t drop = p.start();
+      if (drop > buf.size()) std::abort();
       buf.erase(0, drop);
       p.consume(drop);
+      if (r == ParseResult::kNeedMore) break;
     }
   }
   return true;

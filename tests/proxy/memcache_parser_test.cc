@@ -30,7 +30,7 @@ std::string describe(const RequestParser& p, std::string_view buf) {
 
 // Feeds `input` to `p` in pieces of `step` bytes (0: whole) and appends `describe_one(buf)` for
 // every message it completes; "FATAL:<error>" ends the list on kError. Both parsers share the
-// incremental contract: parse, next(), then drop start() bytes and consume() them.
+// incremental contract: parse, next() after kDone, then drop start() bytes and consume() them.
 template <class Parser, class Describe>
 std::vector<std::string> feed(Parser& p, std::string_view input, std::size_t step,
                               Describe describe_one) {
@@ -43,16 +43,20 @@ std::vector<std::string> feed(Parser& p, std::string_view input, std::size_t ste
     off += n;
     for (;;) {
       const ParseResult r = p.parse(buf);
-      if (r == ParseResult::kNeedMore) break;
       if (r == ParseResult::kError) {
         out.push_back("FATAL:" + std::string(p.error()));
         return out;
       }
-      out.push_back(describe_one(buf));
-      p.next();
+      if (r == ParseResult::kDone) {
+        out.push_back(describe_one(buf));
+        p.next();
+      }
+      // As the sessions do (drop_consumed): what precedes start() goes after every parse, also
+      // when the request is still incomplete, so offsets kept across calls must follow.
       const std::size_t drop = p.start();
       buf.erase(0, drop);
       p.consume(drop);
+      if (r == ParseResult::kNeedMore) break;
     }
   }
   return out;
@@ -146,6 +150,23 @@ TEST(MemcacheParserTest, TooLargeValueIsRefusedAndSwallowed) {
   }
   // noreply silences it, as in memcached.
   EXPECT_EQ(parse_all("set k 0 0 101 noreply\r\n" + std::string(103, 'v'), 0, lim)[0], none(""));
+}
+
+// A storage command whose data block arrives later, after earlier requests (or swallowed bytes)
+// were dropped from the buffer: its tokens must follow the drop. (Found by CI: chash-proxy
+// aborted on the next `set` after a swallowed oversized value when a read ended mid-block.)
+TEST(MemcacheParserTest, StorageLineSurvivesDropsWhileItsDataArrives) {
+  RequestLimits lim;
+  lim.max_value_bytes = 10;
+  const std::string input =
+      "get a\r\nset big 0 0 20\r\n" + std::string(20, 'z') + "\r\nset kk 3 0 5\r\nabcde\r\n";
+  for (std::size_t step : {0u, 1u, 3u, 7u, 30u, 45u}) {
+    const auto r = parse_all(input, step, lim);
+    ASSERT_EQ(r.size(), 3u) << step;
+    EXPECT_EQ(r[0], "1|get,a,|keys=1..2|fwd=2") << step;
+    EXPECT_EQ(r[1], none("SERVER_ERROR object too large for cache\r\n")) << step;
+    EXPECT_EQ(r[2], "5|set,kk,3,0,5,|keys=1..2|fwd=5|3 0 0|data=abcde") << step;
+  }
 }
 
 TEST(MemcacheParserTest, SwallowedBytesAreNotBuffered) {

@@ -299,6 +299,11 @@ void RequestParser::consume(std::size_t n) noexcept {
   start_ -= n;
   pos_ -= n;
   data_off_ = data_off_ >= n ? data_off_ - n : 0;
+  // A storage line waiting for its data block keeps its tokens across calls; they are offsets
+  // into the buffer and move with it. (Other states re-tokenise the line when it completes.)
+  if (state_ == State::kData) {
+    for (Span& t : tokens_) t.off -= n;
+  }
 }
 
 // ---- ReplyParser --------------------------------------------------------------------------------
