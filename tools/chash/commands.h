@@ -13,9 +13,17 @@
 
 namespace chash::cli {
 
-// Exit codes (documented in --help): 0 success, 1 bad input or runtime failure, 2 usage error.
+// Exit codes (documented in --help): 0 success, 1 bad input or runtime failure, 2 usage error,
+// 3 `chash detect` found no mapping that reproduces the observations.
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
+inline constexpr int kExitNoMatch = 3;
+
+// Thrown by a subcommand that has printed its whole answer and ends with a non-zero exit code
+// that is not an error (detect: no match); main() returns `code`.
+struct ExitWith {
+  int code;
+};
 
 enum class Format { kTable, kCsv, kJson };
 
@@ -43,5 +51,6 @@ void add_sweep(CLI::App& app);
 void add_plot(CLI::App& app);
 void add_demo(CLI::App& app);
 void add_bench(CLI::App& app);
+void add_detect(CLI::App& app);
 
 }  // namespace chash::cli

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // chash — the command-line tool: route keys, analyse balance, plan migrations, sweep parameters,
-// benchmark, draw pictures. `chash --help` lists the subcommands, `chash CMD --help` each one.
+// benchmark, draw pictures, detect the mapping behind live placements. `chash --help` lists the
+// subcommands, `chash CMD --help` each one.
 #include <cstdio>
 #include <exception>
 
@@ -15,7 +16,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 success; 1 bad input (unreadable file, invalid node list, a key that cannot "
-      "be routed); 2 usage error (unknown flag or subcommand, missing argument).");
+      "be routed); 2 usage error (unknown flag or subcommand, missing argument); 3 `chash detect` "
+      "found no mapping that reproduces the observations.");
   app.set_version_flag("--version", "chash " CHASH_VERSION_STRING);
   chash::cli::add_route(app);
   chash::cli::add_slot(app);
@@ -26,6 +28,7 @@ int main(int argc, char** argv) {
   chash::cli::add_plot(app);
   chash::cli::add_bench(app);
   chash::cli::add_demo(app);
+  chash::cli::add_detect(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -34,6 +37,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const chash::cli::ExitWith& e) {
+    return e.code;
   } catch (const CLI::ParseError& e) {
     app.exit(e);  // prints the message
     return chash::cli::kExitUsage;

@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "detect_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+#include "chash/batch.h"
+#include "chash/error.h"
+#include "chash/preset.h"
+
+namespace chash::cli {
+
+std::vector<std::string> route_args(const RoutingSpec& spec) {
+  std::vector<std::string> a;
+  if (!spec.preset.empty()) {
+    a = {"--preset", spec.preset};
+  } else {
+    a = {"--algo", spec.algorithm};
+  }
+  if (spec.hash) a.insert(a.end(), {"--hash", *spec.hash});
+  if (spec.hash_tag) a.insert(a.end(), {"--hash-tag", *spec.hash_tag});
+  if (spec.vnodes) a.insert(a.end(), {"--vnodes", std::to_string(*spec.vnodes)});
+  if (spec.table_size) a.insert(a.end(), {"--table-size", std::to_string(*spec.table_size)});
+  if (spec.probes) a.insert(a.end(), {"--probes", std::to_string(*spec.probes)});
+  if (spec.point_format) a.insert(a.end(), {"--point-format", *spec.point_format});
+  for (const auto& [k, v] : spec.preset_settings)
+    a.insert(a.end(), {"--preset-option", k + "=" + v});
+  return a;
+}
+
+namespace {
+
+// ---- What is searched ------------------------------------------------------------------------------
+
+// Points per node tried for presets that have them, rings and ring specs: the counts people
+// write (1..10 for small hand-written rings, powers of two, round numbers, ketama's 160, Jedis'
+// 160, groupcache's 50, uhashring's 160, the articles' 3, 150 and 500).
+constexpr std::uint32_t kVnodes[] = {1,  2,  3,  4,   5,   6,   7,   8,   9,   10,  16,  20,  32,
+                                     40, 50, 64, 100, 128, 150, 160, 200, 256, 300, 500, 1000};
+
+// Ring point names: "{name}#VN{i}" (chash's default), the forms hand-written rings use.
+constexpr std::string_view kPointFormats[] = {"{name}#VN{i}", "{name}-vn{i}", "{name}_v{i}",
+                                              "{name}{i}",    "{name}-{i}",   "{name}#{i}",
+                                              "{name}:{i}"};
+constexpr std::uint32_t kRingDefaultVnodes = 160;  // RingOptions::vnodes
+
+// Hash settings in each peer's own spelling, tried on every preset (each takes its own and
+// refuses the others): twemproxy's hash: names, libmemcached's MEMCACHED_HASH_* (lower case),
+// Jedis' Hashing, Envoy's RingHash.hash_function, and chash's key hashes. Spellings of one
+// hash for one preset (libmemcached's default and one_at_a_time) route alike and are kept once.
+constexpr std::string_view kHashSpellings[] = {
+    // twemproxy (nc_hashkit.h order)
+    "one_at_a_time", "md5", "crc16", "crc32", "crc32a", "fnv1_64", "fnv1a_64", "fnv1_32",
+    "fnv1a_32", "hsieh", "murmur", "jenkins",
+    // libmemcached, beyond twemproxy's names
+    "default", "crc", "murmur3",
+    // Jedis, Envoy
+    "MURMUR_HASH", "MD5", "XX_HASH", "MURMUR_HASH_2",
+    // chash's key hashes, beyond the above
+    "xxh3", "xxh64", "murmur3_32", "murmur3_128", "murmur64a", "murmur2", "java", "redis_slot"};
+
+// libmemcached behaviours that change the mapping, beyond the presets' own.
+constexpr std::pair<std::string_view, std::string_view> kPresetSettings[] = {
+    {"distribution", "CONSISTENT_KETAMA_SPY"},
+    {"ketama_weighted", "true"},
+    {"ketama_weighted", "false"},
+    {"version", "1.0.18"},
+};
+
+// Tiers of simplicity (the high bits of a rank): defaults before options, presets before
+// native algorithms.
+enum Tier : std::uint64_t {
+  kPresetDefault = 0,
+  kPresetOption = 1,
+  kNativeDefault = 2,
+  kNativeHash = 3,
+  kNativeOption = 4,
+};
+std::uint64_t rank(Tier tier, std::uint64_t seq) { return (std::uint64_t{tier} << 40) | seq; }
+
+// ---- Scoring ---------------------------------------------------------------------------------------
+
+constexpr std::size_t kFirstChunk = 256;
+constexpr std::size_t kMaxChunk = 8192;
+// Hoeffding: after m of N shuffled observations with x agreeing, the agreement over all of them
+// exceeds x/m + sqrt(ln(1/d) / 2m) with probability below d (sampling without replacement
+// obeys the same bound). d = 1e-12: over ~10^4 candidates and a dozen checks each, a wrong
+// early stop has odds below 1e-7.
+constexpr double kLnInverseDelta = 27.631021115928547;  // ln(1e12)
+// Closest candidates below the threshold kept (by estimate) to report when too few reach it.
+constexpr std::size_t kNearPerTop = 4;
+// Ties with the k-th best scored to the end to be counted (they cost a full pass each; with one
+// node every candidate ties).
+constexpr std::size_t kTieBudget = 64;
+
+class Scorer {
+ public:
+  Scorer(std::span<const Node> nodes, const ObservedPlacement& obs, const DetectOptions& o)
+      : nodes_(nodes), owners_(obs.owners), top_n_(std::max<std::size_t>(o.top, 1)) {
+    views_.assign(obs.keys.begin(), obs.keys.end());
+    n_ = views_.size();
+    need_ = static_cast<std::uint64_t>(std::ceil(o.threshold * static_cast<double>(n_) - 1e-9));
+    need_ = std::clamp<std::uint64_t>(need_, 1, n_);
+    buf_.resize(kMaxChunk);
+  }
+
+  std::span<const std::string_view> keys() const noexcept { return views_; }
+  std::uint64_t scored() const noexcept { return scored_; }
+
+  // Scores `c`; route(off, n, out) writes the candidate's nodes for observations [off, off + n).
+  template <class Route>
+  void score(const DetectCandidate& c, Route&& route) {
+    ++scored_;
+    std::uint64_t m = 0, x = 0;
+    std::size_t chunk = kFirstChunk;
+    while (m < n_) {
+      const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, n_ - m));
+      route(static_cast<std::size_t>(m), k, buf_.data());
+      const NodeId* want = owners_.data() + m;
+      for (std::size_t i = 0; i < k; ++i) x += buf_[i] == want[i];
+      m += k;
+      chunk = std::min(chunk * 2, kMaxChunk);
+      if (m == n_) break;
+      if (!can_reach(x, m, need_)) {
+        keep_near(c, x, m);
+        return;
+      }
+      if (top_.size() == top_n_ && !can_reach(x, m, prune_bar(c.rank))) return;
+    }
+    if (x < need_) {
+      keep_near(c, x, m);
+      return;
+    }
+    ++completed_[x];
+    if (top_.size() < top_n_ || x >= entry_bar(c.rank)) {
+      DetectMatch match{c, x, n_};
+      const auto at = std::upper_bound(top_.begin(), top_.end(), match, better);
+      top_.insert(at, std::move(match));
+      if (top_.size() > top_n_) top_.pop_back();
+    } else if (tie_budget_ > 0) {
+      --tie_budget_;  // a tie with the k-th best, run to the end to be counted
+    }
+  }
+
+  // How many candidates reached `matches` (at or above the threshold), and whether that count
+  // is exact (it is unless more than kTieBudget ties ran past the top).
+  std::pair<std::uint64_t, bool> count_at(std::uint64_t matches) const {
+    const auto it = completed_.find(matches);
+    return {it == completed_.end() ? 0 : it->second, tie_budget_ > 0};
+  }
+
+  // The best candidates, exact: recounted over every observation through Router::build(spec),
+  // as `chash route` routes them.
+  std::vector<DetectMatch> finish() {
+    std::vector<DetectMatch> out = top_;
+    if (out.size() < top_n_) {
+      for (const DetectMatch& m : near_) out.push_back(m);
+    }
+    for (DetectMatch& m : out) {
+      m.matches = recount(m.candidate.spec);
+      m.keys = n_;
+    }
+    std::sort(out.begin(), out.end(), better);
+    if (out.size() > top_n_) out.resize(top_n_);
+    return out;
+  }
+
+  std::uint64_t recount(const RoutingSpec& spec) {
+    const Router r = Router::build(spec, nodes_);
+    std::uint64_t x = 0;
+    for (std::size_t off = 0; off < n_; off += kMaxChunk) {
+      const std::size_t k = std::min<std::size_t>(kMaxChunk, n_ - off);
+      r.route_batch(std::span<const std::string_view>(views_).subspan(off, k), buf_);
+      for (std::size_t i = 0; i < k; ++i) x += buf_[i] == owners_[off + i];
+    }
+    return x;
+  }
+
+ private:
+  static bool better(const DetectMatch& a, const DetectMatch& b) {
+    return a.matches != b.matches ? a.matches > b.matches : a.candidate.rank < b.candidate.rank;
+  }
+  // The matches a candidate of rank `r` needs to displace the k-th best (ties go to the lower
+  // rank).
+  std::uint64_t entry_bar(std::uint64_t r) const {
+    const DetectMatch& kth = top_.back();
+    return kth.matches + (r < kth.candidate.rank ? 0 : 1);
+  }
+  // The matches below which a candidate is stopped: ties with the k-th best run to the end while
+  // the tie budget lasts, so that candidates as good as the best can be counted.
+  std::uint64_t prune_bar(std::uint64_t r) const {
+    return tie_budget_ > 0 ? top_.back().matches : entry_bar(r);
+  }
+  // Whether x matches in the first m observations can still become `target` over all n_:
+  // exactly possible, and not ruled out by the Hoeffding bound.
+  bool can_reach(std::uint64_t x, std::uint64_t m, std::uint64_t target) const {
+    if (x + (n_ - m) < target) return false;
+    const double md = static_cast<double>(m);
+    const double upper = static_cast<double>(x) / md + std::sqrt(kLnInverseDelta / (2 * md));
+    return upper * static_cast<double>(n_) >= static_cast<double>(target);
+  }
+  void keep_near(const DetectCandidate& c, std::uint64_t x, std::uint64_t m) {
+    const std::size_t cap = kNearPerTop * top_n_;
+    // Ordered by estimated agreement, then rank; matches/keys hold the estimate until finish().
+    DetectMatch e{c, x, m};
+    auto before = [](const DetectMatch& a, const DetectMatch& b) {
+      const double ea = a.agreement(), eb = b.agreement();
+      return ea != eb ? ea > eb : a.candidate.rank < b.candidate.rank;
+    };
+    if (near_.size() == cap && !before(e, near_.back())) return;
+    near_.insert(std::upper_bound(near_.begin(), near_.end(), e, before), std::move(e));
+    if (near_.size() > cap) near_.pop_back();
+  }
+
+  std::span<const Node> nodes_;
+  std::vector<std::string_view> views_;
+  std::span<const NodeId> owners_;
+  std::size_t top_n_;
+  std::uint64_t n_ = 0, need_ = 0, scored_ = 0;
+  std::vector<NodeId> buf_;
+  std::vector<DetectMatch> top_;   // at or above the threshold, best first, exact
+  std::vector<DetectMatch> near_;  // below it, best estimate first
+  std::map<std::uint64_t, std::uint64_t> completed_;  // matches -> candidates, at or above need_
+  std::size_t tie_budget_ = kTieBudget;
+};
+
+// Routes through a Router (presets; anything the fast path does not cover).
+auto router_route(const Router& r, std::span<const std::string_view> keys) {
+  return [&r, keys](std::size_t off, std::size_t n, NodeId* out) {
+    r.route_batch(keys.subspan(off, n), std::span<NodeId>(out, n));
+  };
+}
+
+// ---- Presets and their options -------------------------------------------------------------------
+
+class PresetSearch {
+ public:
+  PresetSearch(Scorer& s, std::span<const Node> nodes, std::uint64_t& seq)
+      : s_(s), nodes_(nodes), seq_(seq) {
+    const auto keys = s.keys();
+    probe_ = keys.first(std::min<std::size_t>(keys.size(), 512));
+    const bool braces = std::any_of(keys.begin(), keys.end(), [](std::string_view k) {
+      const auto open = k.find('{');
+      return open != std::string_view::npos && k.find('}', open + 1) != std::string_view::npos;
+    });
+    if (braces) tags_.push_back("{}");
+  }
+
+  void run(std::vector<std::string>& inapplicable) {
+    for (const PresetInfo& info : preset_list()) {
+      RoutingSpec base;
+      base.preset = std::string(info.name);
+      seen_.clear();
+      try {
+        const Router r = Router::build(base, nodes_);
+        seen_.insert(fingerprint(r));
+        s_.score({base, rank(kPresetDefault, seq_++)}, router_route(r, s_.keys()));
+      } catch (const Error& e) {
+        inapplicable.push_back(base.preset + ": " + e.what());
+        continue;
+      }
+      options(base);
+    }
+  }
+
+ private:
+  enum class Tried : std::uint8_t { kRefused, kSame, kNew };
+
+  // Each option alone, then every combination of the options that routed differently alone.
+  void options(const RoutingSpec& base) {
+    std::vector<std::optional<std::string>> hashes = {std::nullopt};
+    std::vector<std::optional<std::uint32_t>> vnodes = {std::nullopt};
+    std::vector<std::optional<std::pair<std::string, std::string>>> settings = {std::nullopt};
+    std::vector<std::optional<std::string>> tags = {std::nullopt};
+    for (const auto h : kHashSpellings) {
+      RoutingSpec s = base;
+      s.hash = std::string(h);
+      if (attempt(s) == Tried::kNew) hashes.push_back(s.hash);
+    }
+    for (const std::uint32_t v : kVnodes) {
+      RoutingSpec s = base;
+      s.vnodes = v;
+      if (attempt(s) == Tried::kNew) vnodes.push_back(v);
+    }
+    {
+      RoutingSpec s = base;
+      s.vnodes = 0;  // "no virtual nodes", where a preset has that variant
+      if (attempt(s) == Tried::kNew) vnodes.push_back(0);
+    }
+    for (const auto& [k, v] : kPresetSettings) {
+      RoutingSpec s = base;
+      s.preset_settings = {{std::string(k), std::string(v)}};
+      if (attempt(s) == Tried::kNew) settings.push_back(s.preset_settings[0]);
+    }
+    for (const auto& t : tags_) {
+      RoutingSpec s = base;
+      s.hash_tag = t;
+      if (attempt(s) == Tried::kNew) tags.push_back(t);
+    }
+    for (const auto& h : hashes) {
+      for (const auto& v : vnodes) {
+        for (const auto& st : settings) {
+          for (const auto& t : tags) {
+            if (int{h.has_value()} + v.has_value() + st.has_value() + t.has_value() < 2) continue;
+            RoutingSpec s = base;
+            s.hash = h;
+            s.vnodes = v;
+            if (st) s.preset_settings = {*st};
+            s.hash_tag = t;
+            attempt(s);
+          }
+        }
+      }
+    }
+  }
+
+  // Builds `spec`; scores it unless it routes the probe keys as an option tried before.
+  Tried attempt(const RoutingSpec& spec) {
+    std::optional<Router> r;
+    try {
+      r.emplace(Router::build(spec, nodes_));
+    } catch (const Error&) {
+      return Tried::kRefused;
+    }
+    if (!seen_.insert(fingerprint(*r)).second) return Tried::kSame;
+    s_.score({spec, rank(kPresetOption, seq_++)}, router_route(*r, s_.keys()));
+    return Tried::kNew;
+  }
+
+  std::vector<NodeId> fingerprint(const Router& r) const {
+    std::vector<NodeId> f(probe_.size());
+    r.route_batch(probe_, f);
+    return f;
+  }
+
+  Scorer& s_;
+  std::span<const Node> nodes_;
+  std::uint64_t& seq_;
+  std::span<const std::string_view> probe_;
+  std::vector<std::string> tags_;
+  std::set<std::vector<NodeId>> seen_;
+};
+
+// ---- Native algorithms ------------------------------------------------------------------------------
+
+// Each key hash of every observation, computed once (lazily, as far as the scoring reads).
+class HashCache {
+ public:
+  explicit HashCache(std::span<const std::string_view> keys) : keys_(keys) {}
+  const std::uint64_t* upto(KeyHash h, std::size_t n) {
+    auto& v = cache_[static_cast<std::size_t>(h)];
+    for (std::size_t i = v.size(); i < n; ++i) v.push_back(hash_key(h, keys_[i]));
+    return v.data();
+  }
+
+ private:
+  std::span<const std::string_view> keys_;
+  std::vector<std::uint64_t> cache_[std::size(kAllKeyHashes)];
+};
+
+void search_natives(Scorer& s, std::span<const Node> nodes, std::uint64_t& seq) {
+  HashCache cache(s.keys());
+  for (const Algorithm algo : kAllAlgorithms) {
+    const bool ring = algo == Algorithm::kRing || algo == Algorithm::kRing64;
+    const KeyHash default_hash = algo == Algorithm::kSlots ? KeyHash::kRedisSlot : KeyHash::kXxh3;
+    // Option sets: the defaults; for rings every vnode count with every point format.
+    std::vector<std::pair<std::optional<std::uint32_t>, std::optional<std::string>>> sets = {{}};
+    if (ring) {
+      for (const std::uint32_t v : kVnodes) {
+        for (const auto f : kPointFormats) {
+          std::optional<std::uint32_t> vo;
+          std::optional<std::string> fo;
+          if (v != kRingDefaultVnodes) vo = v;
+          if (f != kPointFormats[0]) fo = std::string(f);
+          if (vo || fo) sets.emplace_back(vo, fo);
+        }
+      }
+    }
+    for (const auto& [vnodes, format] : sets) {
+      RoutingSpec spec;
+      spec.algorithm = std::string(algorithm_name(algo));
+      spec.vnodes = vnodes;
+      spec.point_format = format;
+      std::optional<Router> r;
+      try {
+        r.emplace(Router::build(spec, nodes));
+      } catch (const Error&) {
+        continue;  // e.g. more points than a ring holds
+      }
+      const bool defaults = !vnodes && !format;
+      const AnyTable& table = *r->table();
+      for (const KeyHash h : kAllKeyHashes) {
+        RoutingSpec c = spec;
+        if (h != default_hash) c.hash = std::string(key_hash_name(h));
+        const Tier tier = !defaults           ? kNativeOption
+                          : h == default_hash ? kNativeDefault
+                                              : kNativeHash;
+        s.score({c, rank(tier, seq++)}, [&](std::size_t off, std::size_t n, NodeId* out) {
+          const std::uint64_t* hashes = cache.upto(h, off + n);
+          pick_batch(table, std::span<const std::uint64_t>(hashes + off, n),
+                     std::span<NodeId>(out, n));
+        });
+      }
+    }
+  }
+}
+
+}  // namespace
+
+DetectResult detect(std::span<const Node> nodes, const ObservedPlacement& observed,
+                    const DetectOptions& options) {
+  if (observed.keys.empty()) throw Error(ErrorCode::kInvalidArgument, "no observations");
+  if (!(options.threshold > 0 && options.threshold <= 1)) {
+    throw Error(ErrorCode::kInvalidArgument, "the threshold must be in (0, 1]");
+  }
+  Scorer scorer(nodes, observed, options);
+  DetectResult result;
+  std::uint64_t seq = 0;
+  PresetSearch(scorer, nodes, seq).run(result.inapplicable);
+  search_natives(scorer, nodes, seq);
+  result.best = scorer.finish();
+  result.candidates = scorer.scored();
+  if (!result.best.empty()) {
+    std::tie(result.tied_with_best, result.tied_exact) = scorer.count_at(result.best[0].matches);
+  }
+  return result;
+}
+
+}  // namespace chash::cli
