@@ -128,7 +128,7 @@ java_case "$peer002" java-hashcode-ring names - $(seq_nodes cache- 1 5)
 # <name>#<i> of theirs) share all their points: cache-BB, put later, owns them all.
 java_case "$peer002" java-hashcode-ring tie - cache-Aa cache-BB cache-C
 # "polygenelubricants".hashCode() is Integer.MIN_VALUE: Math.abs leaves it negative, so that
-# point sorts first in the TreeMap.
+# point sorts first in the TreeMap (every other position is >= 0, so it routes as 2^31 would).
 java_case "$peer002" java-hashcode-ring min-value - 123.111.0.0 polygenelubricants 123.98.26.3
 
 # ---- python-md5-ring (article 003): <node>_v<i>, default 150 vnodes, weight = vnode multiple -
