@@ -7,6 +7,7 @@
 
 #include "chash/batch.h"
 #include "chash/error.h"
+#include "chash/ring_spec.h"
 
 namespace chash {
 
@@ -83,10 +84,33 @@ Router Router::build(Algorithm algorithm, std::span<const Node> nodes, const Tab
 Router Router::build(const RoutingSpec& spec, std::span<const Node> nodes) {
   if (spec.hash_tag) check_hash_tag(*spec.hash_tag);
   if (spec.balance_factor != 0) LoadBound::check_factor(spec.balance_factor);
-  if (!spec.preset.empty() && !spec.algorithm.empty()) {
-    throw Error(ErrorCode::kInvalidArgument, "choose a preset or an algorithm, not both (preset " +
-                                                 spec.preset + ", algorithm " + spec.algorithm +
-                                                 ")");
+  if (!spec.preset.empty() + !spec.algorithm.empty() + spec.ring.has_value() > 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "choose one of a preset, an algorithm and a ring spec (got " +
+                    std::string(spec.preset.empty() ? "" : "preset " + spec.preset + " ") +
+                    (spec.algorithm.empty() ? "" : "algorithm " + spec.algorithm + " ") +
+                    (spec.ring ? "a ring spec" : "") + ")");
+  }
+  if (spec.ring) {
+    if (spec.hash || spec.table_size || spec.probes || spec.point_format ||
+        !spec.preset_settings.empty()) {
+      throw Error(ErrorCode::kUnsupported,
+                  "a ring spec names its own hash and point names: --hash, --point-format, "
+                  "--table-size, --probes and preset settings do not apply to --ring");
+    }
+    RingSpec ring = parse_ring_spec(*spec.ring);
+    if (spec.vnodes) {
+      ring.vnodes = *spec.vnodes;
+      validate_ring_spec(ring);
+    }
+    Router r;
+    r.preset_ = make_ring_spec_preset(ring, nodes, spec.hash_tag);
+    r.nodes_.assign(nodes.begin(), nodes.end());
+    r.balance_factor_ = spec.balance_factor;
+    r.total_weight_ = sum_weights(nodes);
+    r.description_ = "ring spec " + to_string(ring);
+    if (spec.balance_factor != 0) r.description_ += bounded_suffix(spec.balance_factor);
+    return r;
   }
   if (!spec.preset.empty()) {
     if (spec.table_size || spec.probes || spec.point_format) {
@@ -111,7 +135,8 @@ Router Router::build(const RoutingSpec& spec, std::span<const Node> nodes) {
     return r;
   }
   if (spec.algorithm.empty()) {
-    throw Error(ErrorCode::kInvalidArgument, "a routing needs a preset or an algorithm");
+    throw Error(ErrorCode::kInvalidArgument,
+                "a routing needs a preset, an algorithm or a ring spec");
   }
   if (!spec.preset_settings.empty()) {
     throw Error(ErrorCode::kUnsupported, "preset settings (\"" + spec.preset_settings[0].first +

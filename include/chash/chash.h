@@ -29,5 +29,6 @@
 #include "chash/redis_slots.h"
 #include "chash/rendezvous.h"
 #include "chash/ring.h"
+#include "chash/ring_spec.h"
 #include "chash/router.h"
 #include "chash/table.h"

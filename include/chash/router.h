@@ -24,6 +24,7 @@
 // Example:
 //   chash::RoutingSpec spec;
 //   spec.preset = "ketama";                                  // or: spec.algorithm = "maglev";
+//                                                            // or: spec.ring = "points=...";
 //   auto router = chash::Router::build(spec, {{"10.0.0.1:11211", 1}, {"10.0.0.2:11211", 1}});
 //   chash::NodeId id = router.route("user:42");              // as libmemcached picks
 //   id = router.route("user:42", [&](chash::NodeId n) { return healthy[n]; });  // failover
@@ -53,10 +54,13 @@ namespace chash {
 // How keys are routed, as the CLI's flags and chash-proxy's pool keys spell it. Names are
 // checked by Router::build.
 struct RoutingSpec {
-  // Exactly one of these: a compatibility preset (chash::preset_list()), or a native algorithm
-  // (algorithm_name(): "ring", "maglev", ...).
+  // Exactly one of these: a compatibility preset (chash::preset_list()), a native algorithm
+  // (algorithm_name(): "ring", "maglev", ...), or a ring spec (chash/ring_spec.h: any
+  // hand-written ring, e.g. "points={name}_v{i}; vnodes=150; hash=md5-int32"; `vnodes`
+  // overrides its count, `hash_tag` applies, other options do not).
   std::string preset;
   std::string algorithm;
+  std::optional<std::string> ring;
   // Key hash: for an algorithm a KeyHash name (default "xxh3"; "redis_slot" for "slots"), for a
   // preset the peer's own hash setting.
   std::optional<std::string> hash;

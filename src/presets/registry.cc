@@ -50,6 +50,20 @@ constexpr Entry kPresets[] = {
     {{"envoy-maglev", "Envoy maglev load balancer, default settings"}, presets::make_envoy},
     {{"redis-cluster", "Redis Cluster 7.0 key slots; slots split as redis-cli --cluster create"},
      presets::make_redis_cluster},
+    {{"guava-iphash", "article 000's Java IP-hash balancer: Math.abs(murmur3_128(ip).asInt() % n)"},
+     presets::make_articles},
+    {{"guava-treemap",
+      "article 000's Java TreeMap ring: Guava murmur3_128 asLong, server + server#VN{i} x150"},
+     presets::make_articles},
+    {{"java-hashcode-ring",
+      "article 002's Java ring: Math.abs(String.hashCode()), server + server#{i} x3, tailMap"},
+     presets::make_articles},
+    {{"python-md5-ring",
+      "article 003's Python ring: int(md5 hexdigest, 16) % 2**32 of {node}_v{i} x150"},
+     presets::make_articles},
+    {{"murmur64a-treemap",
+      "article 004's Java ring: MurmurHash64A seed 0x1234ABCD of node + i x500, TreeMap<Long>"},
+     presets::make_articles},
 };
 
 }  // namespace

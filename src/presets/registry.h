@@ -37,4 +37,9 @@ std::unique_ptr<Preset> make_envoy(std::string_view, std::span<const Node>, cons
 std::unique_ptr<Preset> make_redis_cluster(std::string_view, std::span<const Node>,
                                            const PresetOptions&);
 
+// articles.cc: guava-iphash, guava-treemap, java-hashcode-ring, python-md5-ring,
+// murmur64a-treemap (the articles' hand-written balancers).
+std::unique_ptr<Preset> make_articles(std::string_view, std::span<const Node>,
+                                      const PresetOptions&);
+
 }  // namespace chash::presets

@@ -5,12 +5,15 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "chash/error.h"
 #include "chash/preset.h"
+#include "chash/ring_spec.h"
+#include "chash/router.h"
 
 namespace chash {
 namespace {
@@ -156,6 +159,28 @@ TEST_P(CompatVectors, PresetAgreesWithThePeerOnEveryKey) {
   EXPECT_EQ(mismatches, 0u) << mismatches << " of " << v.expected.size() << " keys disagree";
 }
 
+// The presets that are ring specs (the articles' rings), routed from their printed spec through
+// the Router (`chash route --ring '...'`), agree with the peer on every key too.
+TEST_P(CompatVectors, RingSpecFormAgreesWithThePeer) {
+  const VectorFile v = load(GetParam());
+  std::optional<RingSpec> spec;
+  try {
+    spec = preset_ring_spec(v.preset, v.options.vnodes);
+  } catch (const Error& e) {
+    FAIL() << v.path << ": " << e.what();
+  }
+  if (!spec) return;  // not a ring-spec preset: nothing more to check
+  RoutingSpec rs;
+  rs.ring = to_string(*spec);
+  const Router router = Router::build(rs, v.nodes);
+  std::size_t mismatches = 0;
+  for (const auto& [key, names] : v.expected) {
+    const NodeId id = router.route(key);
+    if ((id == kNoNode ? "<none>" : v.nodes[id].name) != names[0]) ++mismatches;
+  }
+  EXPECT_EQ(mismatches, 0u) << v.path << " via --ring '" << *rs.ring << "'";
+}
+
 std::string test_name(const ::testing::TestParamInfo<std::string>& p) {
   const fs::path path(p.param);
   std::string name = path.stem().string();
@@ -173,7 +198,7 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CompatVectors);
 
 TEST(PresetRegistryTest, EveryPresetIsListedWithItsPeer) {
   const auto list = preset_list();
-  EXPECT_EQ(list.size(), 20u);
+  EXPECT_EQ(list.size(), 25u);
   for (const auto& p : list) EXPECT_FALSE(p.peer.empty()) << p.name;
 }
 

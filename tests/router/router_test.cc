@@ -125,8 +125,9 @@ TEST(RouterTest, SpecErrorsAreClear) {
   };
   RoutingSpec both = preset("ketama");
   both.algorithm = "ring";
-  EXPECT_NE(message(both, servers(2)).find("not both"), std::string::npos);
-  EXPECT_NE(message(RoutingSpec{}, servers(2)).find("needs a preset or an algorithm"),
+  EXPECT_NE(message(both, servers(2)).find("choose one of a preset, an algorithm and a ring spec"),
+            std::string::npos);
+  EXPECT_NE(message(RoutingSpec{}, servers(2)).find("needs a preset, an algorithm or a ring spec"),
             std::string::npos);
   RoutingSpec tag = algo("ring");
   tag.hash_tag = "{";

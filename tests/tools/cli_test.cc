@@ -283,12 +283,77 @@ TEST_F(Cli, SlotMatchesRedis) {
 TEST_F(Cli, PresetsListsEveryPresetInEveryFormat) {
   auto r = run("presets");
   ASSERT_EQ(r.code, 0);
-  EXPECT_EQ(lines(r.out).size(), preset_list().size());
+  // One line per preset, and one more with the --ring spec of each of the 4 article rings.
+  EXPECT_EQ(lines(r.out).size(), preset_list().size() + 4);
   EXPECT_NE(r.out.find("twemproxy-modula"), std::string::npos);
+  EXPECT_NE(r.out.find("= --ring 'points={name}_v{i}; from=0; vnodes=150;"), std::string::npos);
   r = run("presets --format json");
-  EXPECT_EQ(nlohmann::json::parse(r.out).size(), preset_list().size());
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.size(), preset_list().size());
+  std::size_t specs = 0;
+  for (const auto& p : j) specs += p["ring_spec"].is_string() ? 1 : 0;
+  EXPECT_EQ(specs, 4u);
   r = run("presets --format csv");
   EXPECT_EQ(lines(r.out).size(), preset_list().size() + 1);
+}
+
+// A hand-written ring through --ring: the article presets' printed specs route as the presets,
+// in route, analyze, migrate, sweep and plot; bad specs name the field.
+TEST_F(Cli, RingSpecRoutesAsTheArticlePresetAndWorksInEveryCommand) {
+  const std::string nodes = "--nodes 123.111.0.0,123.101.3.1,111.20.35.2,123.98.26.3";
+  const std::string spec = "'points={name}#{i}; bare=first; vnodes=3; hash=java-hashcode; abs=yes'";
+  const auto preset = run("route --preset java-hashcode-ring " + nodes, keys_text(400));
+  const auto ring = run("route --ring " + spec + " " + nodes, keys_text(400));
+  ASSERT_EQ(ring.code, 0) << ring.err;
+  EXPECT_EQ(ring.out, preset.out);
+  EXPECT_EQ(lines(ring.out).size(), 400u);
+  // --vnodes overrides the spec's count. (Synthetic keys: "user:N" keys have String.hashCodes
+  // so close together that they share one arc whatever the count — article 002's skew.)
+  const auto few = run("route --ring " + spec + " --synthetic 400 " + nodes);
+  const auto more = run("route --ring " + spec + " --vnodes 100 --synthetic 400 " + nodes);
+  const auto more_preset =
+      run("route --preset java-hashcode-ring --vnodes 100 --synthetic 400 " + nodes);
+  EXPECT_TRUE(more.out == more_preset.out);
+  EXPECT_TRUE(more.out != few.out);
+
+  const auto analyze =
+      run("analyze --ring 'vnodes=100; hash=md5-int32' --nodes a,b,c,d "
+          "--synthetic 20000 --format json");
+  ASSERT_EQ(analyze.code, 0) << analyze.err;
+  EXPECT_EQ(nlohmann::json::parse(analyze.out)["keys"], 20000);
+  const auto migrate =
+      run("migrate --ring 'vnodes=150; hash=guava-long' --nodes a,b,c,d --add e "
+          "--synthetic 20000 --format json");
+  ASSERT_EQ(migrate.code, 0) << migrate.err;
+  const auto mj = nlohmann::json::parse(migrate.out);
+  EXPECT_NEAR(mj["moved_fraction"].get<double>(), 0.2, 0.05);
+  for (const auto& m : mj["moves"]) EXPECT_EQ(m["to"], "e");
+  const auto sweep =
+      run("sweep --ring 'points={name}_v{i}; hash=md5-int32' --values 1,10,150 "
+          "--synthetic 20000 --format json");
+  ASSERT_EQ(sweep.code, 0) << sweep.err;
+  const auto sj = nlohmann::json::parse(sweep.out);
+  ASSERT_EQ(sj["points"].size(), 3u);
+  EXPECT_GT(sj["points"][0]["max_over_mean"].get<double>(),
+            sj["points"][2]["max_over_mean"].get<double>());
+  EXPECT_NE(sj["ring"].get<std::string>().find("hash=md5-int32"), std::string::npos);
+  EXPECT_EQ(run("sweep --ring 'vnodes=10' --param probes --values 1 --synthetic 10").code, 1);
+  const fs::path svg = dir_ / "ring.svg";
+  const auto plot =
+      run("plot --kind sweep --ring 'hash=java-hashcode; abs=yes' --param vnodes --values "
+          "1,3,50 --synthetic 5000 --out " +
+          svg.string());
+  ASSERT_EQ(plot.code, 0) << plot.err;
+  EXPECT_NE(slurp(svg).find("</svg>"), std::string::npos);
+
+  const auto bad = run("route --ring 'vnodes=3; hash=sha1' --nodes a,b", "k\n");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("ring spec: hash: unknown hash \"sha1\""), std::string::npos) << bad.err;
+  const auto both = run("route --ring 'vnodes=3' --preset ketama --nodes a,b", "k\n");
+  EXPECT_EQ(both.code, 2) << both.err;
+  const auto with_hash = run("route --ring 'vnodes=3' --hash md5 --nodes a,b", "k\n");
+  EXPECT_EQ(with_hash.code, 1);
+  EXPECT_NE(with_hash.err.find("--hash"), std::string::npos) << with_hash.err;
 }
 
 // ---- analyze / migrate / sweep / bench -------------------------------------------------------------

@@ -90,7 +90,41 @@ void write_out(const std::string& path, const std::string& svg_text) {
   if (!f) throw Error(ErrorCode::kInvalidArgument, "cannot write " + path);
 }
 
+// plot sweep of a ring spec (vnodes or nodes), from synthetic keys.
+void plot_ring_sweep(const PlotArgs& a) {
+  if (a.param != "vnodes" && a.param != "nodes") {
+    throw Error(ErrorCode::kInvalidArgument, "with --ring, --param must be vnodes or nodes");
+  }
+  std::vector<std::string> keys;
+  const std::uint64_t n = a.keys.synthetic ? a.keys.synthetic : 100000;
+  for (std::uint64_t i = 0; i < n; ++i) keys.push_back(synthetic_key(a.keys.seed, i));
+  RoutingSpec spec = a.spec;
+  std::vector<double> xs, mm, moved;
+  for (const std::uint64_t v : parse_values(a.values)) {
+    std::vector<Node> ns;
+    const std::uint64_t count = a.param == "nodes" ? v : 10;
+    if (count == 0 || count > kMaxNodes) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "node count must be 1.." + std::to_string(kMaxNodes));
+    }
+    for (std::uint64_t i = 0; i < count; ++i) ns.push_back({"node-" + std::to_string(i), 1});
+    if (a.param == "vnodes")
+      spec.vnodes = static_cast<std::uint32_t>(std::min<std::uint64_t>(v, 65537));
+    const SweepPoint p = measure_point(spec, ns, keys);
+    xs.push_back(static_cast<double>(v));
+    mm.push_back(p.max_over_mean);
+    moved.push_back(p.moved_on_add / std::max(p.optimal_on_add, 1e-12));
+  }
+  write_out(a.out,
+            svg::lines("ring spec: balance and movement vs " + a.param, a.param, "ratio", xs,
+                       {{"max/mean load", mm}, {"moved on +1 node / optimum", moved}}, true));
+}
+
 void run_plot(PlotArgs a) {
+  if (a.kind == "sweep" && a.spec.ring) {
+    plot_ring_sweep(a);
+    return;
+  }
   if (a.kind == "sweep") {
     if (a.spec.algorithm.empty()) a.spec.algorithm = "ring";
     const Algorithm algo = parse_algorithm(a.spec.algorithm);
@@ -99,12 +133,7 @@ void run_plot(PlotArgs a) {
     const std::uint64_t n = a.keys.synthetic ? a.keys.synthetic : 100000;
     for (std::uint64_t i = 0; i < n; ++i)
       hashes.push_back(hash::xxh3_64(synthetic_key(a.keys.seed, i)));
-    std::size_t start = 0;
-    while (start <= a.values.size()) {
-      std::size_t comma = a.values.find(',', start);
-      if (comma == std::string::npos) comma = a.values.size();
-      const std::uint64_t v = std::stoull(a.values.substr(start, comma - start));
-      start = comma + 1;
+    for (const std::uint64_t v : parse_values(a.values)) {
       TableOptions opt;
       std::vector<Node> ns;
       std::uint64_t count = a.param == "nodes" ? v : 10;

@@ -4,6 +4,7 @@
 
 #include "chash/error.h"
 #include "chash/preset.h"
+#include "chash/ring_spec.h"
 #include "commands.h"
 
 namespace chash::cli {
@@ -19,7 +20,14 @@ void add_routing_flags(CLI::App* sub, RoutingSpec& spec, NodesArg& nodes) {
   auto* algo = sub->add_option("--algo", spec.algorithm,
                                "Native algorithm: modulo, ring, ring64, jump, memento, rendezvous, "
                                "maglev, multiprobe, slots");
+  auto* ring =
+      sub->add_option("--ring", spec.ring,
+                      "A hand-written ring, exactly: a ring spec such as "
+                      "'points={name}_v{i}; vnodes=150; hash=md5-int32' (docs/CLI.md, "
+                      "\"Ring specs\"; `chash presets` prints the articles' rings as specs)");
   preset->excludes(algo);
+  ring->excludes(preset);
+  ring->excludes(algo);
   sub->add_option("--nodes-file", nodes.nodes_file,
                   "Node list: one 'NAME [WEIGHT]' per line; blank lines and # comments ignored")
       ->check(CLI::ExistingFile);
@@ -74,8 +82,8 @@ void add_format_flag(CLI::App* sub, Format& format) {
 }
 
 void require_routing(const RoutingSpec& spec, const NodesArg& nodes) {
-  if (spec.preset.empty() && spec.algorithm.empty()) {
-    throw CLI::RequiredError("--preset or --algo");
+  if (spec.preset.empty() && spec.algorithm.empty() && !spec.ring) {
+    throw CLI::RequiredError("--preset, --algo or --ring");
   }
   if (nodes.nodes_file.empty() == nodes.nodes.empty()) {
     throw CLI::RequiredError("exactly one of --nodes-file and --nodes");
@@ -214,6 +222,11 @@ void add_presets(CLI::App& app) {
   sub->callback([format] {
     Out out;
     const auto list = preset_list();
+    // The presets that are ring specs (the articles' rings), as `--ring` takes them.
+    auto spec_of = [](std::string_view name) {
+      const auto spec = preset_ring_spec(name);
+      return spec ? to_string(*spec) : std::string();
+    };
     switch (*format) {
       case Format::kTable: {
         std::size_t w = 0;
@@ -223,20 +236,27 @@ void add_presets(CLI::App& app) {
           out.put(std::string(w + 2 - p.name.size(), ' '));
           out.put(p.peer);
           out.put('\n');
+          const std::string spec = spec_of(p.name);
+          if (!spec.empty()) out.put(std::string(w + 2, ' ') + "= --ring '" + spec + "'\n");
         }
         break;
       }
       case Format::kCsv:
-        out.put("name,peer\n");
-        for (const auto& p : list) out.put(csv_field(p.name) + "," + csv_field(p.peer) + "\n");
+        out.put("name,peer,ring_spec\n");
+        for (const auto& p : list) {
+          out.put(csv_field(p.name) + "," + csv_field(p.peer) + "," + csv_field(spec_of(p.name)) +
+                  "\n");
+        }
         break;
       case Format::kJson: {
         out.put("[");
         for (std::size_t i = 0; i < list.size(); ++i) {
           if (i) out.put(",");
+          const std::string spec = spec_of(list[i].name);
           out.put(
               "{\"name\":" + json_string(list[i].name) + ",\"peer\":" + json_string(list[i].peer) +
-              ",\"keys_are_addresses\":" + (list[i].keys_are_addresses ? "true" : "false") + "}");
+              ",\"keys_are_addresses\":" + (list[i].keys_are_addresses ? "true" : "false") +
+              ",\"ring_spec\":" + (spec.empty() ? std::string("null") : json_string(spec)) + "}");
         }
         out.put("]\n");
         break;

@@ -5,15 +5,16 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
+#include <string>
 
 #include "chash/analysis.h"
 #include "chash/bounded_load.h"
 #include "chash/error.h"
+#include "chash/ring_spec.h"
 #include "report.h"
 
 namespace chash::cli {
-
-namespace {
 
 std::vector<std::uint64_t> parse_values(const std::string& list) {
   std::vector<std::uint64_t> v;
@@ -35,6 +36,8 @@ std::vector<std::uint64_t> parse_values(const std::string& list) {
   return v;
 }
 
+namespace {
+
 std::vector<Node> numbered(std::uint64_t n) {
   if (n == 0 || n > kMaxNodes) {
     throw Error(ErrorCode::kInvalidArgument, "node count must be 1.." + std::to_string(kMaxNodes));
@@ -44,7 +47,45 @@ std::vector<Node> numbered(std::uint64_t n) {
   return v;
 }
 
+// Routes keys in batches, calling f(i, node) for key i.
+template <class F>
+void route_all(const Router& r, std::span<const std::string> keys, F&& f) {
+  constexpr std::size_t kChunk = 256;
+  std::string_view views[kChunk];
+  NodeId out[kChunk];
+  for (std::size_t i = 0; i < keys.size(); i += kChunk) {
+    const std::size_t n = std::min(kChunk, keys.size() - i);
+    for (std::size_t k = 0; k < n; ++k) views[k] = keys[i + k];
+    r.route_batch({views, n}, {out, n});
+    for (std::size_t k = 0; k < n; ++k) f(i + k, out[k]);
+  }
+}
+
 }  // namespace
+
+SweepPoint measure_point(const RoutingSpec& spec, const std::vector<Node>& nodes,
+                         std::span<const std::string> keys) {
+  SweepPoint p;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Router before = Router::build(spec, nodes);
+  p.build_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<Node> grown = nodes;
+  grown.push_back({"node-added", 1});
+  const Router after = Router::build(spec, grown);
+  LoadCounter load(nodes.size());
+  std::vector<NodeId> owner(keys.size());
+  route_all(before, keys, [&](std::size_t i, NodeId id) { load.add(owner[i] = id); });
+  const LoadStats s = load_stats(load.counts(), nodes);
+  p.max_over_mean = s.max_over_mean;
+  p.stddev = s.stddev;
+  p.cv = s.cv;
+  MoveCounter moves(nodes, grown);
+  route_all(after, keys, [&](std::size_t i, NodeId id) { moves.add(owner[i], id); });
+  p.moved_on_add = moves.moved_fraction();
+  p.optimal_on_add = optimal_moved_fraction(nodes, grown);
+  return p;
+}
 
 SweepPoint measure_point(Algorithm algo, const std::vector<Node>& nodes, const TableOptions& opt,
                          std::span<const std::uint64_t> hashes) {
@@ -79,11 +120,89 @@ struct SweepArgs {
   std::string values;
   std::uint64_t nodes = 10;
   std::string hash;
+  std::optional<std::string> ring;
   KeyInput keys;
   Format format = Format::kTable;
 };
 
+// A ring spec, swept over vnodes or nodes: the keys themselves are kept (the spec hashes them).
+void run_ring_sweep(SweepArgs a) {
+  if (a.param != "vnodes" && a.param != "nodes") {
+    throw Error(ErrorCode::kInvalidArgument, "with --ring, --param must be vnodes or nodes");
+  }
+  if (!a.hash.empty()) {
+    throw Error(ErrorCode::kUnsupported, "a ring spec names its own hash: drop --hash");
+  }
+  const auto values = parse_values(a.values);
+  RoutingSpec spec;
+  spec.ring = a.ring;
+  const std::string described = to_string(parse_ring_spec(*a.ring));  // fails before reading keys
+  if (a.keys.synthetic == 0 && a.keys.keys_file.empty()) a.keys.synthetic = 100000;
+  std::vector<std::string> keys;
+  {
+    KeySource src(a.keys);
+    std::string_view key;
+    while (src.next(key)) {
+      if (keys.size() >= 10'000'000) {
+        throw Error(ErrorCode::kLimitExceeded,
+                    "sweep --ring keeps its keys in memory: at most 10,000,000");
+      }
+      keys.emplace_back(key);
+    }
+  }
+  if (keys.empty()) throw Error(ErrorCode::kInvalidArgument, "no keys");
+  TextTable t;
+  t.header = {a.param, "max/mean", "stddev", "cv", "moved on +1", "optimum", "build ms"};
+  t.numeric = {true, true, true, true, true, true, true};
+  Json rows = Json::array();
+  Progress progress("sweeping", values.size());
+  for (std::uint64_t v : values) {
+    std::vector<Node> nodes = numbered(a.param == "nodes" ? v : a.nodes);
+    if (a.param == "vnodes") {
+      if (v > 65536) throw Error(ErrorCode::kInvalidArgument, "--values: vnodes are 0..65536");
+      spec.vnodes = static_cast<std::uint32_t>(v);
+    }
+    const SweepPoint p = measure_point(spec, nodes, keys);
+    t.add({std::to_string(v), fixed(p.max_over_mean, 3), fixed(p.stddev, 4), fixed(p.cv, 4),
+           percent(p.moved_on_add), percent(p.optimal_on_add), fixed(p.build_ms, 1)});
+    rows.push_back({{a.param, v},
+                    {"max_over_mean", p.max_over_mean},
+                    {"stddev", p.stddev},
+                    {"cv", p.cv},
+                    {"moved_on_add", p.moved_on_add},
+                    {"optimal_on_add", p.optimal_on_add},
+                    {"build_ms", p.build_ms}});
+    progress.tick();
+  }
+  Out out;
+  switch (a.format) {
+    case Format::kJson: {
+      Json j;
+      j["ring"] = described;
+      j["param"] = a.param;
+      j["keys"] = keys.size();
+      j["points"] = rows;
+      out.put(j.dump(2) + "\n");
+      break;
+    }
+    case Format::kCsv:
+      out.put(t.csv());
+      break;
+    case Format::kTable:
+      out.put("sweep: ring spec " + described + "; " + a.param + ", " +
+              std::to_string(keys.size()) + " keys" +
+              (a.param == "nodes" ? std::string() : ", " + std::to_string(a.nodes) + " nodes") +
+              "\n\n");
+      out.put(t.render());
+      break;
+  }
+}
+
 void run_sweep(SweepArgs a) {
+  if (a.ring) {
+    run_ring_sweep(std::move(a));
+    return;
+  }
   const Algorithm algo = parse_algorithm(a.algo);
   const auto values = parse_values(a.values);
   const KeyHash kh = a.hash.empty() ? KeyHash::kXxh3 : parse_key_hash(a.hash);
@@ -215,7 +334,11 @@ void add_sweep(CLI::App& app) {
       "sweep",
       "Vary one parameter (vnodes, nodes, table-size, probes, balance-factor) and measure "
       "balance and keys moved when a node joins at each value.");
-  sub->add_option("--algo", args->algo, "Native algorithm (default ring)");
+  auto* algo = sub->add_option("--algo", args->algo, "Native algorithm (default ring)");
+  sub->add_option("--ring", args->ring,
+                  "Sweep a ring spec instead (docs/CLI.md, \"Ring specs\"); --param vnodes or "
+                  "nodes")
+      ->excludes(algo);
   sub->add_option("--param", args->param,
                   "vnodes (default), nodes, table-size, probes or balance-factor");
   sub->add_option("--values", args->values, "Comma-separated values, e.g. 1,10,50,100,160,200,500")

@@ -4,11 +4,16 @@
 
 #include <chrono>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "chash/router.h"
 #include "chash/table.h"
 
 namespace chash::cli {
+
+// "1,10,50" -> {1, 10, 50}: 1..1000 whole numbers; throws Error naming the bad item.
+std::vector<std::uint64_t> parse_values(const std::string& list);
 
 struct SweepPoint {
   double max_over_mean = 0, stddev = 0, cv = 0;
@@ -18,6 +23,10 @@ struct SweepPoint {
 // Balance of `hashes` over `nodes`, and keys moved when one node is added.
 SweepPoint measure_point(Algorithm algo, const std::vector<Node>& nodes, const TableOptions& opt,
                          std::span<const std::uint64_t> hashes);
+
+// The same for any routing (a preset or a ring spec), from the keys themselves.
+SweepPoint measure_point(const RoutingSpec& spec, const std::vector<Node>& nodes,
+                         std::span<const std::string> keys);
 
 struct BoundedSweepPoint {
   double max_over_mean = 0;  // load of the busiest node over its fair share
