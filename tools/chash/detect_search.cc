@@ -20,6 +20,8 @@ std::vector<std::string> route_args(const RoutingSpec& spec) {
   std::vector<std::string> a;
   if (!spec.preset.empty()) {
     a = {"--preset", spec.preset};
+  } else if (spec.ring) {
+    a = {"--ring", *spec.ring};
   } else {
     a = {"--algo", spec.algorithm};
   }
@@ -81,6 +83,7 @@ enum Tier : std::uint64_t {
   kNativeDefault = 2,
   kNativeHash = 3,
   kNativeOption = 4,
+  kRingSpec = 5,
 };
 std::uint64_t rank(Tier tier, std::uint64_t seq) { return (std::uint64_t{tier} << 40) | seq; }
 
@@ -411,6 +414,49 @@ void search_natives(Scorer& s, std::span<const Node> nodes, std::uint64_t& seq) 
   }
 }
 
+// ---- Ring specs ----------------------------------------------------------------------------------
+
+// How hand-written rings turn a string into a position (ring_spec.h's hash=, with the options
+// that go with each): Java String.hashCode with and without Math.abs, Guava murmur3_128 asLong
+// and asInt, MurmurHash64A with Jedis' seed, Python's MD5 % 2**32; then chash's key hashes.
+constexpr std::string_view kRingHashes[] = {
+    "java-hashcode; abs=yes",     "java-hashcode", "guava-long", "guava-int",
+    "murmur64a; seed=0x1234abcd", "md5-int32"};
+
+// Ring specs of every family: each point format and vnode count, with and without the bare node
+// name as a point (bare=first; vnodes=0: only that point), each hash; order by the hash's
+// default, successor ge, collision last (what TreeMap.put/tailMap and a Python dict with bisect
+// do).
+void search_ring_specs(Scorer& s, std::span<const Node> nodes, std::uint64_t& seq) {
+  std::vector<std::string> hashes(std::begin(kRingHashes), std::end(kRingHashes));
+  for (const KeyHash h : kAllKeyHashes) {
+    if (h != KeyHash::kRedisSlot) hashes.emplace_back(key_hash_name(h));
+  }
+  for (const auto& hash : hashes) {
+    std::vector<std::string> specs;
+    for (const bool bare : {false, true}) {
+      for (const auto f : kPointFormats) {
+        for (const std::uint32_t v : kVnodes) {
+          specs.push_back("points=" + std::string(f) + "; vnodes=" + std::to_string(v) +
+                          (bare ? "; bare=first" : "") + "; hash=" + hash);
+        }
+      }
+    }
+    specs.push_back("vnodes=0; bare=first; hash=" + hash);
+    for (auto& text : specs) {
+      RoutingSpec spec;
+      spec.ring = std::move(text);
+      std::optional<Router> r;
+      try {
+        r.emplace(Router::build(spec, nodes));
+      } catch (const Error&) {
+        continue;  // e.g. more points than a ring holds
+      }
+      s.score({spec, rank(kRingSpec, seq++)}, router_route(*r, s.keys()));
+    }
+  }
+}
+
 }  // namespace
 
 DetectResult detect(std::span<const Node> nodes, const ObservedPlacement& observed,
@@ -424,6 +470,7 @@ DetectResult detect(std::span<const Node> nodes, const ObservedPlacement& observ
   std::uint64_t seq = 0;
   PresetSearch(scorer, nodes, seq).run(result.inapplicable);
   search_natives(scorer, nodes, seq);
+  search_ring_specs(scorer, nodes, seq);
   result.best = scorer.finish();
   result.candidates = scorer.scored();
   if (!result.best.empty()) {
