@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -240,6 +243,78 @@ auto router_route(const Router& r, std::span<const std::string_view> keys) {
   };
 }
 
+// ---- Building candidates ahead of the scoring -------------------------------------------------
+// Building rings (hashing and sorting their points) is most of a search's time; scoring is
+// cheap and must see the candidates in order (ranks, the top's bar). Worker threads build the
+// routers of a list of specs a bounded window ahead; the caller takes them in order.
+
+class BuildAhead {
+ public:
+  BuildAhead(std::vector<RoutingSpec> specs, std::span<const Node> nodes)
+      : specs_(std::move(specs)), nodes_(nodes), built_(specs_.size()) {
+    const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+    window_ = 4 * std::size_t{threads};
+    for (unsigned t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
+  }
+  ~BuildAhead() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    ready_.notify_all();
+    for (auto& w : workers_) w.join();
+  }
+  BuildAhead(const BuildAhead&) = delete;
+  BuildAhead& operator=(const BuildAhead&) = delete;
+
+  std::size_t size() const noexcept { return specs_.size(); }
+  const RoutingSpec& spec(std::size_t i) const noexcept { return specs_[i]; }
+  // The router of spec i (nullopt: the spec refuses these nodes). Call with i = 0, 1, 2, ...
+  std::optional<Router> take(std::size_t i) {
+    std::unique_lock lock(mu_);
+    done_.wait(lock, [&] { return built_[i].has_value(); });
+    std::optional<Router> r = std::move(*built_[i]);
+    built_[i].reset();
+    taken_ = i + 1;
+    ready_.notify_all();
+    return r;
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      std::size_t i;
+      {
+        std::unique_lock lock(mu_);
+        ready_.wait(lock,
+                    [&] { return stop_ || (next_ < specs_.size() && next_ < taken_ + window_); });
+        if (stop_) return;
+        i = next_++;
+      }
+      std::optional<Router> r;
+      try {
+        r.emplace(Router::build(specs_[i], nodes_));
+      } catch (const Error&) {
+        // e.g. more points than a ring holds: not a candidate
+      }
+      {
+        std::lock_guard lock(mu_);
+        built_[i].emplace(std::move(r));
+      }
+      done_.notify_all();
+    }
+  }
+
+  std::vector<RoutingSpec> specs_;
+  std::span<const Node> nodes_;
+  std::vector<std::optional<std::optional<Router>>> built_;  // outer: done; inner: built
+  std::size_t window_ = 0, next_ = 0, taken_ = 0;
+  bool stop_ = false;
+  std::mutex mu_;
+  std::condition_variable ready_, done_;
+  std::vector<std::thread> workers_;
+};
+
 // ---- Presets and their options -------------------------------------------------------------------
 
 class PresetSearch {
@@ -368,48 +443,44 @@ class HashCache {
 };
 
 void search_natives(Scorer& s, std::span<const Node> nodes, std::uint64_t& seq) {
-  HashCache cache(s.keys());
+  // Every table to build: each algorithm with its defaults; rings with every vnode count and
+  // point format.
+  std::vector<RoutingSpec> specs;
   for (const Algorithm algo : kAllAlgorithms) {
-    const bool ring = algo == Algorithm::kRing || algo == Algorithm::kRing64;
-    const KeyHash default_hash = algo == Algorithm::kSlots ? KeyHash::kRedisSlot : KeyHash::kXxh3;
-    // Option sets: the defaults; for rings every vnode count with every point format.
-    std::vector<std::pair<std::optional<std::uint32_t>, std::optional<std::string>>> sets = {{}};
-    if (ring) {
-      for (const std::uint32_t v : kVnodes) {
-        for (const auto f : kPointFormats) {
-          std::optional<std::uint32_t> vo;
-          std::optional<std::string> fo;
-          if (v != kRingDefaultVnodes) vo = v;
-          if (f != kPointFormats[0]) fo = std::string(f);
-          if (vo || fo) sets.emplace_back(vo, fo);
-        }
+    RoutingSpec spec;
+    spec.algorithm = std::string(algorithm_name(algo));
+    specs.push_back(spec);
+    if (algo != Algorithm::kRing && algo != Algorithm::kRing64) continue;
+    for (const std::uint32_t v : kVnodes) {
+      for (const auto f : kPointFormats) {
+        RoutingSpec o = spec;
+        if (v != kRingDefaultVnodes) o.vnodes = v;
+        if (f != kPointFormats[0]) o.point_format = std::string(f);
+        if (o.vnodes || o.point_format) specs.push_back(std::move(o));
       }
     }
-    for (const auto& [vnodes, format] : sets) {
-      RoutingSpec spec;
-      spec.algorithm = std::string(algorithm_name(algo));
-      spec.vnodes = vnodes;
-      spec.point_format = format;
-      std::optional<Router> r;
-      try {
-        r.emplace(Router::build(spec, nodes));
-      } catch (const Error&) {
-        continue;  // e.g. more points than a ring holds
-      }
-      const bool defaults = !vnodes && !format;
-      const AnyTable& table = *r->table();
-      for (const KeyHash h : kAllKeyHashes) {
-        RoutingSpec c = spec;
-        if (h != default_hash) c.hash = std::string(key_hash_name(h));
-        const Tier tier = !defaults           ? kNativeOption
-                          : h == default_hash ? kNativeDefault
-                                              : kNativeHash;
-        s.score({c, rank(tier, seq++)}, [&](std::size_t off, std::size_t n, NodeId* out) {
-          const std::uint64_t* hashes = cache.upto(h, off + n);
-          pick_batch(table, std::span<const std::uint64_t>(hashes + off, n),
-                     std::span<NodeId>(out, n));
-        });
-      }
+  }
+  HashCache cache(s.keys());
+  BuildAhead builds(std::move(specs), nodes);
+  for (std::size_t i = 0; i < builds.size(); ++i) {
+    const std::optional<Router> r = builds.take(i);
+    if (!r) continue;
+    const RoutingSpec& spec = builds.spec(i);
+    const bool defaults = !spec.vnodes && !spec.point_format;
+    const KeyHash default_hash = spec.algorithm == "slots" ? KeyHash::kRedisSlot : KeyHash::kXxh3;
+    const AnyTable& table = *r->table();
+    // One table, every key hash: the keys' hashes are computed once for all tables.
+    for (const KeyHash h : kAllKeyHashes) {
+      RoutingSpec c = spec;
+      if (h != default_hash) c.hash = std::string(key_hash_name(h));
+      const Tier tier = !defaults           ? kNativeOption
+                        : h == default_hash ? kNativeDefault
+                                            : kNativeHash;
+      s.score({c, rank(tier, seq++)}, [&](std::size_t off, std::size_t n, NodeId* out) {
+        const std::uint64_t* hashes = cache.upto(h, off + n);
+        pick_batch(table, std::span<const std::uint64_t>(hashes + off, n),
+                   std::span<NodeId>(out, n));
+      });
     }
   }
 }
@@ -432,28 +503,27 @@ void search_ring_specs(Scorer& s, std::span<const Node> nodes, std::uint64_t& se
   for (const KeyHash h : kAllKeyHashes) {
     if (h != KeyHash::kRedisSlot) hashes.emplace_back(key_hash_name(h));
   }
+  std::vector<RoutingSpec> specs;
+  auto add = [&specs](std::string text) {
+    RoutingSpec spec;
+    spec.ring = std::move(text);
+    specs.push_back(std::move(spec));
+  };
   for (const auto& hash : hashes) {
-    std::vector<std::string> specs;
     for (const bool bare : {false, true}) {
       for (const auto f : kPointFormats) {
         for (const std::uint32_t v : kVnodes) {
-          specs.push_back("points=" + std::string(f) + "; vnodes=" + std::to_string(v) +
-                          (bare ? "; bare=first" : "") + "; hash=" + hash);
+          add("points=" + std::string(f) + "; vnodes=" + std::to_string(v) +
+              (bare ? "; bare=first" : "") + "; hash=" + hash);
         }
       }
     }
-    specs.push_back("vnodes=0; bare=first; hash=" + hash);
-    for (auto& text : specs) {
-      RoutingSpec spec;
-      spec.ring = std::move(text);
-      std::optional<Router> r;
-      try {
-        r.emplace(Router::build(spec, nodes));
-      } catch (const Error&) {
-        continue;  // e.g. more points than a ring holds
-      }
-      s.score({spec, rank(kRingSpec, seq++)}, router_route(*r, s.keys()));
-    }
+    add("vnodes=0; bare=first; hash=" + hash);
+  }
+  BuildAhead builds(std::move(specs), nodes);
+  for (std::size_t i = 0; i < builds.size(); ++i) {
+    const std::optional<Router> r = builds.take(i);
+    if (r) s.score({builds.spec(i), rank(kRingSpec, seq++)}, router_route(*r, s.keys()));
   }
 }
 
