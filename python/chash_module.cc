@@ -23,6 +23,7 @@
 #include "chash/error.h"
 #include "chash/hash.h"
 #include "chash/preset.h"
+#include "chash/ring_spec.h"
 #include "chash/router.h"
 #include "chash/table.h"
 
@@ -143,7 +144,7 @@ class PyRouter {
  public:
   PyRouter(const py::object& nodes, chash::RoutingSpec spec) : spec_(std::move(spec)) {
     NodeList list = parse_nodes(nodes);
-    if (spec_.preset.empty() && spec_.algorithm.empty()) spec_.algorithm = "ring";
+    if (spec_.preset.empty() && spec_.algorithm.empty() && !spec_.ring) spec_.algorithm = "ring";
     router_ = std::make_shared<const chash::Router>(chash::Router::build(spec_, list.nodes));
     names_ = std::move(list.names);
   }
@@ -152,12 +153,13 @@ class PyRouter {
                        const py::object& preset, const py::object& hash, const py::object& hash_tag,
                        const py::object& vnodes, const py::object& table_size,
                        const py::object& probes, const py::object& point_format,
-                       const py::object& settings) {
+                       const py::object& settings, const py::object& ring) {
     chash::RoutingSpec spec;
     spec.algorithm = opt_str(algorithm, "algorithm").value_or("");
     spec.preset = opt_str(preset, "preset").value_or("");
-    if (!spec.algorithm.empty() && !spec.preset.empty()) {
-      throw py::value_error("give algorithm or preset, not both");
+    spec.ring = opt_str(ring, "ring");
+    if (!spec.algorithm.empty() + !spec.preset.empty() + spec.ring.has_value() > 1) {
+      throw py::value_error("give one of algorithm, preset and ring");
     }
     spec.hash = opt_str(hash, "hash");
     spec.hash_tag = opt_str(hash_tag, "hash_tag");
@@ -339,13 +341,14 @@ PYBIND11_MODULE(_chash, m) {
            py::arg("hash") = py::none(), py::arg("hash_tag") = py::none(),
            py::arg("vnodes") = py::none(), py::arg("table_size") = py::none(),
            py::arg("probes") = py::none(), py::arg("point_format") = py::none(),
-           py::arg("settings") = py::none(),
+           py::arg("settings") = py::none(), py::arg("ring") = py::none(),
            "Router(nodes, *, algorithm=None, preset=None, hash=None, hash_tag=None, vnodes=None,\n"
-           "       table_size=None, probes=None, point_format=None, settings=None)\n\n"
+           "       table_size=None, probes=None, point_format=None, settings=None, ring=None)\n\n"
            "nodes: a list of names, a list of (name, weight) or a dict name -> weight (names str\n"
            "or bytes). algorithm: a native table (chash.algorithms(), default 'ring'); preset: a\n"
-           "peer's exact mapping (chash.presets()). settings: the peer's own settings for a "
-           "preset,\n"
+           "peer's exact mapping (chash.presets()); ring: a hand-written ring as a ring spec\n"
+           "(docs/CLI.md, e.g. 'points={name}_v{i}; vnodes=150; hash=md5-int32'; vnodes\n"
+           "overrides its count). settings: the peer's own settings for a preset,\n"
            "e.g. {'distribution': 'CONSISTENT_KETAMA_SPY'}. Raises ValueError with chash's "
            "message.\n\n"
            ">>> r = chash.Router({'cache-1': 1, 'cache-2': 2}, preset='twemproxy', hash_tag='{}')\n"
@@ -387,6 +390,25 @@ PYBIND11_MODULE(_chash, m) {
         return out;
       },
       "A dict preset name -> the peer (and version) whose mapping it reproduces byte for byte.");
+  m.def(
+      "ring_spec",
+      [](const std::string& preset, const py::object& vnodes) -> py::object {
+        const auto spec =
+            chash::preset_ring_spec(preset, opt_uint<std::uint32_t>(vnodes, "vnodes"));
+        if (!spec) return py::none();
+        return py::str(chash::to_string(*spec));
+      },
+      py::arg("preset"), py::arg("vnodes") = py::none(),
+      "The ring spec a preset routes with (the articles' rings: guava-treemap,\n"
+      "java-hashcode-ring, python-md5-ring, murmur64a-treemap), or None for any other preset.\n\n"
+      ">>> chash.ring_spec('python-md5-ring', vnodes=3)[:36]\n'points={name}_v{i}; from=0; "
+      "vnodes=3'");
+  m.def(
+      "canonical_ring_spec",
+      [](const std::string& text) { return chash::to_string(chash::parse_ring_spec(text)); },
+      py::arg("spec"),
+      "A ring spec with every field spelled out, in the grammar's order; ValueError naming the\n"
+      "field when it does not parse.");
   m.def(
       "address_presets",
       [] {

@@ -119,8 +119,12 @@ class PoolParser {
       preset_ = v;
     } else if (k == "algorithm") {
       algorithm_ = v;
+    } else if (k == "ring") {
+      // A hand-written ring, exactly (chash/ring_spec.h), e.g. an application's Java TreeMap.
+      ring_ = v;
     } else if (k == "vnodes") {
-      p_.routing.vnodes = ctx_.number<std::uint32_t>(v, k, 1, 1u << 16);
+      // 0: only the nodes' own points, for the presets and ring specs that have them.
+      p_.routing.vnodes = ctx_.number<std::uint32_t>(v, k, 0, 1u << 16);
     } else if (k == "preset_options") {
       // The preset's own behaviour settings, in the peer's spelling (chash route --preset-option).
       if (!v.IsMap()) {
@@ -304,17 +308,18 @@ class PoolParser {
 
   // nutcracker's distribution maps to the presets that reproduce it; tcp pools default to nginx's.
   void finish_routing() {
-    const int nsel = (distribution_ ? 1 : 0) + (preset_ ? 1 : 0) + (algorithm_ ? 1 : 0);
+    const int nsel =
+        (distribution_ ? 1 : 0) + (preset_ ? 1 : 0) + (algorithm_ ? 1 : 0) + (ring_ ? 1 : 0);
     if (nsel > 1) {
       fail_at(ctx_.source, p_.line,
-              where_ + ": give only one of distribution, preset and algorithm");
+              where_ + ": give only one of distribution, preset, algorithm and ring");
     }
     if (p_.protocol == PoolProtocol::kTcp && p_.balance == Balance::kIpHash) {
       if (nsel > 0) {
         fail_at(ctx_.source, p_.line,
                 where_ +
                     ": balance ip-hash is the nginx-ip-hash preset; drop "
-                    "distribution/preset/algorithm");
+                    "distribution/preset/algorithm/ring");
       }
       p_.routing.preset = "nginx-ip-hash";
     } else if (p_.protocol == PoolProtocol::kTcp && nsel == 0) {
@@ -325,6 +330,8 @@ class PoolParser {
       p_.routing.preset = ctx_.scalar(*preset_, "preset");
     } else if (algorithm_) {
       p_.routing.algorithm = ctx_.scalar(*algorithm_, "algorithm");
+    } else if (ring_) {
+      p_.routing.ring = ctx_.scalar(*ring_, "ring");
     } else {
       p_.routing.preset = "twemproxy";  // nutcracker's default distribution
     }
@@ -377,7 +384,7 @@ class PoolParser {
   PoolConfig p_;
   std::string where_;
   bool have_listen_ = false, have_servers_ = false;
-  std::optional<YAML::Node> distribution_, preset_, algorithm_;
+  std::optional<YAML::Node> distribution_, preset_, algorithm_, ring_;
   std::optional<std::string> redis_auth_, client_auth_, server_auth_;
   std::optional<PoolProtocol> redis_flag_, protocol_;
   std::optional<std::uint32_t> fall_;

@@ -14,10 +14,22 @@ from ._chash import (  # noqa: F401
     Router,
     address_presets,
     algorithms,
+    canonical_ring_spec,
     hash,
     hashes,
     presets,
+    ring_spec,
     slot,
 )
 
-__all__ = ["Router", "presets", "address_presets", "algorithms", "hashes", "slot", "hash"]
+__all__ = [
+    "Router",
+    "presets",
+    "address_presets",
+    "algorithms",
+    "hashes",
+    "slot",
+    "hash",
+    "ring_spec",
+    "canonical_ring_spec",
+]

@@ -290,5 +290,39 @@ TEST(ConfigTest, PresetOptionsReachTheRouter) {
       parse_config("a:\n  listen: 127.0.0.1:1\n  preset_options: [1]\n" + servers, "t.yml"), Error);
 }
 
+// ring: a hand-written ring spec; one of distribution/preset/algorithm/ring; a bad spec names
+// the pool and the spec's field.
+TEST(ConfigTest, RingSpecPools) {
+  const std::string servers = "  servers:\n   - 127.0.0.1:11211:1 a\n   - 127.0.0.1:11212:1 b\n";
+  const auto c = parse_config(
+      "a:\n  listen: 127.0.0.1:1\n  ring: \"points={name}#VN{i}; "
+      "bare=first; vnodes=150; hash=guava-long\"\n" +
+          servers,
+      "t.yml");
+  const auto& r = c.pools[0].routing;
+  ASSERT_TRUE(r.ring);
+  EXPECT_TRUE(r.preset.empty());
+  RoutingSpec article;
+  article.preset = "guava-treemap";
+  const auto want = Router::build(article, c.pools[0].nodes());
+  const auto got = Router::build(r, c.pools[0].nodes());
+  for (int i = 0; i < 500; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    EXPECT_EQ(got.route(k), want.route(k)) << k;
+  }
+  // vnodes 0 keeps only the servers' own points (article 000's ring without virtual nodes).
+  const auto bare = parse_config(
+      "a:\n  listen: 127.0.0.1:1\n  preset: guava-treemap\n  vnodes: 0\n" + servers, "t.yml");
+  EXPECT_EQ(*bare.pools[0].routing.vnodes, 0u);
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  ring: \"vnodes=3; hash=sha1\"\n" + servers)
+                .find("ring spec: hash: unknown hash \"sha1\""),
+            std::string::npos);
+  EXPECT_NE(
+      error_of("a:\n  listen: 127.0.0.1:1\n  ring: \"vnodes=3\"\n  preset: ketama\n" + servers)
+          .find("only one of distribution, preset, algorithm and ring"),
+      std::string::npos);
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  algorithm: ring\n  vnodes: 0\n" + servers), "");
+}
+
 }  // namespace
 }  // namespace chash::proxy

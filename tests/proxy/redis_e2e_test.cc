@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -25,8 +26,8 @@
 #include "config/config.h"
 #include "core/proxy.h"
 #include "e2e_util.h"
-#include "redis_util.h"
 #include "proto/redis/resp.h"
+#include "redis_util.h"
 
 namespace chash::proxy {
 namespace {
@@ -37,7 +38,6 @@ using testing::bulk;
 using testing::have_redis;
 using testing::RedisServer;
 using testing::RespClient;
-
 
 class BinaryProxy;
 
@@ -140,6 +140,24 @@ TEST_F(ProxyE2E, NativeAlgorithmRoutesAsTheLibraryRouter) {
     ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
     EXPECT_EQ(holder(k), "r" + std::to_string(router.route(k) + 1)) << k;
   }
+}
+
+// A hand-written ring (article 003's Python ring, as a spec): every key lands where that ring
+// puts it — the python-md5-ring preset, itself checked against the article's code.
+TEST_F(ProxyE2E, RingSpecPoolPutsKeysWhereTheHandWrittenRingDoes) {
+  start_proxy(yaml("  ring: \"points={name}_v{i}; vnodes=150; hash=md5-int32\"\n"), 1);
+  auto c = client();
+  const auto article =
+      make_preset("python-md5-ring", std::vector<Node>{{"r1", 1}, {"r2", 1}, {"r3", 1}});
+  std::set<std::string> used;
+  for (int i = 0; i < 150; ++i) {
+    const std::string k = "session:" + std::to_string(i * 104729);
+    ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
+    const std::string want = "r" + std::to_string(article->route(k) + 1);
+    EXPECT_EQ(holder(k), want) << k;
+    used.insert(want);
+  }
+  EXPECT_EQ(used.size(), 3u);
 }
 
 TEST_F(ProxyE2E, PipelinedRepliesComeBackInOrder) {
@@ -461,7 +479,9 @@ TEST_F(ProxyE2E, AdminPortServesMetricsAndStatus) {
   EXPECT_NE(m.find("chash_proxy_errors_total{pool=\"alpha\"} 1"), std::string::npos) << m;
   EXPECT_NE(m.find("chash_proxy_backend_up{pool=\"alpha\",backend=\"r1\"} 1"), std::string::npos)
       << m;
-  EXPECT_NE(m.find("chash_proxy_request_duration_seconds_count{pool=\"alpha\"} 10"), std::string::npos) << m;
+  EXPECT_NE(m.find("chash_proxy_request_duration_seconds_count{pool=\"alpha\"} 10"),
+            std::string::npos)
+      << m;
   const std::string s = http(proxy_->admin_port(), "GET /status HTTP/1.0\r\n\r\n");
   EXPECT_NE(s.find("\"name\":\"r2\""), std::string::npos) << s;
   EXPECT_NE(s.find("\"routing\":\"preset twemproxy\""), std::string::npos) << s;
@@ -539,13 +559,13 @@ class BinaryProxy {
   bool start() {
     // -s 0 -a 127.0.0.1: the stats port (nutcracker's default 0.0.0.0:22222) on any free
     // loopback port, so parallel tests never collide and nothing listens beyond loopback.
-    return process.start(
-        {CHASH_PROXY_PATH, "-c", file_.string(), "-s", "0", "-a", "127.0.0.1"}, [&] {
-          const int fd = testing::dial_tcp(port);
-          if (fd < 0) return false;
-          ::close(fd);
-          return true;
-        });
+    return process.start({CHASH_PROXY_PATH, "-c", file_.string(), "-s", "0", "-a", "127.0.0.1"},
+                         [&] {
+                           const int fd = testing::dial_tcp(port);
+                           if (fd < 0) return false;
+                           ::close(fd);
+                           return true;
+                         });
   }
   // Waits up to `tries` x 25 ms until every worker routes with config `version` (/status).
   bool applied(int version, int tries) {
@@ -686,7 +706,6 @@ TEST(ProxyBinary, CheckAndHelp) {
   fs::remove_all(dir);
 }
 
-
 // ---- Metrics: connections, bytes, reloads (issue 12) -------------------------------------------
 
 namespace {
@@ -703,8 +722,8 @@ TEST_F(ProxyE2E, MetricsCountRedisBackendConnectionsAndBytes) {
   start_proxy(yaml("") + "chash_proxy:\n  admin: 127.0.0.1:0\n", 1);
   auto c = client();
   const Pool& pool = *proxy_->topology()->pools[0];
-  // 20 SETs, keys chosen so that every backend gets some: "*3\r\n$3\r\nSET\r\n$2\r\nk0\r\n$1\r\nv\r\n"
-  // is 28 bytes, one more per extra key digit.
+  // 20 SETs, keys chosen so that every backend gets some:
+  // "*3\r\n$3\r\nSET\r\n$2\r\nk0\r\n$1\r\nv\r\n" is 28 bytes, one more per extra key digit.
   std::vector<std::string> keys;
   for (NodeId n = 0; n < 3; ++n) {
     for (int i = 0, taken = 0; i < 1000 && taken < (n == 0 ? 6 : 7); ++i) {
@@ -736,8 +755,9 @@ TEST_F(ProxyE2E, MetricsCountRedisBackendConnectionsAndBytes) {
   EXPECT_NE(m.find("chash_proxy_backend_connections{pool=\"alpha\",backend=\"r1\"} 1\n"),
             std::string::npos)
       << m;
-  EXPECT_NE(m.find("chash_proxy_request_bytes_total{pool=\"alpha\"} " + std::to_string(sent) + "\n"),
-            std::string::npos);
+  EXPECT_NE(
+      m.find("chash_proxy_request_bytes_total{pool=\"alpha\"} " + std::to_string(sent) + "\n"),
+      std::string::npos);
   EXPECT_NE(m.find("chash_proxy_response_bytes_total{pool=\"alpha\"} 100\n"), std::string::npos);
   EXPECT_NE(m.find("chash_proxy_build_info{version=\""), std::string::npos);
   EXPECT_NE(m.find("\nprocess_resident_memory_bytes "), std::string::npos);

@@ -202,3 +202,27 @@ def test_docstring_examples():
         runner.run(parser.get_doctest(doc, {"chash": chash}, f"doc{i}", None, 0))
     assert runner.summarize(verbose=False).failed == 0
     assert runner.summarize(verbose=False).attempted >= 4
+
+
+def test_ring_spec_router_and_its_errors():
+    nodes = ["ServerA", "ServerB", "ServerC"]
+    spec = "points={name}_v{i}; vnodes=3; hash=md5-int32"
+    r = chash.Router(nodes, ring=spec)
+    same = chash.Router(nodes, preset="python-md5-ring", vnodes=3)
+    keys = [f"data_{i}" for i in range(500)]
+    assert r.route_many(keys) == same.route_many(keys)
+    # vnodes overrides the spec's count; add/remove keep the spec.
+    assert chash.Router(nodes, ring=spec, vnodes=150).route_many(keys) == chash.Router(
+        nodes, preset="python-md5-ring").route_many(keys)
+    grown = r.add("ServerD")
+    assert grown.route_many(keys) == chash.Router(nodes + ["ServerD"], ring=spec).route_many(keys)
+    assert "ring spec points={name}_v{i}" in r.description
+    with pytest.raises(ValueError, match=r"ring spec: hash: unknown hash \"sha1\""):
+        chash.Router(nodes, ring="hash=sha1")
+    with pytest.raises(ValueError, match="one of algorithm, preset and ring"):
+        chash.Router(nodes, ring=spec, preset="ketama")
+    with pytest.raises(ValueError, match="vnodes: given twice"):
+        chash.canonical_ring_spec("vnodes=1; vnodes=2")
+    assert chash.ring_spec("ketama") is None
+    assert chash.ring_spec("java-hashcode-ring", vnodes=0).startswith(
+        "points={name}#{i}; from=0; vnodes=0; bare=first")

@@ -64,3 +64,23 @@ def test_preset_agrees_with_the_peer(path):
         got = [r.route_n(k, replicas) for k in v["keys"]]
     bad = [(k, e, g) for k, e, g in zip(v["keys"], v["expected"], got) if e != g]
     assert not bad, f"{len(bad)} of {len(got)} keys disagree, first: {bad[:3]}"
+
+
+ARTICLE_RINGS = ("guava-treemap", "java-hashcode-ring", "python-md5-ring", "murmur64a-treemap")
+RING_FILES = [f for f in FILES if os.path.basename(f).split("__")[0] in ARTICLE_RINGS]
+
+
+def test_every_article_ring_has_vectors():
+    assert {os.path.basename(f).split("__")[0] for f in RING_FILES} == set(ARTICLE_RINGS)
+
+
+@pytest.mark.parametrize("path", RING_FILES, ids=[os.path.basename(f)[:-4] for f in RING_FILES])
+def test_article_ring_as_a_ring_spec_agrees_with_the_article(path):
+    v = load(path)
+    vnodes = int(v["options"]["vnodes"]) if "vnodes" in v["options"] else None
+    spec = chash.ring_spec(v["preset"], vnodes=vnodes)
+    assert spec is not None and spec == chash.canonical_ring_spec(spec)
+    r = chash.Router(v["nodes"], ring=spec)
+    got = [[n] for n in r.route_many(v["keys"])]
+    bad = [(k, e, g) for k, e, g in zip(v["keys"], v["expected"], got) if e != g]
+    assert not bad, f"{len(bad)} of {len(got)} keys disagree via ring={spec!r}: {bad[:3]}"
