@@ -215,6 +215,13 @@ TEST_F(DetectLive, RedisScanNamesThePreset) {
   const auto bounded = run(args);
   ASSERT_EQ(bounded.code, 0) << bounded.err;
   EXPECT_EQ(Json::parse(bounded.out)[0]["keys"].get<int>(), 300);
+  args.erase(args.begin() + 1, args.begin() + 3);  // the table says so
+  const auto table = run(args);
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("read at most 100 keys per server (--max-keys 300 split over the "
+                           "servers); some servers hold more"),
+            std::string::npos)
+      << table.out;
 }
 
 // Three memcached nodes named by address (no NAME=) filled by ketama, keys that memcached's

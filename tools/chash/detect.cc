@@ -4,7 +4,9 @@
 // and option, native algorithm and ring family for the routing that reproduces them
 // (detect_search.h), and print the best with their agreement — or say that none reaches the
 // threshold (exit code 3).
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <set>
 
 #include "chash/error.h"
@@ -76,7 +78,9 @@ Observations scan_servers(const DetectArgs& a, std::vector<Node>& scanned) {
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(a.timeout * 1000));
   Observations obs;
   for (const auto& t : targets) {
-    for (auto& key : scan_keys(t, per, timeout)) obs.add(std::move(key), t.name);
+    auto keys = scan_keys(t, per, timeout);
+    obs.truncated = obs.truncated || keys.size() == per;  // there may be more
+    for (auto& key : keys) obs.add(std::move(key), t.name);
   }
   if (obs.size() == 0) {
     throw Error(ErrorCode::kInvalidArgument, "no keys on the scanned servers: nothing to detect");
@@ -87,11 +91,16 @@ Observations scan_servers(const DetectArgs& a, std::vector<Node>& scanned) {
 void print_table(const DetectArgs& a, const DetectResult& r, const std::vector<Node>& nodes,
                  std::uint64_t keys, bool truncated, bool order_given, double seconds,
                  bool matched) {
+  const std::size_t servers = std::max<std::size_t>(1, a.redis.size() + a.memcached.size());
   Out out;
   out.put("detect: " + thousands(keys) + " observations on " + thousands(nodes.size()) +
           (nodes.size() == 1 ? " node; " : " nodes; ") + thousands(r.candidates) +
           " candidates searched in " + fixed(seconds, 2) + " s\n");
-  if (truncated) {
+  if (truncated && a.observed.empty()) {
+    out.put("note: read at most " + thousands(std::max<std::uint64_t>(1, a.max_keys / servers)) +
+            " keys per server (--max-keys " + thousands(a.max_keys) +
+            " split over the servers); some servers hold more\n");
+  } else if (truncated) {
     out.put("note: stopped reading at --max-keys " + thousands(a.max_keys) + " observations\n");
   }
   if (!order_given && nodes.size() > 1) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -273,6 +274,7 @@ class BuildAhead {
   std::optional<Router> take(std::size_t i) {
     std::unique_lock lock(mu_);
     done_.wait(lock, [&] { return built_[i].has_value(); });
+    if (failure_) std::rethrow_exception(failure_);
     std::optional<Router> r = std::move(*built_[i]);
     built_[i].reset();
     taken_ = i + 1;
@@ -292,14 +294,18 @@ class BuildAhead {
         i = next_++;
       }
       std::optional<Router> r;
+      std::exception_ptr failure;
       try {
         r.emplace(Router::build(specs_[i], nodes_));
       } catch (const Error&) {
         // e.g. more points than a ring holds: not a candidate
+      } catch (...) {
+        failure = std::current_exception();  // out of memory...: the caller's to report
       }
       {
         std::lock_guard lock(mu_);
         built_[i].emplace(std::move(r));
+        if (failure && !failure_) failure_ = failure;
       }
       done_.notify_all();
     }
@@ -310,6 +316,7 @@ class BuildAhead {
   std::vector<std::optional<std::optional<Router>>> built_;  // outer: done; inner: built
   std::size_t window_ = 0, next_ = 0, taken_ = 0;
   bool stop_ = false;
+  std::exception_ptr failure_;
   std::mutex mu_;
   std::condition_variable ready_, done_;
   std::vector<std::thread> workers_;
@@ -322,7 +329,12 @@ class PresetSearch {
   PresetSearch(Scorer& s, std::span<const Node> nodes, std::uint64_t& seq)
       : s_(s), nodes_(nodes), seq_(seq) {
     const auto keys = s.keys();
-    probe_ = keys.first(std::min<std::size_t>(keys.size(), 512));
+    // The probe: a sample of the observed keys, and keys of no particular shape, so that two
+    // options count as one only when they route alike in general, not just on few observations.
+    const auto sample = keys.first(std::min<std::size_t>(keys.size(), 512));
+    probe_.assign(sample.begin(), sample.end());
+    for (int i = 0; i < 256; ++i) synthetic_.push_back("detect-probe:" + std::to_string(i));
+    probe_.insert(probe_.end(), synthetic_.begin(), synthetic_.end());
     const bool braces = std::any_of(keys.begin(), keys.end(), [](std::string_view k) {
       const auto open = k.find('{');
       return open != std::string_view::npos && k.find('}', open + 1) != std::string_view::npos;
@@ -420,7 +432,8 @@ class PresetSearch {
   Scorer& s_;
   std::span<const Node> nodes_;
   std::uint64_t& seq_;
-  std::span<const std::string_view> probe_;
+  std::vector<std::string> synthetic_;
+  std::vector<std::string_view> probe_;
   std::vector<std::string> tags_;
   std::set<std::vector<NodeId>> seen_;
 };
@@ -438,6 +451,8 @@ class HashCache {
   }
 
  private:
+  // Indexed by the KeyHash's value: they run 0 .. kRedisSlot, as kAllKeyHashes lists them.
+  static_assert(static_cast<std::size_t>(KeyHash::kRedisSlot) + 1 == std::size(kAllKeyHashes));
   std::span<const std::string_view> keys_;
   std::vector<std::uint64_t> cache_[std::size(kAllKeyHashes)];
 };

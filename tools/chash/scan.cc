@@ -239,7 +239,8 @@ std::string resp_command(std::initializer_list<std::string_view> argv) {
 std::int64_t resp_count(Connection& c, std::string_view line, char type, std::int64_t min,
                         std::int64_t max, const char* what) {
   if (!line.empty() && line.front() == '-') {
-    c.fail("SCAN answered " + std::string(line.substr(0, 200)));
+    c.fail("SCAN answered \"" + std::string(line.substr(1, 200)) + "\"" +
+           (line.starts_with("-NOAUTH") ? " (chash detect does not authenticate)" : ""));
   }
   std::int64_t v = 0;
   bool ok = !line.empty() && line.front() == type;
