@@ -95,7 +95,8 @@ void print_table(const DetectArgs& a, const DetectResult& r, const std::vector<N
   Out out;
   out.put("detect: " + thousands(keys) + " observations on " + thousands(nodes.size()) +
           (nodes.size() == 1 ? " node; " : " nodes; ") + thousands(r.candidates) +
-          " candidates searched in " + fixed(seconds, 2) + " s\n");
+          " candidates searched (" + thousands(r.ruled_out) + " ruled out by key order) in " +
+          fixed(seconds, 2) + " s\n");
   if (truncated && a.observed.empty()) {
     out.put("note: read at most " + thousands(std::max<std::uint64_t>(1, a.max_keys / servers)) +
             " keys per server (--max-keys " + thousands(a.max_keys) +

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <exception>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -118,7 +119,11 @@ class Scorer {
   }
 
   std::span<const std::string_view> keys() const noexcept { return views_; }
+  std::span<const NodeId> owners() const noexcept { return owners_; }
   std::uint64_t scored() const noexcept { return scored_; }
+  // Mismatches a candidate may have and still matter: reach the threshold, or 90% agreement
+  // (so that near misses still show as the closest when nothing reaches the threshold).
+  std::uint64_t slack() const noexcept { return std::max(n_ - need_, n_ / 10); }
 
   // Scores `c`; route(off, n, out) writes the candidate's nodes for observations [off, off + n).
   template <class Route>
@@ -457,7 +462,7 @@ class HashCache {
   std::vector<std::uint64_t> cache_[std::size(kAllKeyHashes)];
 };
 
-void search_natives(Scorer& s, std::span<const Node> nodes, std::uint64_t& seq) {
+void search_natives(Scorer& s, HashCache& cache, std::span<const Node> nodes, std::uint64_t& seq) {
   // Every table to build: each algorithm with its defaults; rings with every vnode count and
   // point format.
   std::vector<RoutingSpec> specs;
@@ -475,7 +480,6 @@ void search_natives(Scorer& s, std::span<const Node> nodes, std::uint64_t& seq) 
       }
     }
   }
-  HashCache cache(s.keys());
   BuildAhead builds(std::move(specs), nodes);
   for (std::size_t i = 0; i < builds.size(); ++i) {
     const std::optional<Router> r = builds.take(i);
@@ -509,37 +513,116 @@ constexpr std::string_view kRingHashes[] = {
     "java-hashcode; abs=yes",     "java-hashcode", "guava-long", "guava-int",
     "murmur64a; seed=0x1234abcd", "md5-int32"};
 
+// A ring of P points cuts the circle into at most P arcs, each owned by one node. Walking the
+// observations in the order of their positions, the owner therefore changes at most P times
+// around the circle, and each observation the ring gets wrong adds at most 2 changes. So when
+// the observed owners change more than P + 2k times in the order a hash gives, no ring that
+// positions keys with that hash and has at most P points gets fewer than k observations wrong
+// — whatever its point names, collisions or successor rule — and such rings need not be built.
+std::uint64_t circular_changes(std::span<const std::uint64_t> positions,
+                               std::span<const NodeId> owners) {
+  std::vector<std::pair<std::uint64_t, NodeId>> v(positions.size());
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = {positions[i], owners[i]};
+  std::sort(v.begin(), v.end());
+  std::uint64_t changes = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    changes += v[i].second != v[(i + 1) % v.size()].second;
+  }
+  return changes;
+}
+
+// The positions ring_spec.h gives keys for `hash` (a spec's hash= and abs= values), when they
+// can be computed here from public functions: chash's key hashes (hash_key, 32-bit ones
+// zero-extended, unsigned), java-hashcode (hash::java_string_hashcode, with Java's Math.abs for
+// abs=yes: MIN_VALUE stays) and md5-int32 (the digest's last four bytes, big-endian). Signed
+// order is a rotation of the circle, which leaves circular changes alone. nullopt for the rest
+// (Guava and MurmurHash64A see malformed UTF-8 as Java decodes it).
+std::optional<std::vector<std::uint64_t>> key_positions(std::string_view hash, HashCache& cache,
+                                                        std::span<const std::string_view> keys) {
+  if (hash.starts_with("java-hashcode")) {
+    const bool abs = hash.ends_with("abs=yes");
+    std::vector<std::uint64_t> v(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      std::int64_t x = hash::java_string_hashcode(keys[i]);
+      if (abs && x < 0 && x != std::numeric_limits<std::int32_t>::min()) x = -x;
+      v[i] = static_cast<std::uint32_t>(x);
+    }
+    return v;
+  }
+  if (hash == "md5-int32") {
+    std::vector<std::uint64_t> v(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const hash::Md5Digest d = hash::md5(keys[i]);
+      v[i] = std::uint64_t{d[12]} << 24 | std::uint64_t{d[13]} << 16 | std::uint64_t{d[14]} << 8 |
+             d[15];
+    }
+    return v;
+  }
+  for (const KeyHash h : kAllKeyHashes) {
+    if (key_hash_name(h) == hash) {
+      const std::uint64_t* p = cache.upto(h, keys.size());
+      return std::vector<std::uint64_t>(p, p + keys.size());
+    }
+  }
+  return std::nullopt;
+}
+
 // Ring specs of every family: each point format and vnode count, with and without the bare node
 // name as a point (bare=first; vnodes=0: only that point), each hash; order by the hash's
 // default, successor ge, collision last (what TreeMap.put/tailMap and a Python dict with bisect
-// do).
-void search_ring_specs(Scorer& s, std::span<const Node> nodes, std::uint64_t& seq) {
+// do). Returns how many were ruled out by key order without being built.
+std::uint64_t search_ring_specs(Scorer& s, HashCache& cache, std::span<const Node> nodes,
+                                std::uint64_t& seq) {
   std::vector<std::string> hashes(std::begin(kRingHashes), std::end(kRingHashes));
   for (const KeyHash h : kAllKeyHashes) {
     if (h != KeyHash::kRedisSlot) hashes.emplace_back(key_hash_name(h));
   }
+  std::uint64_t weight = 0, drawn = 0;  // points per vnode; nodes with a (bare) point
+  for (const Node& n : nodes) {
+    weight += n.weight;
+    drawn += n.weight > 0;
+  }
   std::vector<RoutingSpec> specs;
+  std::uint64_t ruled_out = 0;
   auto add = [&specs](std::string text) {
     RoutingSpec spec;
     spec.ring = std::move(text);
     specs.push_back(std::move(spec));
   };
   for (const auto& hash : hashes) {
+    std::optional<std::uint64_t> changes;
+    if (const auto pos = key_positions(hash, cache, s.keys())) {
+      changes = circular_changes(*pos, s.owners());
+    }
+    // Whether a ring of this hash with v vnodes per unit of weight (and bare points) could
+    // matter.
+    auto possible = [&](std::uint64_t v) {
+      return !changes || *changes <= weight * v + drawn + 2 * s.slack();
+    };
     for (const bool bare : {false, true}) {
       for (const auto f : kPointFormats) {
         for (const std::uint32_t v : kVnodes) {
+          if (!possible(v)) {
+            ++ruled_out;
+            continue;
+          }
           add("points=" + std::string(f) + "; vnodes=" + std::to_string(v) +
               (bare ? "; bare=first" : "") + "; hash=" + hash);
         }
       }
     }
-    add("vnodes=0; bare=first; hash=" + hash);
+    if (possible(0)) {
+      add("vnodes=0; bare=first; hash=" + hash);
+    } else {
+      ++ruled_out;
+    }
   }
   BuildAhead builds(std::move(specs), nodes);
   for (std::size_t i = 0; i < builds.size(); ++i) {
     const std::optional<Router> r = builds.take(i);
     if (r) s.score({builds.spec(i), rank(kRingSpec, seq++)}, router_route(*r, s.keys()));
   }
+  return ruled_out;
 }
 
 }  // namespace
@@ -554,10 +637,11 @@ DetectResult detect(std::span<const Node> nodes, const ObservedPlacement& observ
   DetectResult result;
   std::uint64_t seq = 0;
   PresetSearch(scorer, nodes, seq).run(result.inapplicable);
-  search_natives(scorer, nodes, seq);
-  search_ring_specs(scorer, nodes, seq);
+  HashCache cache(scorer.keys());
+  search_natives(scorer, cache, nodes, seq);
+  result.ruled_out = search_ring_specs(scorer, cache, nodes, seq);
   result.best = scorer.finish();
-  result.candidates = scorer.scored();
+  result.candidates = scorer.scored() + result.ruled_out;
   if (!result.best.empty()) {
     std::tie(result.tied_with_best, result.tied_exact) = scorer.count_at(result.best[0].matches);
   }

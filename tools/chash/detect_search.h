@@ -12,7 +12,10 @@
 // stops as soon as it cannot reach the threshold or the current k-th best — exactly (too many
 // mismatches already) or statistically (a Hoeffding bound at 1e-12 on the keys seen so far; the
 // observations are a shuffled sample, place_observations). Native tables are built once per
-// option set and looked up with each key hash's cached hashes. The agreement reported for
+// option set and looked up with each key hash's cached hashes; tables are built on worker
+// threads ahead of the scoring. Ring specs whose hash orders the observed keys with more owner
+// changes than their points allow are ruled out without being built (circular_changes in the
+// source has the argument). The agreement reported for
 // every result is recomputed over all observations with Router::build(spec), as `chash route`
 // routes.
 #pragma once
@@ -54,7 +57,8 @@ struct DetectResult {
   // Best first, at most `top`: every candidate at or above the threshold that is among the best
   // `top`, then (when there are fewer) the closest below it. Exact over all observations.
   std::vector<DetectMatch> best;
-  std::uint64_t candidates = 0;  // scored
+  std::uint64_t candidates = 0;  // searched: scored, or ruled out without being built
+  std::uint64_t ruled_out = 0;   // ring specs whose hash orders the keys too unlike the nodes
   // Candidates with exactly the best agreement when it reaches the threshold (more than one: the
   // observations cannot tell them apart; the simplest is shown first). At least this many when
   // tied_exact is false (counting stops after a few dozen).
