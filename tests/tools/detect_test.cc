@@ -415,6 +415,13 @@ TEST_F(Detect, MalformedInputIsAnErrorNamingTheLine) {
   r = run({"detect", "--observed", f.string(), "--nodes", "a,b"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("observed node \"q\" is not in the node list"), std::string::npos) << r.err;
+  // Key and node swapped: a node per line.
+  std::string swapped;
+  for (int i = 0; i < 1500; ++i) swapped += "node-a\tuser:" + std::to_string(i) + "\n";
+  f = write("swapped.txt", swapped);
+  r = run({"detect", "--observed", f.string()});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("1,500 nodes: detect searches at most 1,000"), std::string::npos) << r.err;
   // Usage: no source, two sources, bad numbers.
   r = run({"detect"});
   EXPECT_EQ(r.code, 2) << r.err;

@@ -19,6 +19,10 @@ namespace chash::cli {
 
 namespace {
 
+// Search time grows with the node count (every candidate ring has points per node): about 8 s
+// for 100 nodes, minutes for 1,000. More is almost surely swapped columns.
+constexpr std::size_t kMaxDetectNodes = 1000;
+
 struct DetectArgs {
   std::string observed;
   std::vector<std::string> redis, memcached;
@@ -190,6 +194,13 @@ void run_detect(const DetectArgs& a) {
     nodes = nodes_seen(obs);
   }
   validate_nodes(nodes);
+  if (nodes.size() > kMaxDetectNodes) {
+    throw Error(ErrorCode::kLimitExceeded,
+                thousands(nodes.size()) + " nodes: detect searches at most " +
+                    thousands(kMaxDetectNodes) +
+                    " (its time grows with the node count; are the lines KEY<TAB>NODE, key "
+                    "first?)");
+  }
   const bool truncated = obs.truncated;
   const ObservedPlacement placed = place_observations(std::move(obs), nodes);
 
