@@ -98,8 +98,8 @@ constexpr std::size_t kFirstChunk = 256;
 constexpr std::size_t kMaxChunk = 8192;
 // Hoeffding: after m of N shuffled observations with x agreeing, the agreement over all of them
 // exceeds x/m + sqrt(ln(1/d) / 2m) with probability below d (sampling without replacement
-// obeys the same bound). d = 1e-12: over ~10^4 candidates and a dozen checks each, a wrong
-// early stop has odds below 1e-7.
+// obeys the same bound). d = 1e-12: over ~15,000 candidates and a dozen checks each, a wrong
+// early stop has odds below 1e-6.
 constexpr double kLnInverseDelta = 27.631021115928547;  // ln(1e12)
 // Closest candidates below the threshold kept (by estimate) to report when too few reach it.
 constexpr std::size_t kNearPerTop = 4;
