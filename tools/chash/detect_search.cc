@@ -2,22 +2,18 @@
 #include "detect_search.h"
 
 #include <algorithm>
-#include <cmath>
-#include <condition_variable>
-#include <exception>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string_view>
-#include <thread>
 #include <tuple>
 #include <utility>
 
+#include "build_ahead.h"
 #include "chash/batch.h"
 #include "chash/error.h"
 #include "chash/preset.h"
+#include "detect_scorer.h"
 
 namespace chash::cli {
 
@@ -92,240 +88,12 @@ enum Tier : std::uint64_t {
 };
 std::uint64_t rank(Tier tier, std::uint64_t seq) { return (std::uint64_t{tier} << 40) | seq; }
 
-// ---- Scoring ---------------------------------------------------------------------------------------
-
-constexpr std::size_t kFirstChunk = 256;
-constexpr std::size_t kMaxChunk = 8192;
-// Hoeffding: after m of N shuffled observations with x agreeing, the agreement over all of them
-// exceeds x/m + sqrt(ln(1/d) / 2m) with probability below d (sampling without replacement
-// obeys the same bound). d = 1e-12: over ~15,000 candidates and a dozen checks each, a wrong
-// early stop has odds below 1e-6.
-constexpr double kLnInverseDelta = 27.631021115928547;  // ln(1e12)
-// Closest candidates below the threshold kept (by estimate) to report when too few reach it.
-constexpr std::size_t kNearPerTop = 4;
-// Ties with the k-th best scored to the end to be counted (they cost a full pass each; with one
-// node every candidate ties).
-constexpr std::size_t kTieBudget = 64;
-
-class Scorer {
- public:
-  Scorer(std::span<const Node> nodes, const ObservedPlacement& obs, const DetectOptions& o)
-      : nodes_(nodes), owners_(obs.owners), top_n_(std::max<std::size_t>(o.top, 1)) {
-    views_.assign(obs.keys.begin(), obs.keys.end());
-    n_ = views_.size();
-    need_ = static_cast<std::uint64_t>(std::ceil(o.threshold * static_cast<double>(n_) - 1e-9));
-    need_ = std::clamp<std::uint64_t>(need_, 1, n_);
-    buf_.resize(kMaxChunk);
-  }
-
-  std::span<const std::string_view> keys() const noexcept { return views_; }
-  std::span<const NodeId> owners() const noexcept { return owners_; }
-  std::uint64_t scored() const noexcept { return scored_; }
-  // Mismatches a candidate may have and still matter: reach the threshold, or 90% agreement
-  // (so that near misses still show as the closest when nothing reaches the threshold).
-  std::uint64_t slack() const noexcept { return std::max(n_ - need_, n_ / 10); }
-
-  // Scores `c`; route(off, n, out) writes the candidate's nodes for observations [off, off + n).
-  template <class Route>
-  void score(const DetectCandidate& c, Route&& route) {
-    ++scored_;
-    std::uint64_t m = 0, x = 0;
-    std::size_t chunk = kFirstChunk;
-    while (m < n_) {
-      const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, n_ - m));
-      route(static_cast<std::size_t>(m), k, buf_.data());
-      const NodeId* want = owners_.data() + m;
-      for (std::size_t i = 0; i < k; ++i) x += buf_[i] == want[i];
-      m += k;
-      chunk = std::min(chunk * 2, kMaxChunk);
-      if (m == n_) break;
-      if (!can_reach(x, m, need_)) {
-        keep_near(c, x, m);
-        return;
-      }
-      if (top_.size() == top_n_ && !can_reach(x, m, prune_bar(c.rank))) return;
-    }
-    if (x < need_) {
-      keep_near(c, x, m);
-      return;
-    }
-    ++completed_[x];
-    if (top_.size() < top_n_ || x >= entry_bar(c.rank)) {
-      DetectMatch match{c, x, n_};
-      const auto at = std::upper_bound(top_.begin(), top_.end(), match, better);
-      top_.insert(at, std::move(match));
-      if (top_.size() > top_n_) top_.pop_back();
-    } else if (tie_budget_ > 0) {
-      --tie_budget_;  // a tie with the k-th best, run to the end to be counted
-    }
-  }
-
-  // How many candidates reached `matches` (at or above the threshold), and whether that count
-  // is exact (it is unless more than kTieBudget ties ran past the top).
-  std::pair<std::uint64_t, bool> count_at(std::uint64_t matches) const {
-    const auto it = completed_.find(matches);
-    return {it == completed_.end() ? 0 : it->second, tie_budget_ > 0};
-  }
-
-  // The best candidates, exact: recounted over every observation through Router::build(spec),
-  // as `chash route` routes them.
-  std::vector<DetectMatch> finish() {
-    std::vector<DetectMatch> out = top_;
-    if (out.size() < top_n_) {
-      for (const DetectMatch& m : near_) out.push_back(m);
-    }
-    for (DetectMatch& m : out) {
-      m.matches = recount(m.candidate.spec);
-      m.keys = n_;
-    }
-    std::sort(out.begin(), out.end(), better);
-    if (out.size() > top_n_) out.resize(top_n_);
-    return out;
-  }
-
-  std::uint64_t recount(const RoutingSpec& spec) {
-    const Router r = Router::build(spec, nodes_);
-    std::uint64_t x = 0;
-    for (std::size_t off = 0; off < n_; off += kMaxChunk) {
-      const std::size_t k = std::min<std::size_t>(kMaxChunk, n_ - off);
-      r.route_batch(std::span<const std::string_view>(views_).subspan(off, k), buf_);
-      for (std::size_t i = 0; i < k; ++i) x += buf_[i] == owners_[off + i];
-    }
-    return x;
-  }
-
- private:
-  static bool better(const DetectMatch& a, const DetectMatch& b) {
-    return a.matches != b.matches ? a.matches > b.matches : a.candidate.rank < b.candidate.rank;
-  }
-  // The matches a candidate of rank `r` needs to displace the k-th best (ties go to the lower
-  // rank).
-  std::uint64_t entry_bar(std::uint64_t r) const {
-    const DetectMatch& kth = top_.back();
-    return kth.matches + (r < kth.candidate.rank ? 0 : 1);
-  }
-  // The matches below which a candidate is stopped: ties with the k-th best run to the end while
-  // the tie budget lasts, so that candidates as good as the best can be counted.
-  std::uint64_t prune_bar(std::uint64_t r) const {
-    return tie_budget_ > 0 ? top_.back().matches : entry_bar(r);
-  }
-  // Whether x matches in the first m observations can still become `target` over all n_:
-  // exactly possible, and not ruled out by the Hoeffding bound.
-  bool can_reach(std::uint64_t x, std::uint64_t m, std::uint64_t target) const {
-    if (x + (n_ - m) < target) return false;
-    const double md = static_cast<double>(m);
-    const double upper = static_cast<double>(x) / md + std::sqrt(kLnInverseDelta / (2 * md));
-    return upper * static_cast<double>(n_) >= static_cast<double>(target);
-  }
-  void keep_near(const DetectCandidate& c, std::uint64_t x, std::uint64_t m) {
-    const std::size_t cap = kNearPerTop * top_n_;
-    // Ordered by estimated agreement, then rank; matches/keys hold the estimate until finish().
-    DetectMatch e{c, x, m};
-    auto before = [](const DetectMatch& a, const DetectMatch& b) {
-      const double ea = a.agreement(), eb = b.agreement();
-      return ea != eb ? ea > eb : a.candidate.rank < b.candidate.rank;
-    };
-    if (near_.size() == cap && !before(e, near_.back())) return;
-    near_.insert(std::upper_bound(near_.begin(), near_.end(), e, before), std::move(e));
-    if (near_.size() > cap) near_.pop_back();
-  }
-
-  std::span<const Node> nodes_;
-  std::vector<std::string_view> views_;
-  std::span<const NodeId> owners_;
-  std::size_t top_n_;
-  std::uint64_t n_ = 0, need_ = 0, scored_ = 0;
-  std::vector<NodeId> buf_;
-  std::vector<DetectMatch> top_;   // at or above the threshold, best first, exact
-  std::vector<DetectMatch> near_;  // below it, best estimate first
-  std::map<std::uint64_t, std::uint64_t> completed_;  // matches -> candidates, at or above need_
-  std::size_t tie_budget_ = kTieBudget;
-};
-
 // Routes through a Router (presets; anything the fast path does not cover).
 auto router_route(const Router& r, std::span<const std::string_view> keys) {
   return [&r, keys](std::size_t off, std::size_t n, NodeId* out) {
     r.route_batch(keys.subspan(off, n), std::span<NodeId>(out, n));
   };
 }
-
-// ---- Building candidates ahead of the scoring -------------------------------------------------
-// Building rings (hashing and sorting their points) is most of a search's time; scoring is
-// cheap and must see the candidates in order (ranks, the top's bar). Worker threads build the
-// routers of a list of specs a bounded window ahead; the caller takes them in order.
-
-class BuildAhead {
- public:
-  BuildAhead(std::vector<RoutingSpec> specs, std::span<const Node> nodes)
-      : specs_(std::move(specs)), nodes_(nodes), built_(specs_.size()) {
-    const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-    window_ = 4 * std::size_t{threads};
-    for (unsigned t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
-  }
-  ~BuildAhead() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    ready_.notify_all();
-    for (auto& w : workers_) w.join();
-  }
-  BuildAhead(const BuildAhead&) = delete;
-  BuildAhead& operator=(const BuildAhead&) = delete;
-
-  std::size_t size() const noexcept { return specs_.size(); }
-  const RoutingSpec& spec(std::size_t i) const noexcept { return specs_[i]; }
-  // The router of spec i (nullopt: the spec refuses these nodes). Call with i = 0, 1, 2, ...
-  std::optional<Router> take(std::size_t i) {
-    std::unique_lock lock(mu_);
-    done_.wait(lock, [&] { return built_[i].has_value(); });
-    if (failure_) std::rethrow_exception(failure_);
-    std::optional<Router> r = std::move(*built_[i]);
-    built_[i].reset();
-    taken_ = i + 1;
-    ready_.notify_all();
-    return r;
-  }
-
- private:
-  void work() {
-    for (;;) {
-      std::size_t i;
-      {
-        std::unique_lock lock(mu_);
-        ready_.wait(lock,
-                    [&] { return stop_ || (next_ < specs_.size() && next_ < taken_ + window_); });
-        if (stop_) return;
-        i = next_++;
-      }
-      std::optional<Router> r;
-      std::exception_ptr failure;
-      try {
-        r.emplace(Router::build(specs_[i], nodes_));
-      } catch (const Error&) {
-        // e.g. more points than a ring holds: not a candidate
-      } catch (...) {
-        failure = std::current_exception();  // out of memory...: the caller's to report
-      }
-      {
-        std::lock_guard lock(mu_);
-        built_[i].emplace(std::move(r));
-        if (failure && !failure_) failure_ = failure;
-      }
-      done_.notify_all();
-    }
-  }
-
-  std::vector<RoutingSpec> specs_;
-  std::span<const Node> nodes_;
-  std::vector<std::optional<std::optional<Router>>> built_;  // outer: done; inner: built
-  std::size_t window_ = 0, next_ = 0, taken_ = 0;
-  bool stop_ = false;
-  std::exception_ptr failure_;
-  std::mutex mu_;
-  std::condition_variable ready_, done_;
-  std::vector<std::thread> workers_;
-};
 
 // ---- Presets and their options -------------------------------------------------------------------
 

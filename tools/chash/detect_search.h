@@ -8,14 +8,11 @@
 // and point-name formats; ring specs of the families hand-written rings use. Each is scored by
 // how many observations it reproduces (agreement), and ties go to the simpler candidate.
 //
-// Fast: a candidate routes the observations in batches, 256 first, then doubling chunks, and
-// stops as soon as it cannot reach the threshold or the current k-th best — exactly (too many
-// mismatches already) or statistically (a Hoeffding bound at 1e-12 on the keys seen so far; the
-// observations are a shuffled sample, place_observations). Native tables are built once per
-// option set and looked up with each key hash's cached hashes; tables are built on worker
-// threads ahead of the scoring. Ring specs whose hash orders the observed keys with more owner
-// changes than their points allow are ruled out without being built (circular_changes in the
-// source has the argument). The agreement reported for
+// Fast: candidates stop early on a shuffled sample of the observations (detect_scorer.h);
+// tables are built on worker threads ahead of the scoring (build_ahead.h); native tables once
+// per option set, looked up with each key hash's cached hashes; ring specs whose hash orders the
+// observed keys with more owner changes than their points allow are ruled out without being
+// built (circular_changes in detect_search.cc has the argument). The agreement reported for
 // every result is recomputed over all observations with Router::build(spec), as `chash route`
 // routes.
 #pragma once
