@@ -274,6 +274,9 @@ std::vector<std::size_t> node_counts(Algorithm a) {
       return {10, 100, 1000, 10000};
     case Algorithm::kMaglev:  // M = 65,537 must exceed the node count
       return {10, 100, 1000, 10000};
+    case Algorithm::kJump:  // the jump class, also at kMaxNodes' order of magnitude
+    case Algorithm::kJumpBack:
+      return {10, 100, 1000, 10000, 100000, 1000000};
     default:
       return {10, 100, 1000, 10000, 100000};
   }

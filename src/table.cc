@@ -8,8 +8,9 @@
 namespace chash {
 
 namespace {
-constexpr std::string_view kNames[] = {"modulo",     "ring",   "ring64",     "jump", "memento",
-                                       "rendezvous", "maglev", "multiprobe", "slots"};
+constexpr std::string_view kNames[] = {"modulo",  "ring",       "ring64",          "jump",
+                                       "memento", "rendezvous", "maglev",          "multiprobe",
+                                       "slots",   "jumpback",   "memento-jumpback"};
 }
 
 std::string_view algorithm_name(Algorithm a) noexcept { return kNames[static_cast<int>(a)]; }
@@ -47,6 +48,10 @@ AnyTable build_table(Algorithm algorithm, std::span<const Node> nodes, const Tab
       return MultiProbeTable::build(nodes, o.multiprobe);
     case Algorithm::kSlots:
       return SlotTable::build(nodes, o.slots);
+    case Algorithm::kJumpBack:
+      return JumpBackTable::build(nodes);
+    case Algorithm::kMementoJumpBack:
+      return MementoJumpBackTable::build(nodes, o.memento);
   }
   throw Error(ErrorCode::kInvalidArgument, "unknown algorithm");
 }

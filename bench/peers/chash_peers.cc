@@ -3,13 +3,18 @@
 //
 //   chash_peers gen DIR NODES KEYS   writes DIR/nodes.txt (one name a line, 10.0.x.y:11211) and
 //                                    DIR/keys.txt (KEYS 16-byte printable keys, one a line)
-//   chash_peers run DIR ROUNDS       for each preset that has a peer, and each native algorithm,
-//                                    prints "chash:<name>\t<ns per lookup>\t<checksum>"
+//   chash_peers run DIR ROUNDS [NAMES]
+//                                    for each preset that has a peer, and each native algorithm,
+//                                    prints "chash:<name>\t<ns per lookup>\t<checksum>"; NAMES
+//                                    (comma-separated) keeps only those presets and algorithms
+//                                    (e.g. at a million nodes, where rings and maglev do not fit)
 //
 // Every program in this folder does the same work on the same files: for key i in order,
 // look up its node (the key hash included) and add node_index * (i % 1000 + 1) to a checksum;
 // report the least ns per key over ROUNDS passes. Equal checksums show that a preset and its
-// peer chose the same node for every key.
+// peer chose the same node for every key. The jump class (jump, jumpback, memento,
+// memento-jumpback) is also timed on its own, "chash:pick(<name>)": the placement of key hashes
+// computed before the timed pass, as GuavaBench times Hashing.consistentHash alone.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -38,24 +43,39 @@ struct Pass {
   std::uint64_t checksum = 0;
 };
 
+// lookup(i) is the node of key i.
 template <class Lookup>
-Pass measure(const std::vector<std::string_view>& keys, int rounds, Lookup&& lookup) {
+Pass measure(std::size_t count, int rounds, Lookup&& lookup) {
   Pass best{1e300, 0};
   for (int r = 0; r < rounds + 1; ++r) {  // the first pass warms the caches
     std::uint64_t sum = 0;
     const auto t0 = std::chrono::steady_clock::now();
-    for (std::size_t i = 0; i < keys.size(); ++i)
-      sum += std::uint64_t{lookup(keys[i])} * (i % 1000 + 1);
+    for (std::size_t i = 0; i < count; ++i) sum += std::uint64_t{lookup(i)} * (i % 1000 + 1);
     const auto t1 = std::chrono::steady_clock::now();
-    const double ns = std::chrono::duration<double, std::nano>(t1 - t0).count() /
-                      static_cast<double>(keys.size());
+    const double ns =
+        std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(count);
     if (r > 0 && ns < best.ns) best = {ns, sum};
     keep(sum);
   }
   return best;
 }
 
-int run(const std::string& dir, int rounds) {
+template <class Lookup>
+Pass measure(const std::vector<std::string_view>& keys, int rounds, Lookup&& lookup) {
+  return measure(keys.size(), rounds, [&](std::size_t i) { return lookup(keys[i]); });
+}
+
+bool is_jump_class(Algorithm a) {
+  return a == Algorithm::kJump || a == Algorithm::kJumpBack || a == Algorithm::kMemento ||
+         a == Algorithm::kMementoJumpBack;
+}
+
+int run(const std::string& dir, int rounds, const std::string& only) {
+  auto wanted = [&](std::string_view name) {
+    if (only.empty()) return true;
+    const std::string list = "," + only + ",";
+    return list.find("," + std::string(name) + ",") != std::string::npos;
+  };
   const auto names = read_lines(dir + "/nodes.txt");
   const auto key_lines = read_lines(dir + "/keys.txt");
   std::string buf;
@@ -74,19 +94,28 @@ int run(const std::string& dir, int rounds) {
   };
   // Presets with a peer in this folder; groupcache with 50 replicas, as groupcache_bench.go.
   for (const char* preset : {"ketama", "guava", "uhashring", "node-hashring", "groupcache"}) {
+    if (!wanted(preset)) continue;
     PresetOptions o;
     if (std::string(preset) == "groupcache") o.vnodes = 50;
     const auto p = make_preset(preset, nodes, o);
     print(preset, measure(keys, rounds, [&](std::string_view k) { return p->route(k); }));
   }
+  std::vector<std::uint64_t> hashes;
+  for (const auto k : keys) hashes.push_back(hash::xxh3_64(k));
   for (const Algorithm a : kAllAlgorithms) {
     if (a == Algorithm::kSlots && nodes.size() > 16384) continue;
+    if (!wanted(algorithm_name(a))) continue;
     const AnyTable t = build_table(a, nodes);
     std::visit(
         [&](const auto& table) {
           print(std::string(algorithm_name(a)), measure(keys, rounds, [&](std::string_view k) {
                   return table.pick(a == Algorithm::kSlots ? redis_key_slot(k) : hash::xxh3_64(k));
                 }));
+          if (is_jump_class(a)) {
+            print("pick(" + std::string(algorithm_name(a)) + ")",
+                  measure(hashes.size(), rounds,
+                          [&](std::size_t i) { return table.pick(hashes[i]); }));
+          }
         },
         t);
   }
@@ -115,8 +144,9 @@ int main(int argc, char** argv) {
     const std::vector<std::string> a(argv + 1, argv + argc);
     if (a.size() == 4 && a[0] == "gen")
       return chash::bench::gen(a[1], std::stoul(a[2]), std::stoul(a[3]));
-    if (a.size() == 3 && a[0] == "run") return chash::bench::run(a[1], std::stoi(a[2]));
-    std::cerr << "usage: chash_peers gen DIR NODES KEYS | chash_peers run DIR ROUNDS\n";
+    if ((a.size() == 3 || a.size() == 4) && a[0] == "run")
+      return chash::bench::run(a[1], std::stoi(a[2]), a.size() == 4 ? a[3] : "");
+    std::cerr << "usage: chash_peers gen DIR NODES KEYS | chash_peers run DIR ROUNDS [NAMES]\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "chash_peers: " << e.what() << "\n";

@@ -8,6 +8,9 @@
 #
 #   bench/peers/run.sh [NODES [KEYS]]      default 100 nodes, 100,000 keys of 16 bytes
 #   BUILD=build-release ROUNDS=5 bench/peers/run.sh
+#   PEERS=guava ONLY=guava,jump,jumpback bench/peers/run.sh 1000000
+#                                          only those peers, and only those chash presets and
+#                                          algorithms (rings and maglev do not fit a million nodes)
 #
 # Needs $BUILD/bench/chash_peers (make bench-peers builds it). Nothing listens on the network;
 # every program is bounded by `timeout`. A missing peer is reported and skipped.
@@ -19,6 +22,9 @@ NODES=${1:-100}
 KEYS=${2:-100000}
 ROUNDS=${ROUNDS:-5}
 LIMIT=${LIMIT:-300}  # seconds per program
+PEERS=${PEERS:-libmemcached,guava,uhashring,node-hashring,groupcache}
+ONLY=${ONLY:-}       # chash presets and algorithms to time (default: all)
+wants() { [[ ",$PEERS," == *",$1,"* ]]; }
 chash_peers=$BUILD/bench/chash_peers
 [ -x "$chash_peers" ] || { echo "run.sh: $chash_peers not built (make bench-peers)" >&2; exit 1; }
 
@@ -35,28 +41,38 @@ peer() {  # peer NAME COMMAND...: appends the program's result line, or reports 
   fi
 }
 
-peer chash "$chash_peers" run "$tmp" "$ROUNDS"
+peer chash "$chash_peers" run "$tmp" "$ROUNDS" $ONLY
 
-if cc -O2 -o "$tmp/libmemcached_bench" "$here/libmemcached_bench.c" -lmemcached 2>"$tmp/cc.err"; then
+if ! wants libmemcached; then
+  :
+elif cc -O2 -o "$tmp/libmemcached_bench" "$here/libmemcached_bench.c" -lmemcached 2>"$tmp/cc.err"; then
   peer libmemcached "$tmp/libmemcached_bench" "$tmp/nodes.txt" "$tmp/keys.txt" "$ROUNDS"
 else
   echo "run.sh: libmemcached skipped (apt-get install libmemcached-dev): $(head -n 2 "$tmp/cc.err")" >&2
 fi
 
 guava=/usr/share/java/guava.jar
-if command -v javac >/dev/null && [ -f "$guava" ] &&
+if ! wants guava; then
+  :
+elif command -v javac >/dev/null && [ -f "$guava" ] &&
    javac -nowarn -cp "$guava" -d "$tmp" "$here/GuavaBench.java" 2>"$tmp/javac.err"; then
   peer guava java -cp "$guava:$tmp" GuavaBench "$tmp/nodes.txt" "$tmp/keys.txt" "$ROUNDS"
 else
   echo "run.sh: guava skipped (apt-get install default-jdk-headless libguava-java)" >&2
 fi
 
-peer uhashring /usr/bin/python3 "$here/uhashring_bench.py" "$tmp/nodes.txt" "$tmp/keys.txt" "$ROUNDS"
+if wants uhashring; then
+  peer uhashring /usr/bin/python3 "$here/uhashring_bench.py" "$tmp/nodes.txt" "$tmp/keys.txt" "$ROUNDS"
+fi
 
-NODE_PATH=$root/tests/compat/node-hashring/node_modules \
-  peer node-hashring node "$here/hashring_bench.js" "$tmp/nodes.txt" "$tmp/keys.txt" "$ROUNDS"
+if wants node-hashring; then
+  NODE_PATH=$root/tests/compat/node-hashring/node_modules \
+    peer node-hashring node "$here/hashring_bench.js" "$tmp/nodes.txt" "$tmp/keys.txt" "$ROUNDS"
+fi
 
-if command -v go >/dev/null && (cd "$here" && GO111MODULE=off GOPATH=/usr/share/gocode \
+if ! wants groupcache; then
+  :
+elif command -v go >/dev/null && (cd "$here" && GO111MODULE=off GOPATH=/usr/share/gocode \
      GOCACHE="$tmp/gocache" GOFLAGS= go build -o "$tmp/groupcache_bench" groupcache_bench.go) 2>"$tmp/go.err"; then
   peer groupcache "$tmp/groupcache_bench" "$tmp/nodes.txt" "$tmp/keys.txt" "$ROUNDS"
 else

@@ -10,6 +10,8 @@ PEERS = {
     "node-hashring": ("Node", "node-hashring", "ring"),
     "groupcache": ("Go", "groupcache", "ring"),
 }
+# chash's numbered-bucket algorithms, compared with Guava's consistentHash (the same job).
+JUMP_CLASS = ["jump", "jumpback", "memento", "memento-jumpback"]
 
 rows = {}
 for line in open(sys.argv[1]):
@@ -18,8 +20,8 @@ for line in open(sys.argv[1]):
 
 chash = {k[len("chash:"):]: v for k, v in rows.items() if k.startswith("chash:")}
 natives = {k: v for k, v in chash.items() if k not in {p[1] for p in PEERS.values()} and
-           not k.startswith("hash_only")}
-fastest = min(natives, key=lambda k: natives[k][0])
+           not k.startswith("hash_only") and not k.startswith("pick(")}
+fastest = min(natives, key=lambda k: natives[k][0]) if natives else None
 
 print("| peer | lang | ns/lookup | chash preset | preset ns | peer / preset | same nodes | "
       f"chash native | native ns | peer / native | peer / fastest native ({fastest}) |")
@@ -29,15 +31,23 @@ for peer, (lang, preset, native) in PEERS.items():
         print(f"| {peer} | {lang} | (not run) | | | | | | | | |")
         continue
     ns, ck = rows[peer]
-    pns, pck = chash[preset]
-    nns = chash[native][0]
-    print(f"| {peer} | {lang} | {ns:.1f} | {preset} | {pns:.1f} | {ns / pns:.1f}x | "
-          f"{'yes' if ck == pck else 'NO'} | {native} | {nns:.1f} | {ns / nns:.1f}x | "
-          f"{ns / natives[fastest][0]:.1f}x |")
+    cells = [peer, lang, f"{ns:.1f}"]
+    if preset in chash:
+        pns, pck = chash[preset]
+        cells += [preset, f"{pns:.1f}", f"{ns / pns:.1f}x", "yes" if ck == pck else "NO"]
+    else:
+        cells += [preset, "(not run)", "", ""]
+    if native in chash:
+        nns = chash[native][0]
+        cells += [native, f"{nns:.1f}", f"{ns / nns:.1f}x"]
+    else:
+        cells += [native, "(not run)", ""]
+    cells.append(f"{ns / natives[fastest][0]:.1f}x" if fastest else "")
+    print("| " + " | ".join(cells) + " |")
 
 non_c = {p: rows[p][0] for p, (lang, _, _) in PEERS.items() if p in rows and lang != "C"}
 print()
-if non_c:
+if non_c and natives:
     best_peer = min(non_c, key=non_c.get)
     print(f"Native algorithms against the fastest non-C peer ({best_peer}, {non_c[best_peer]:.1f} ns):")
     print()
@@ -45,5 +55,23 @@ if non_c:
     print("|---|---:|---:|")
     for name, (ns, _) in sorted(natives.items(), key=lambda kv: kv[1][0]):
         print(f"| {name} | {ns:.1f} | {non_c[best_peer] / ns:.1f}x |")
+
+# The jump class against Guava: whole lookups (key hash + placement; Guava: murmur3_128 +
+# consistentHash) and the placement alone (a precomputed 64-bit hash; Guava: consistentHash).
+jc = [a for a in JUMP_CLASS if a in chash]
+if "guava" in rows and jc:
+    g, g_alone = rows["guava"][0], rows.get("guava-consistentHash", (None,))[0]
+    print()
+    print(f"Numbered buckets against Guava (lookup {g:.1f} ns"
+          + (f", consistentHash alone {g_alone:.1f} ns):" if g_alone else "):"))
+    print()
+    print("| chash | ns/lookup | Guava lookup / chash | ns/placement | "
+          "Guava consistentHash / chash placement |")
+    print("|---|---:|---:|---:|---:|")
+    for a in jc:
+        ns = chash[a][0]
+        pick = chash.get(f"pick({a})", (None,))[0]
+        alone = f"{pick:.1f} | {g_alone / pick:.1f}x" if pick and g_alone else " | "
+        print(f"| {a} | {ns:.1f} | {g / ns:.1f}x | {alone} |")
 if "hash_only(xxh3)" in chash:
     print(f"\nxxh3 of the key alone: {chash['hash_only(xxh3)'][0]:.1f} ns")

@@ -19,6 +19,7 @@
 #include "chash/hash.h"
 #include "chash/ip_hash.h"
 #include "chash/jump.h"
+#include "chash/jumpback.h"
 #include "chash/maglev.h"
 #include "chash/memento.h"
 #include "chash/modulo.h"

@@ -9,6 +9,9 @@
 // listed there are removed after, in list order. Unweighted: weights must be 0 or 1.
 // Memory: one uint32 per bucket (a flat array rather than the paper's hash map: a lookup then
 // costs one array read per step). Next choices: memento over a rehash of the key, then a scan.
+// Inner function (the lookup before any removal): jump, as the paper (MementoTable, "memento"),
+// or JumpBackHash (MementoJumpBackTable, "memento-jumpback": O(1) expected instead of O(ln n);
+// chash/jumpback.h). The two map keys differently; memento's mapping does not change.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "chash/jump.h"
+#include "chash/jumpback.h"
 #include "chash/node.h"
 #include "chash/placement.h"
 
@@ -25,14 +29,31 @@ struct MementoOptions {
   std::vector<NodeId> removal_order;  // removed (weight-0) nodes, oldest removal first
 };
 
-class MementoTable {
+namespace internal {
+struct MementoOverJump {
+  static constexpr const char* kName = "memento";
+  static constexpr std::uint32_t bucket(std::uint64_t hash, std::uint32_t n) noexcept {
+    return jump_consistent_hash(hash, n);
+  }
+};
+struct MementoOverJumpBack {
+  static constexpr const char* kName = "memento-jumpback";
+  static constexpr std::uint32_t bucket(std::uint64_t hash, std::uint32_t n) noexcept {
+    return jumpback_hash(hash, n);
+  }
+};
+}  // namespace internal
+
+// Inner: internal::MementoOverJump or internal::MementoOverJumpBack (the aliases below).
+template <class Inner>
+class BasicMementoTable {
  public:
   using Options = MementoOptions;
 
-  static MementoTable build(std::span<const Node> nodes, const Options& options = {});
+  static BasicMementoTable build(std::span<const Node> nodes, const Options& options = {});
 
   NodeId pick(std::uint64_t hash) const noexcept {
-    NodeId b = jump_consistent_hash(hash, size_);
+    NodeId b = Inner::bucket(hash, size_);
     if (replacer_.empty()) return b;
     // Was b removed? Rehash within the working set as it was right after b's removal (its
     // size is the replacer), then follow the replacements of buckets removed before b.
@@ -75,5 +96,10 @@ class MementoTable {
   std::size_t drawable_ = 0;
   std::size_t node_count_ = 0;
 };
+
+using MementoTable = BasicMementoTable<internal::MementoOverJump>;
+using MementoJumpBackTable = BasicMementoTable<internal::MementoOverJumpBack>;
+extern template class BasicMementoTable<internal::MementoOverJump>;
+extern template class BasicMementoTable<internal::MementoOverJumpBack>;
 
 }  // namespace chash

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "chash/jump.h"
+#include "chash/jumpback.h"
 #include "chash/maglev.h"
 #include "chash/memento.h"
 #include "chash/modulo.h"
@@ -30,21 +31,24 @@
 namespace chash {
 
 enum class Algorithm : std::uint8_t {
-  kModulo,      // "modulo"
-  kRing,        // "ring" (32-bit positions)
-  kRing64,      // "ring64"
-  kJump,        // "jump"
-  kMemento,     // "memento"
-  kRendezvous,  // "rendezvous"
-  kMaglev,      // "maglev"
-  kMultiProbe,  // "multiprobe"
-  kSlots,       // "slots" (Redis Cluster slot table; feed it redis_key_slot(key))
+  kModulo,           // "modulo"
+  kRing,             // "ring" (32-bit positions)
+  kRing64,           // "ring64"
+  kJump,             // "jump"
+  kMemento,          // "memento"
+  kRendezvous,       // "rendezvous"
+  kMaglev,           // "maglev"
+  kMultiProbe,       // "multiprobe"
+  kSlots,            // "slots" (Redis Cluster slot table; feed it redis_key_slot(key))
+  kJumpBack,         // "jumpback" (JumpBackHash: jump's placement in O(1) expected time)
+  kMementoJumpBack,  // "memento-jumpback" (memento over JumpBackHash instead of jump)
 };
 
+// In Algorithm order (later additions last, so earlier names keep their place in lists).
 inline constexpr Algorithm kAllAlgorithms[] = {
-    Algorithm::kModulo, Algorithm::kRing,       Algorithm::kRing64,
-    Algorithm::kJump,   Algorithm::kMemento,    Algorithm::kRendezvous,
-    Algorithm::kMaglev, Algorithm::kMultiProbe, Algorithm::kSlots};
+    Algorithm::kModulo,  Algorithm::kRing,       Algorithm::kRing64,         Algorithm::kJump,
+    Algorithm::kMemento, Algorithm::kRendezvous, Algorithm::kMaglev,         Algorithm::kMultiProbe,
+    Algorithm::kSlots,   Algorithm::kJumpBack,   Algorithm::kMementoJumpBack};
 
 std::string_view algorithm_name(Algorithm a) noexcept;
 // Parses a name as printed by algorithm_name ("anchor" is not offered: memento covers it).
@@ -55,13 +59,15 @@ struct TableOptions {
   RingOptions ring;              // ring, ring64
   MaglevOptions maglev;          // maglev
   MultiProbeOptions multiprobe;  // multiprobe
-  MementoOptions memento;        // memento
+  MementoOptions memento;        // memento, memento-jumpback
   RendezvousOptions rendezvous;
   SlotTable::Options slots;
 };
 
-using AnyTable = std::variant<ModuloTable, RingTable, Ring64Table, JumpTable, MementoTable,
-                              RendezvousTable, MaglevTable, MultiProbeTable, SlotTable>;
+// Alternatives in Algorithm order (algorithm_of relies on it).
+using AnyTable =
+    std::variant<ModuloTable, RingTable, Ring64Table, JumpTable, MementoTable, RendezvousTable,
+                 MaglevTable, MultiProbeTable, SlotTable, JumpBackTable, MementoJumpBackTable>;
 
 AnyTable build_table(Algorithm algorithm, std::span<const Node> nodes,
                      const TableOptions& options = {});

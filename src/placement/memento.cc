@@ -8,10 +8,12 @@
 
 namespace chash {
 
-MementoTable MementoTable::build(std::span<const Node> nodes, const Options& options) {
+template <class Inner>
+BasicMementoTable<Inner> BasicMementoTable<Inner>::build(std::span<const Node> nodes,
+                                                         const Options& options) {
   validate_nodes(nodes);
-  internal::require_unweighted(nodes, "memento");
-  MementoTable t;
+  internal::require_unweighted(nodes, Inner::kName);
+  BasicMementoTable t;
   t.node_count_ = nodes.size();
   t.size_ = static_cast<std::uint32_t>(nodes.size());
 
@@ -20,18 +22,20 @@ MementoTable MementoTable::build(std::span<const Node> nodes, const Options& opt
   std::vector<bool> listed(nodes.size(), false);
   for (NodeId id : options.removal_order) {
     if (id >= nodes.size()) {
-      throw Error(ErrorCode::kInvalidArgument, "memento removal_order names position " +
-                                                   std::to_string(id) + " of " +
-                                                   std::to_string(nodes.size()));
+      throw Error(ErrorCode::kInvalidArgument,
+                  std::string(Inner::kName) + " removal_order names position " +
+                      std::to_string(id) + " of " + std::to_string(nodes.size()));
     }
     if (nodes[id].weight != 0) {
       throw Error(ErrorCode::kInvalidArgument,
-                  "memento removal_order lists node " + internal::quote_name(nodes[id].name) +
+                  std::string(Inner::kName) + " removal_order lists node " +
+                      internal::quote_name(nodes[id].name) +
                       ", which has weight 1 (removed nodes have weight 0)");
     }
     if (listed[id]) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "memento removal_order lists position " + std::to_string(id) + " twice");
+      throw Error(ErrorCode::kInvalidArgument, std::string(Inner::kName) +
+                                                   " removal_order lists position " +
+                                                   std::to_string(id) + " twice");
     }
     listed[id] = true;
     order.push_back(id);
@@ -58,5 +62,8 @@ MementoTable MementoTable::build(std::span<const Node> nodes, const Options& opt
   t.drawable_ = nodes.size() - order.size();
   return t;
 }
+
+template class BasicMementoTable<internal::MementoOverJump>;
+template class BasicMementoTable<internal::MementoOverJumpBack>;
 
 }  // namespace chash

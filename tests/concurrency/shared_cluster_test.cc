@@ -3,6 +3,7 @@
 // `make test`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -49,7 +50,9 @@ TEST_P(SharedClusterConcurrency, ReadersSeeConsistentSnapshotsWhileAWriterChange
     router.add({"extra" + std::to_string(round), 1});
     router.mark_up("n3");
     router.remove("extra" + std::to_string(round));
-    if (GetParam() != Algorithm::kJump && GetParam() != Algorithm::kMemento) {
+    const Algorithm a = GetParam();
+    if (a != Algorithm::kJump && a != Algorithm::kMemento && a != Algorithm::kJumpBack &&
+        a != Algorithm::kMementoJumpBack) {
       router.set_weight("n5", static_cast<std::uint32_t>(1 + round % 3));
     }
   }
@@ -73,8 +76,13 @@ TEST(SharedClusterConcurrencyTest, ReaderSeesNewVersionAfterWrite) {
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, SharedClusterConcurrency,
                          ::testing::Values(Algorithm::kRing, Algorithm::kJump, Algorithm::kMemento,
                                            Algorithm::kMaglev, Algorithm::kRendezvous,
-                                           Algorithm::kSlots),
-                         [](const auto& p) { return std::string(algorithm_name(p.param)); });
+                                           Algorithm::kSlots, Algorithm::kJumpBack,
+                                           Algorithm::kMementoJumpBack),
+                         [](const auto& p) {
+                           std::string name(algorithm_name(p.param));  // [A-Za-z0-9_] only
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace chash

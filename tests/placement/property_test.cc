@@ -51,6 +51,14 @@ struct MementoTraits : JumpTraits {
   using Table = MementoTable;
   static constexpr Algorithm kAlgorithm = Algorithm::kMemento;
 };
+struct JumpBackTraits : JumpTraits {
+  using Table = JumpBackTable;
+  static constexpr Algorithm kAlgorithm = Algorithm::kJumpBack;
+};
+struct MementoJumpBackTraits : JumpTraits {
+  using Table = MementoJumpBackTable;
+  static constexpr Algorithm kAlgorithm = Algorithm::kMementoJumpBack;
+};
 struct RendezvousTraits {
   using Table = RendezvousTable;
   static constexpr Algorithm kAlgorithm = Algorithm::kRendezvous;
@@ -130,12 +138,16 @@ class PlacementProperties : public ::testing::Test {
 
 using AllAlgorithms =
     ::testing::Types<ModuloTraits, RingTraits, Ring64Traits, JumpTraits, MementoTraits,
-                     RendezvousTraits, MaglevTraits, MultiProbeTraits, SlotsTraits>;
+                     RendezvousTraits, MaglevTraits, MultiProbeTraits, SlotsTraits, JumpBackTraits,
+                     MementoJumpBackTraits>;
 class TraitsNames {
  public:
   template <class T>
   static std::string GetName(int) {
-    return std::string(algorithm_name(T::kAlgorithm));
+    // "memento-jumpback" -> "memento_jumpback": a '-' would start a negative --gtest_filter.
+    std::string name(algorithm_name(T::kAlgorithm));
+    std::replace(name.begin(), name.end(), '-', '_');
+    return name;
   }
 };
 TYPED_TEST_SUITE(PlacementProperties, AllAlgorithms, TraitsNames);

@@ -54,6 +54,25 @@ TEST(PoolRouteTest, ADownBackendsKeysMoveToTheirNextChoiceOnly) {
   for (std::size_t i = 0; i < before.size(); ++i) EXPECT_EQ(pool->route(keys(500)[i]), before[i]);
 }
 
+TEST(PoolRouteTest, JumpBackAlgorithmsRouteAsTheLibrary) {
+  // `algorithm: jumpback` and `memento-jumpback` reach the library router by name.
+  for (const char* algo : {"jumpback", "memento-jumpback"}) {
+    std::string y = "a:\n  listen: 127.0.0.1:0\n  redis: true\n  algorithm: " + std::string(algo) +
+                    "\n  servers:\n";
+    std::vector<Node> nodes;
+    for (int i = 0; i < 6; ++i) {
+      y += "   - 127.0.0.1:" + std::to_string(7000 + i) + ":1 r" + std::to_string(i) + "\n";
+      nodes.push_back({"r" + std::to_string(i), 1});
+    }
+    const auto pool = build_topology(parse_config(y, "t.yml"), nullptr, 1)->pools.at(0);
+    RoutingSpec spec;
+    spec.algorithm = algo;
+    const Router expected = Router::build(spec, nodes);
+    for (const auto& k : keys(300))
+      EXPECT_EQ(pool->route(k), expected.route(k)) << algo << " " << k;
+  }
+}
+
 TEST(PoolRouteTest, WithoutAutoEjectADownBackendIsStillReturned) {
   const auto pool = pool_of("", 4);
   const NodeId owner = pool->route("k");

@@ -29,6 +29,8 @@ def cli_route(cli, args, nodes, keys):
     (dict(algorithm="ring", vnodes=40, hash="md5"), ["--algo", "ring", "--vnodes", "40", "--hash", "md5"]),
     (dict(algorithm="maglev"), ["--algo", "maglev"]),
     (dict(algorithm="jump"), ["--algo", "jump"]),
+    (dict(algorithm="jumpback"), ["--algo", "jumpback"]),
+    (dict(algorithm="memento-jumpback"), ["--algo", "memento-jumpback"]),
     (dict(algorithm="rendezvous"), ["--algo", "rendezvous"]),
     (dict(algorithm="slots"), ["--algo", "slots"]),
 ])

@@ -119,6 +119,45 @@ TEST_F(Cli, RouteReplicasAreDistinctAndTabSeparated) {
   EXPECT_EQ(all.out == "a\tb\n" || all.out == "b\ta\n", true) << all.out;
 }
 
+TEST_F(Cli, JumpBackAlgorithmsRouteAsTheLibraryInEveryCommand) {
+  // The names added after the first nine go wherever --algo goes: route answers are the
+  // library's, and analyze, migrate, sweep, plot and bench accept them.
+  std::vector<Node> nodes;
+  for (int i = 0; i < 7; ++i) nodes.push_back({"n" + std::to_string(i), 1});
+  for (const std::string algo : {"jumpback", "memento-jumpback"}) {
+    const auto r = run("route --algo " + algo + " --nodes n0,n1,n2,n3,n4,n5,n6", keys_text(300));
+    ASSERT_EQ(r.code, 0) << algo << ": " << r.err;
+    RoutingSpec spec;
+    spec.algorithm = algo;
+    const Router router = Router::build(spec, nodes);
+    const auto got = lines(r.out);
+    ASSERT_EQ(got.size(), 300u);
+    for (int i = 0; i < 300; ++i) {
+      EXPECT_EQ(got[i], nodes[router.route("user:" + std::to_string(i))].name) << algo << " " << i;
+    }
+    for (const std::string& args :
+         {"analyze --algo " + algo + " --nodes a,b,c,d --synthetic 2000",
+          "migrate --algo " + algo + " --nodes a,b,c,d --add e --synthetic 2000",
+          "sweep --algo " + algo + " --param nodes --values 2,5 --synthetic 2000",
+          "bench --algos " + algo + " --node-counts 10 --threads 1 --lookups 2000"}) {
+      const auto x = run(args);
+      EXPECT_EQ(x.code, 0) << args << ": " << x.err;
+    }
+  }
+  // jumpback moves only the new node's share when a node joins, as jump.
+  const auto m =
+      run("migrate --algo jumpback --nodes a,b,c,d --add e --synthetic 20000 "
+          "--format json");
+  ASSERT_EQ(m.code, 0) << m.err;
+  const auto j = nlohmann::json::parse(m.out);
+  EXPECT_NEAR(j["moved_fraction"].get<double>(), 0.2, 0.02);
+  for (const auto& x : j["moves"]) EXPECT_EQ(x["to"], "e");
+  const auto weighted = write("weighted.txt", "a 2\nb\n");
+  const auto bad = run("route --algo jumpback --nodes-file " + weighted.string(), "k\n");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("jumpback is unweighted"), std::string::npos) << bad.err;
+}
+
 TEST_F(Cli, RouteCsvAndJsonParse) {
   const auto csv = run("route --algo maglev --nodes a,b,c --format csv", "k1\nk,2\n\"q\"\n");
   ASSERT_EQ(csv.code, 0) << csv.err;

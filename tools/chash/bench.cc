@@ -21,7 +21,7 @@ namespace chash::cli {
 namespace {
 
 struct BenchArgs {
-  std::string algos = "modulo,ring,jump,memento,rendezvous,maglev,multiprobe,slots";
+  std::string algos = "modulo,ring,jump,jumpback,memento,rendezvous,maglev,multiprobe,slots";
   std::string preset;
   std::string node_counts = "10,100,1000";
   std::string threads = "1,2";

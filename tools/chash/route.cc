@@ -18,8 +18,8 @@ void add_routing_flags(CLI::App* sub, RoutingSpec& spec, NodesArg& nodes) {
   auto* preset =
       sub->add_option("--preset", spec.preset, "Route as a peer does (see `chash presets`)");
   auto* algo = sub->add_option("--algo", spec.algorithm,
-                               "Native algorithm: modulo, ring, ring64, jump, memento, rendezvous, "
-                               "maglev, multiprobe, slots");
+                               "Native algorithm: modulo, ring, ring64, jump, jumpback, memento, "
+                               "memento-jumpback, rendezvous, maglev, multiprobe, slots");
   auto* ring =
       sub->add_option("--ring", spec.ring,
                       "A hand-written ring, exactly: a ring spec such as "
