@@ -153,7 +153,8 @@ class PyRouter {
                        const py::object& preset, const py::object& hash, const py::object& hash_tag,
                        const py::object& vnodes, const py::object& table_size,
                        const py::object& probes, const py::object& point_format,
-                       const py::object& settings, const py::object& ring) {
+                       const py::object& settings, const py::object& ring,
+                       const py::object& replicas) {
     chash::RoutingSpec spec;
     spec.algorithm = opt_str(algorithm, "algorithm").value_or("");
     spec.preset = opt_str(preset, "preset").value_or("");
@@ -182,7 +183,12 @@ class PyRouter {
                                           kv[py::int_(1)].cast<std::string>());
       }
     }
-    return PyRouter(nodes, std::move(spec));
+    PyRouter r(nodes, std::move(spec));
+    if (const auto n = opt_uint<std::uint32_t>(replicas, "replicas")) {
+      if (*n == 0) throw py::value_error("replicas must be >= 1");
+      r.replicas_ = *n;
+    }
+    return r;
   }
 
   py::object name_of(chash::NodeId id) const {
@@ -195,7 +201,16 @@ class PyRouter {
     return name_of(down_.empty() ? router_->route(k) : router_->route(k, down_));
   }
 
-  py::list route_n(py::handle key, long n) const {
+  py::list route_n(py::handle key, const py::object& n_arg) const {
+    long n = 0;
+    if (n_arg.is_none()) {
+      n = static_cast<long>(replicas_);
+    } else {
+      if (!py::isinstance<py::int_>(n_arg) || py::isinstance<py::bool_>(n_arg)) {
+        throw py::type_error("n must be an int");
+      }
+      n = n_arg.cast<long>();
+    }
     if (n < 0) throw py::value_error("n must be >= 0");
     const std::string_view k = bytes_of(key, "a key");
     std::vector<chash::NodeId> ids(std::min<std::size_t>(n, router_->node_count()));
@@ -263,6 +278,7 @@ class PyRouter {
   // A new router with `name` added (or removed); the down set carries over by name.
   PyRouter with_nodes(py::list nodes) const {
     PyRouter next(nodes, spec_);
+    next.replicas_ = replicas_;
     for (std::size_t i = 0; i < names_.size(); ++i) {
       if (!down_.contains(static_cast<chash::NodeId>(i))) continue;
       const chash::NodeId id = next.router_->find(router_->name(static_cast<chash::NodeId>(i)));
@@ -313,12 +329,14 @@ class PyRouter {
   }
   const std::string& describe() const { return router_->describe(); }
   std::size_t size() const { return names_.size(); }
+  std::uint32_t replicas() const noexcept { return replicas_; }
 
  private:
   chash::RoutingSpec spec_;
   std::shared_ptr<const chash::Router> router_;
   std::vector<py::object> names_;
   chash::DownSet down_;
+  std::uint32_t replicas_ = 1;  // route_n's n when it is not given
 };
 
 }  // namespace
@@ -342,13 +360,16 @@ PYBIND11_MODULE(_chash, m) {
            py::arg("vnodes") = py::none(), py::arg("table_size") = py::none(),
            py::arg("probes") = py::none(), py::arg("point_format") = py::none(),
            py::arg("settings") = py::none(), py::arg("ring") = py::none(),
+           py::arg("replicas") = py::none(),
            "Router(nodes, *, algorithm=None, preset=None, hash=None, hash_tag=None, vnodes=None,\n"
-           "       table_size=None, probes=None, point_format=None, settings=None, ring=None)\n\n"
+           "       table_size=None, probes=None, point_format=None, settings=None, ring=None,\n"
+           "       replicas=None)\n\n"
            "nodes: a list of names, a list of (name, weight) or a dict name -> weight (names str\n"
            "or bytes). algorithm: a native table (chash.algorithms(), default 'ring'); preset: a\n"
            "peer's exact mapping (chash.presets()); ring: a hand-written ring as a ring spec\n"
            "(docs/CLI.md, e.g. 'points={name}_v{i}; vnodes=150; hash=md5-int32'; vnodes\n"
-           "overrides its count). settings: the peer's own settings for a preset,\n"
+           "overrides its count). replicas: route_n's n when not given (default 1).\n"
+           "settings: the peer's own settings for a preset,\n"
            "e.g. {'distribution': 'CONSISTENT_KETAMA_SPY'}. Raises ValueError with chash's "
            "message.\n\n"
            ">>> r = chash.Router({'cache-1': 1, 'cache-2': 2}, preset='twemproxy', hash_tag='{}')\n"
@@ -356,8 +377,9 @@ PYBIND11_MODULE(_chash, m) {
       .def("route", &PyRouter::route, py::arg("key"),
            "The node that owns key (str as UTF-8, or bytes), skipping nodes marked down; None\n"
            "when no node can take it (nginx-ip-hash given a key that is not an address).")
-      .def("route_n", &PyRouter::route_n, py::arg("key"), py::arg("n"),
-           "Up to n distinct nodes in the key's preference order (replicas), route(key) first.")
+      .def("route_n", &PyRouter::route_n, py::arg("key"), py::arg("n") = py::none(),
+           "Up to n distinct nodes in the key's preference order (replicas), route(key) first,\n"
+           "skipping nodes marked down; n defaults to the Router's replicas.")
       .def("route_many", &PyRouter::route_many, py::arg("keys"),
            "[route(k) for k in keys] in one call: the keys are copied, the GIL is released and\n"
            "chash's batch lookup runs.")
@@ -375,6 +397,7 @@ PYBIND11_MODULE(_chash, m) {
       .def_property_readonly("nodes", &PyRouter::nodes)
       .def_property_readonly("weights", &PyRouter::weights)
       .def_property_readonly("down", &PyRouter::down)
+      .def_property_readonly("replicas", &PyRouter::replicas)
       .def_property_readonly("description", &PyRouter::describe)
       .def("__len__", &PyRouter::size)
       .def("__repr__", [](const PyRouter& r) {

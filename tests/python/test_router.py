@@ -228,3 +228,23 @@ def test_ring_spec_router_and_its_errors():
     assert chash.ring_spec("ketama") is None
     assert chash.ring_spec("java-hashcode-ring", vnodes=0).startswith(
         "points={name}#{i}; from=0; vnodes=0; bare=first")
+
+
+def test_replicas_is_route_n_default_and_survives_add_remove():
+    nodes = [f"cache-{i}" for i in range(6)]
+    r = chash.Router(nodes, preset="ketama", replicas=3)
+    assert r.replicas == 3
+    for i in range(200):
+        k = f"k{i}"
+        got = r.route_n(k)
+        assert len(got) == 3 and len(set(got)) == 3 and got[0] == r.route(k)
+        assert got == r.route_n(k, 3)
+        assert r.route_n(k, 1) == [r.route(k)]
+    assert r.add("cache-6").replicas == 3 and r.remove("cache-0").replicas == 3
+    r.mark_down("cache-1")
+    assert all("cache-1" not in r.route_n(f"k{i}") for i in range(200))
+    assert chash.Router(nodes).replicas == 1 and len(chash.Router(nodes).route_n("x")) == 1
+    with pytest.raises(ValueError, match="replicas must be >= 1"):
+        chash.Router(nodes, replicas=0)
+    with pytest.raises(TypeError):
+        r.route_n("k", "3")
