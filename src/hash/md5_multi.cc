@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "cpu.h"
+
 #if defined(__x86_64__)
 #include <emmintrin.h>
 
@@ -76,9 +78,7 @@ bool md5_isa_supported(Md5Isa isa) noexcept {
     case Md5Isa::kSse2:
       return true;
     case Md5Isa::kAvx2:
-      // libgcc's check includes the OS's support for the YMM state (XGETBV), not only CPUID.
-      __builtin_cpu_init();
-      return __builtin_cpu_supports("avx2");
+      return chash::internal::cpu_has_avx2();
 #else
     case Md5Isa::kSse2:
     case Md5Isa::kAvx2:
