@@ -44,6 +44,7 @@
 #include "chash/bounded_load.h"
 #include "chash/hash.h"
 #include "chash/internal/scratch.h"
+#include "chash/internal/xxh3.h"
 #include "chash/node.h"
 #include "chash/placement.h"
 #include "chash/preset.h"
@@ -86,6 +87,8 @@ struct KeyPolicy {
 
   std::uint64_t operator()(std::string_view key) const noexcept {
     if (tag_open != 0) key = hash_tag(key, tag_open, tag_close);
+    // The default hash compiled in here (chash/internal/xxh3.h); the others by the runtime switch.
+    if (hash == KeyHash::kXxh3) return internal::xxh3_64_inline(key);
     return hash_key(hash, key);
   }
 };
