@@ -204,12 +204,12 @@ std::uint32_t guava_consistent_hash(std::uint64_t input, std::uint32_t buckets) 
 // candidate feeds the next division), so one loop at a time leaves the core waiting on the
 // divider; here several keys run the loop in lockstep, each lane frozen once its answer is found,
 // until every lane is done. No branch per lane (a compare-and-branch mispredicts on every exit):
-// AVX2 16 lanes (jvm_avx2.cc) where the CPU has it, SSE2 (every x86-64) 8 lanes, elsewhere scalar
+// AVX2 32 lanes (jvm_avx2.cc) where the CPU has it, SSE2 (every x86-64) 8 lanes, elsewhere scalar
 // lanes with masks.
 
 #if defined(__x86_64__)
-// jvm_avx2.cc (compiled with -mavx2): 16 lanes; call only when the CPU has AVX2.
-void guava_lanes16_avx2(const std::uint64_t* inputs, std::uint32_t buckets,
+// jvm_avx2.cc (compiled with -mavx2): 32 lanes; call only when the CPU has AVX2.
+void guava_lanes32_avx2(const std::uint64_t* inputs, std::uint32_t buckets,
                         std::uint32_t* out) noexcept;
 #endif
 
@@ -310,7 +310,7 @@ void guava_consistent_hash_batch(const std::uint64_t* inputs, std::size_t n, std
   std::size_t i = 0;
 #if defined(__x86_64__)
   if (internal::cpu_has_avx2()) {
-    for (; i + 16 <= n; i += 16) guava_lanes16_avx2(inputs + i, buckets, out + i);
+    for (; i + 32 <= n; i += 32) guava_lanes32_avx2(inputs + i, buckets, out + i);
   }
 #endif
   for (; i + kGuavaLanes <= n; i += kGuavaLanes) guava_lanes(inputs + i, buckets, out + i);

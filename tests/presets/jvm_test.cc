@@ -125,7 +125,7 @@ TEST(GuavaPresetTest, AddingABucketMovesKeysOnlyToIt) {
   }
 }
 
-// The lanes (AVX2 16, SSE2 8, then one at a time) equal the loop, on random inputs and on inputs
+// The lanes (AVX2 32, SSE2 8, then one at a time) equal the loop, on random inputs and on inputs
 // that make nextDouble() -1.0 (the int wrap at 2^31) at step 1..6, at bucket counts up to
 // Integer.MAX_VALUE, for batch lengths that use every path.
 TEST(GuavaPresetTest, ConsistentHashLanesEqualTheLoop) {
@@ -147,9 +147,9 @@ TEST(GuavaPresetTest, ConsistentHashLanesEqualTheLoop) {
   std::shuffle(inputs.begin(), inputs.end(), rng);
   for (const std::uint32_t buckets :
        {1u, 2u, 3u, 10u, 100u, 1000u, 65536u, 1000003u, 2147483647u}) {
-    for (const std::size_t n :
-         {std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{15}, std::size_t{16},
-          std::size_t{17}, std::size_t{31}, std::size_t{200}}) {
+    for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{15},
+                                std::size_t{16}, std::size_t{17}, std::size_t{31}, std::size_t{32},
+                                std::size_t{33}, std::size_t{64}, std::size_t{200}}) {
       std::vector<NodeId> out(n);
       presets::guava_consistent_hash_batch(inputs.data(), n, buckets, out.data());
       for (std::size_t i = 0; i < n; ++i) {
