@@ -58,9 +58,17 @@ if wanted guava; then
   fi
 fi
 wanted uhashring && have+=(uhashring)
-wanted node-hashring && have+=(node-hashring)
+if wanted node-hashring; then
+  if [ -d "$root/tests/compat/node-hashring/node_modules/hashring" ]; then
+    have+=(node-hashring)
+  else
+    echo "run.sh: node-hashring skipped: no tests/compat/node-hashring/node_modules (npm ci there)" >&2
+  fi
+fi
 if wanted groupcache; then
-  if command -v go >/dev/null && (cd "$here" && GO111MODULE=off GOPATH=/usr/share/gocode \
+  if ! command -v go >/dev/null; then
+    echo "run.sh: groupcache skipped: no go (apt-get install golang-go golang-github-golang-groupcache-dev)" >&2
+  elif (cd "$here" && GO111MODULE=off GOPATH=/usr/share/gocode \
        GOCACHE="$tmp/gocache" GOFLAGS= go build -o "$tmp/groupcache_bench" groupcache_bench.go) 2>"$tmp/go.err"; then
     have+=(groupcache)
   else
