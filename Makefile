@@ -8,7 +8,7 @@ CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 10
 
 BENCH_FLAGS ?= --benchmark_min_time=0.2 --benchmark_repetitions=3
-PEER_NODES ?= 100
+PEER_NODES ?= 10,100,1000
 PEER_KEYS ?= 100000
 PREFIX ?= /usr/local
 

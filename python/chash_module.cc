@@ -231,10 +231,12 @@ class PyRouter {
     std::vector<chash::NodeId> ids(batch.views.size());
     {
       py::gil_scoped_release release;
-      if (down.empty()) {
-        router->route_batch(batch.views, ids);
-      } else {
-        for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = router->route(batch.views[i], down);
+      router->route_batch(batch.views, ids);
+      // A down node's keys walk on to their next choice that is up, as route(key, down) does.
+      for (std::size_t i = 0; i < ids.size() && !down.empty(); ++i) {
+        if (ids[i] != chash::kNoNode && down.contains(ids[i])) {
+          ids[i] = router->route(batch.views[i], down);
+        }
       }
     }
     return ids;

@@ -8,6 +8,7 @@
 #include "chash/batch.h"
 #include "chash/error.h"
 #include "chash/ring_spec.h"
+#include "hash/md5_multi.h"
 
 namespace chash {
 
@@ -182,7 +183,21 @@ void Router::route_batch(std::span<const std::string_view> keys,
   std::uint64_t hashes[internal::kRouteChunk];
   for (std::size_t i = 0; i < keys.size(); i += internal::kRouteChunk) {
     const std::size_t n = std::min(internal::kRouteChunk, keys.size() - i);
-    for (std::size_t j = 0; j < n; ++j) hashes[j] = key_policy_(keys[i + j]);
+    if (key_policy_.hash == KeyHash::kMd5) {
+      // MD5 side by side (multi-buffer): the same ketama_point(md5, 0) as hash_key(kMd5).
+      std::string_view hashed[internal::kRouteChunk];
+      hash::Md5Digest digests[internal::kRouteChunk];
+      for (std::size_t j = 0; j < n; ++j) {
+        hashed[j] = key_policy_.tag_open != 0
+                        ? hash_tag(keys[i + j], key_policy_.tag_open, key_policy_.tag_close)
+                        : keys[i + j];
+      }
+      hash::internal::md5_many(std::span<const std::string_view>(hashed, n),
+                               std::span<hash::Md5Digest>(digests, n));
+      for (std::size_t j = 0; j < n; ++j) hashes[j] = hash::ketama_point(digests[j], 0);
+    } else {
+      for (std::size_t j = 0; j < n; ++j) hashes[j] = key_policy_(keys[i + j]);
+    }
     pick_batch(*table_, std::span<const std::uint64_t>(hashes, n), out.subspan(i, n));
   }
 }

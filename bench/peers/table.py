@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Formats bench/peers/run.sh results ("name\\tns\\tchecksum" lines) as Markdown tables."""
+"""Formats bench/peers/run.sh results ("name\\tns\\tchecksum" lines) as Markdown tables.
+
+A program run several times (run.sh REPEAT) appears once: its least ns. Its checksum must be the
+same every run (it is the sum of the nodes chosen, not a timing)."""
 import sys
 
 # peer -> (language, chash preset with the same mapping, chash native algorithm doing its job)
@@ -16,33 +19,46 @@ JUMP_CLASS = ["jump", "jumpback", "memento", "memento-jumpback"]
 rows = {}
 for line in open(sys.argv[1]):
     name, ns, checksum = line.rstrip("\n").split("\t")
-    rows[name] = (float(ns), checksum)
+    if name in rows and rows[name][1] != checksum:
+        checksum = "differs between runs"
+    if name not in rows or float(ns) < rows[name][0]:
+        rows[name] = (float(ns), checksum)
+    else:
+        rows[name] = (rows[name][0], checksum)
 
 chash = {k[len("chash:"):]: v for k, v in rows.items() if k.startswith("chash:")}
-natives = {k: v for k, v in chash.items() if k not in {p[1] for p in PEERS.values()} and
+presets = {p[1] for p in PEERS.values()}
+natives = {k: v for k, v in chash.items()
+           if k not in presets and k.split("(")[0] not in presets and
            not k.startswith("hash_only") and not k.startswith("pick(")}
 fastest = min(natives, key=lambda k: natives[k][0]) if natives else None
 
-print("| peer | lang | ns/lookup | chash preset | preset ns | peer / preset | same nodes | "
-      f"chash native | native ns | peer / native | peer / fastest native ({fastest}) |")
-print("|---|---|---:|---|---:|---:|---|---|---:|---:|---:|")
+
+def ratio(a, b):
+    return f"{a / b:.1f}x"
+
+
+print("| peer | lang | ns/lookup | chash preset | preset ns | peer / preset | preset batch ns | "
+      f"peer / batch | same nodes | chash native | native ns | peer / native | "
+      f"peer / fastest native ({fastest}) |")
+print("|---|---|---:|---|---:|---:|---:|---:|---|---|---:|---:|---:|")
 for peer, (lang, preset, native) in PEERS.items():
     if peer not in rows:
-        print(f"| {peer} | {lang} | (not run) | | | | | | | | |")
+        print(f"| {peer} | {lang} | (not run) | {preset} | | | | | | {native} | | | |")
         continue
     ns, ck = rows[peer]
-    cells = [peer, lang, f"{ns:.1f}"]
+    nns = chash[native][0] if native in chash else None
+    cells = [peer, lang, f"{ns:.1f}", preset]
     if preset in chash:
         pns, pck = chash[preset]
-        cells += [preset, f"{pns:.1f}", f"{ns / pns:.1f}x", "yes" if ck == pck else "NO"]
+        bns, bck = chash.get(preset + "(batch)", (None, None))
+        same = "yes" if ck == pck and (bck is None or bck == pck) else "NO"
+        cells += [f"{pns:.1f}", ratio(ns, pns),
+                  f"{bns:.1f}" if bns else "", ratio(ns, bns) if bns else "", same]
     else:
-        cells += [preset, "(not run)", "", ""]
-    if native in chash:
-        nns = chash[native][0]
-        cells += [native, f"{nns:.1f}", f"{ns / nns:.1f}x"]
-    else:
-        cells += [native, "(not run)", ""]
-    cells.append(f"{ns / natives[fastest][0]:.1f}x" if fastest else "")
+        cells += ["(n/a)", "", "", "", ""]
+    cells += [native, f"{nns:.1f}" if nns else "", ratio(ns, nns) if nns else "",
+              ratio(ns, natives[fastest][0]) if fastest else ""]
     print("| " + " | ".join(cells) + " |")
 
 non_c = {p: rows[p][0] for p, (lang, _, _) in PEERS.items() if p in rows and lang != "C"}

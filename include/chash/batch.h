@@ -30,6 +30,7 @@
 #include <variant>
 
 #include "chash/hash.h"
+#include "chash/internal/xxh3.h"
 #include "chash/placement.h"
 #include "chash/table.h"
 
@@ -80,7 +81,7 @@ void route_batch(const Table& table, KeyHash key_hash, std::span<const std::stri
   for (std::size_t i = 0; i < keys.size(); i += internal::kRouteChunk) {
     const std::size_t n = std::min(internal::kRouteChunk, keys.size() - i);
     if (key_hash == KeyHash::kXxh3) {
-      for (std::size_t j = 0; j < n; ++j) hashes[j] = hash::xxh3_64(keys[i + j]);
+      for (std::size_t j = 0; j < n; ++j) hashes[j] = internal::xxh3_64_inline(keys[i + j]);
     } else {
       for (std::size_t j = 0; j < n; ++j) hashes[j] = hash_key(key_hash, keys[i + j]);
     }

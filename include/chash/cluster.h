@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,15 @@ class Snapshot {
 
   // The owner of `key`: its first choice that is up; kNoNode if none is.
   NodeId route(std::string_view key) const noexcept { return router_.route(key, down_); }
+  // route() for many keys (out.size() >= keys.size()): Router::route_batch, then the keys whose
+  // first choice is down walk on to their next choice that is up, one at a time.
+  void route_batch(std::span<const std::string_view> keys, std::span<NodeId> out) const noexcept {
+    router_.route_batch(keys, out);
+    if (down_.empty()) return;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (out[i] != kNoNode && down_.contains(out[i])) out[i] = router_.route(keys[i], down_);
+    }
+  }
   // Up to out.size() distinct nodes for `key` that are up, in preference order (replicas).
   std::size_t route_n(std::string_view key, std::span<NodeId> out) const noexcept {
     return router_.route_n(key, out, [this](NodeId id) { return !down_.contains(id); });

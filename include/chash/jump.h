@@ -47,6 +47,10 @@ class JumpTable {
     return pick_slow(hash);
   }
 
+  // pick() for every hash (out.size() >= hashes.size()). One key's loop is a chain of dependent
+  // float conversions and multiplies; here 8 keys run it in lockstep, so the chains overlap.
+  void pick_batch(std::span<const std::uint64_t> hashes, std::span<NodeId> out) const noexcept;
+
   template <class F>
   void visit(std::uint64_t hash, F&& f) const {
     internal::SeenSet seen(node_count_);

@@ -53,7 +53,9 @@ class Preset {
   // how many were written (all nodes when out is larger).
   virtual std::size_t route_n(std::string_view key, std::span<NodeId> out) const = 0;
 
-  // route() for many keys; out.size() must equal keys.size().
+  // route() for many keys, the same answers; out.size() must equal keys.size(). The presets
+  // override it to overlap independent keys (multi-buffer MD5 for the ketama family and the MD5
+  // rings, Guava's loop in SIMD lanes, the rings' pipelined pick_batch); this default loops.
   virtual void route_batch(std::span<const std::string_view> keys, std::span<NodeId> out) const {
     for (std::size_t i = 0; i < keys.size(); ++i) out[i] = route(keys[i]);
   }

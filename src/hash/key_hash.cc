@@ -6,6 +6,7 @@
 
 #include "chash/error.h"
 #include "chash/hash.h"
+#include "chash/internal/xxh3.h"
 
 namespace chash {
 namespace {
@@ -20,7 +21,7 @@ constexpr std::uint32_t kMemcachedJenkinsInitval = 13;
 std::uint64_t hash_key(KeyHash h, std::string_view key) noexcept {
   switch (h) {
     case KeyHash::kXxh3:
-      return hash::xxh3_64(key);
+      return internal::xxh3_64_inline(key);
     case KeyHash::kXxh64:
       return hash::xxh64(key);
     case KeyHash::kMurmur3_32:

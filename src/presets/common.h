@@ -2,6 +2,9 @@
 // Building blocks shared by the compatibility presets (not installed).
 #pragma once
 
+#include <algorithm>
+#include <concepts>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -14,12 +17,64 @@
 #include "chash/placement.h"
 #include "chash/preset.h"
 #include "chash/ring.h"
+#include "hash/md5_multi.h"
 
 namespace chash::presets {
 
+// ---- Batches ------------------------------------------------------------------------------------
+// route_batch works a chunk of keys at a time: their positions into a stack buffer, then the
+// lookups (the ring's pipelined pick_batch). Answers are route()'s, key for key
+// (tests/router/route_batch_test.cc checks every preset).
+
+inline constexpr std::size_t kBatchChunk = 64;
+
+// Calls f(chunk, offset) for consecutive chunks of at most kBatchChunk keys.
+template <class F>
+void for_each_chunk(std::span<const std::string_view> keys, F&& f) {
+  for (std::size_t i = 0; i < keys.size(); i += kBatchChunk) {
+    f(keys.subspan(i, std::min(kBatchChunk, keys.size() - i)), i);
+  }
+}
+
+// out[i] = cut(MD5(keys[i])) for a chunk (at most kBatchChunk keys), the digests computed side
+// by side (multi-buffer MD5, src/hash/md5_multi.h): what makes the MD5 presets' batches fast.
+template <class Cut>
+void md5_positions(std::span<const std::string_view> keys, std::uint64_t* out, Cut&& cut) noexcept {
+  hash::Md5Digest digests[kBatchChunk];
+  hash::internal::md5_many(keys, std::span<hash::Md5Digest>(digests, keys.size()));
+  for (std::size_t i = 0; i < keys.size(); ++i) out[i] = cut(digests[i]);
+}
+
+// The key position of libketama, libmemcached's and twemproxy's "md5" and the rings that copied
+// them: the first four digest bytes, little-endian.
+inline std::uint64_t ketama_cut(const hash::Md5Digest& d) noexcept {
+  return hash::ketama_point(d, 0);
+}
+
+// A key function that computes a chunk of positions at once: out[i] = f(keys[i]) for
+// keys.size() <= kBatchChunk.
+template <class F>
+concept BatchKeyFn = requires(const F& f, std::span<const std::string_view> keys,
+                              std::uint64_t* out) {
+  { f.batch(keys, out) }
+  noexcept;
+};
+
+// out[i] = f(keys[i]) for a chunk, with f's own batch when it has one.
+template <class KeyFn>
+void key_positions(const KeyFn& f, std::span<const std::string_view> keys,
+                   std::uint64_t* out) noexcept {
+  if constexpr (BatchKeyFn<KeyFn>) {
+    f.batch(keys, out);
+  } else {
+    for (std::size_t i = 0; i < keys.size(); ++i) out[i] = f(keys[i]);
+  }
+}
+
 // A preset whose placement is a ring of peer-computed points and whose key position is
 // KeyFn(key) — the shape of ketama, nginx consistent, uhashring, groupcache, Envoy ring_hash...
-// KeyFn is a stateless callable (a lambda or function object) so route() inlines it.
+// KeyFn is a stateless callable (a lambda or function object) so route() inlines it; with a
+// batch() member (BatchKeyFn) route_batch hashes a chunk of keys at once.
 template <class Ring, class KeyFn>
 class RingPreset final : public Preset {
  public:
@@ -30,7 +85,12 @@ class RingPreset final : public Preset {
     return pick_n(ring_, key_fn_(key), out);
   }
   void route_batch(std::span<const std::string_view> keys, std::span<NodeId> out) const override {
-    for (std::size_t i = 0; i < keys.size(); ++i) out[i] = ring_.pick(key_fn_(keys[i]));
+    for_each_chunk(keys, [&](std::span<const std::string_view> chunk, std::size_t at) {
+      std::uint64_t positions[kBatchChunk];
+      key_positions(key_fn_, chunk, positions);
+      ring_.pick_batch(std::span<const std::uint64_t>(positions, chunk.size()),
+                       out.subspan(at, chunk.size()));
+    });
   }
   std::size_t node_count() const noexcept override { return ring_.node_count(); }
   const Ring& ring() const noexcept { return ring_; }

@@ -10,6 +10,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -151,8 +152,23 @@ class Murmur3x64Stream {
   std::uint64_t h2_ = 0;
 };
 
+// True when every byte is below 0x80 (ASCII: well-formed for any decoder), 8 bytes at a time.
+inline bool is_ascii(std::string_view s) noexcept {
+  std::size_t i = 0;
+  std::uint64_t high = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    high |= w;
+  }
+  for (; i < s.size(); ++i) high |= static_cast<unsigned char>(s[i]);
+  return (high & 0x8080808080808080ULL) == 0;
+}
+
 // murmur3_128().hashString(new String(key, UTF_8), UTF_8).padToLong(), without building strings.
 inline std::uint64_t guava_key_hash(std::string_view key) noexcept {
+  // Most keys are ASCII: one pass over 8-byte words instead of the decoder's byte-wise branches.
+  if (is_ascii(key)) return hash::murmur3_x64_128(key).h1;
   bool malformed = false;
   java_utf8_units(
       key, [](std::string_view) {}, [&] { malformed = true; });

@@ -4,16 +4,23 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <concepts>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "chash/error.h"
 #include "chash/hash.h"
 #include "chash/placement.h"
 #include "chash/ring.h"
 #include "common.h"
+#include "cpu.h"
+#include "guava.h"
 #include "java_text.h"
 #include "registry.h"
 
@@ -76,6 +83,16 @@ struct JedisKey {
   std::uint64_t operator()(std::string_view key) const noexcept {
     if constexpr (kTag) key = jedis_key_tag(key);
     return HashFn{}(key);
+  }
+  // Hashing.MD5: a chunk's digests side by side.
+  void batch(std::span<const std::string_view> keys,
+             std::uint64_t* out) const noexcept requires std::same_as<HashFn, JedisMd5> {
+    std::string_view hashed[kBatchChunk];
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      hashed[i] = kTag ? jedis_key_tag(keys[i]) : keys[i];
+    }
+    md5_positions(std::span<const std::string_view>(hashed, keys.size()), out,
+                  [](const hash::Md5Digest& d) { return signed_order(hash::ketama_point(d, 0)); });
   }
 };
 
@@ -158,6 +175,8 @@ std::unique_ptr<Preset> make_jedis(std::span<const Node> nodes, const PresetOpti
                                            hash.substr(0, 32) + "\"");
 }
 
+}  // namespace
+
 // ==== Guava (com.google.common.hash.Hashing, Guava 31.1) =========================================
 //
 // consistentHash(murmur3_128().hashString(key, UTF_8), n): the key is a Java String; hashString
@@ -181,6 +200,125 @@ std::uint32_t guava_consistent_hash(std::uint64_t input, std::uint32_t buckets) 
   }
 }
 
+// guava_consistent_hash for many inputs. One key's loop is a chain of dependent steps (the
+// candidate feeds the next division), so one loop at a time leaves the core waiting on the
+// divider; here several keys run the loop in lockstep, each lane frozen once its answer is found,
+// until every lane is done. No branch per lane (a compare-and-branch mispredicts on every exit):
+// AVX2 32 lanes (jvm_avx2.cc) where the CPU has it, SSE2 (every x86-64) 8 lanes, elsewhere scalar
+// lanes with masks.
+
+#if defined(__x86_64__)
+// jvm_avx2.cc (compiled with -mavx2): 32 lanes; call only when the CPU has AVX2.
+void guava_lanes32_avx2(const std::uint64_t* inputs, std::uint32_t buckets,
+                        std::uint32_t* out) noexcept;
+#endif
+
+namespace {
+
+constexpr std::size_t kGuavaLanes = 8;
+
+#if defined(__x86_64__)
+// The lanes in SSE2: the candidate is kept as a double (an integer below 2^31, so exact), the
+// LCG's 64-bit multiply is built from 32 x 32 -> 64 multiplies (pmuludq), and the truncation
+// (int) of Java is cvttpd2dq then back.
+void guava_lanes(const std::uint64_t* inputs, std::uint32_t buckets, NodeId* out) noexcept {
+  constexpr std::size_t kRegs = kGuavaLanes / 2;
+  constexpr std::uint64_t kMul = 2862933555777941757ULL;
+  const __m128i mul_lo = _mm_set1_epi64x(static_cast<std::int64_t>(kMul & 0xffffffffu));
+  const __m128i mul_hi = _mm_set1_epi64x(static_cast<std::int64_t>(kMul >> 32));
+  const __m128i one64 = _mm_set1_epi64x(1);
+  const __m128i one32 = _mm_set1_epi32(1);
+  const __m128d limit = _mm_set1_pd(static_cast<double>(buckets));
+  const __m128d zero = _mm_setzero_pd();
+  const __m128d one = _mm_set1_pd(1.0);
+  const __m128d two_to_minus_31 = _mm_set1_pd(1.0 / 2147483648.0);  // exact: a power of two
+  __m128i state[kRegs];
+  __m128d candidate[kRegs];
+  __m128d live[kRegs];  // all ones while the lane's loop runs
+  for (std::size_t r = 0; r < kRegs; ++r) {
+    state[r] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(inputs + 2 * r));
+    candidate[r] = zero;
+    live[r] = _mm_castsi128_pd(_mm_set1_epi32(-1));
+  }
+  for (;;) {
+    __m128d any = zero;
+    for (std::size_t r = 0; r < kRegs; ++r) {
+      // state = kMul * state + 1 (mod 2^64): lo*lo + ((hi*lo + lo*hi) << 32) + 1.
+      const __m128i s = state[r];
+      const __m128i cross =
+          _mm_add_epi64(_mm_mul_epu32(_mm_srli_epi64(s, 32), mul_lo), _mm_mul_epu32(s, mul_hi));
+      const __m128i next_state =
+          _mm_add_epi64(_mm_add_epi64(_mm_mul_epu32(s, mul_lo), _mm_slli_epi64(cross, 32)), one64);
+      state[r] = next_state;
+      // ((int) (state >>> 33) + 1) / 2^31: the int addition wraps 2^31 to -2^31.
+      const __m128i top = _mm_add_epi32(
+          _mm_shuffle_epi32(_mm_srli_epi64(next_state, 33), _MM_SHUFFLE(3, 1, 2, 0)), one32);
+      const __m128d next_double = _mm_mul_pd(_mm_cvtepi32_pd(top), two_to_minus_31);
+      const __m128d next = _mm_div_pd(_mm_add_pd(candidate[r], one), next_double);
+      const __m128d in = _mm_and_pd(_mm_cmpge_pd(next, zero), _mm_cmplt_pd(next, limit));
+      const __m128d taken = _mm_cvtepi32_pd(_mm_cvttpd_epi32(next));  // meaningful when in
+      live[r] = _mm_and_pd(live[r], in);
+      candidate[r] = _mm_or_pd(_mm_and_pd(live[r], taken), _mm_andnot_pd(live[r], candidate[r]));
+      any = _mm_or_pd(any, live[r]);
+    }
+    if (_mm_movemask_pd(any) == 0) break;
+  }
+  for (std::size_t r = 0; r < kRegs; ++r) {
+    alignas(16) std::int32_t c[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(c), _mm_cvttpd_epi32(candidate[r]));
+    out[2 * r] = static_cast<NodeId>(c[0]);
+    out[2 * r + 1] = static_cast<NodeId>(c[1]);
+  }
+}
+#else
+void guava_lanes(const std::uint64_t* inputs, std::uint32_t buckets, NodeId* out) noexcept {
+  const double limit = static_cast<double>(buckets);
+  const double top_candidate = limit - 1.0;
+  std::uint64_t state[kGuavaLanes];
+  std::uint32_t candidate[kGuavaLanes];
+  std::uint32_t live[kGuavaLanes];  // all ones while the lane's loop runs
+  for (std::size_t l = 0; l < kGuavaLanes; ++l) {
+    state[l] = inputs[l];
+    candidate[l] = 0;
+    live[l] = ~0u;
+  }
+  for (std::uint32_t any = ~0u; any != 0;) {
+    any = 0;
+    for (std::size_t l = 0; l < kGuavaLanes; ++l) {
+      state[l] = 2862933555777941757ULL * state[l] + 1;
+      const auto top = static_cast<std::uint32_t>(state[l] >> 33) + 1u;
+      const double next_double = static_cast<double>(static_cast<std::int32_t>(top)) / 2147483648.0;
+      const double next =
+          static_cast<double>(static_cast<std::int32_t>(candidate[l] + 1)) / next_double;
+      const std::uint32_t in = 0u - static_cast<std::uint32_t>((next >= 0.0) & (next < limit));
+      // Clamped into [0, buckets - 1] so the conversion is defined; it equals next when in.
+      const auto taken = static_cast<std::uint32_t>(
+          static_cast<std::int32_t>(std::min(std::max(next, 0.0), top_candidate)));
+      live[l] &= in;
+      candidate[l] ^= (candidate[l] ^ taken) & live[l];
+      any |= live[l];
+    }
+  }
+  for (std::size_t l = 0; l < kGuavaLanes; ++l) out[l] = candidate[l];
+}
+#endif
+
+}  // namespace
+
+void guava_consistent_hash_batch(const std::uint64_t* inputs, std::size_t n, std::uint32_t buckets,
+                                 NodeId* out) noexcept {
+  std::size_t i = 0;
+#if defined(__x86_64__)
+  if (internal::cpu_has_avx2()) {
+    for (; i + 32 <= n; i += 32) guava_lanes32_avx2(inputs + i, buckets, out + i);
+  }
+#endif
+  for (; i + kGuavaLanes <= n; i += kGuavaLanes) guava_lanes(inputs + i, buckets, out + i);
+  for (; i < n; ++i) out[i] = guava_consistent_hash(inputs[i], buckets);
+}
+
+namespace {
+
 // Guava numbers the nodes 0..n-1 in list order; it has no weights and no second choice. Next
 // choices (route_n) are chash's: consistentHash over rehashes of the key (attempt 1, 2, ...),
 // skipping nodes already chosen, then the remaining nodes in list order.
@@ -190,6 +328,14 @@ class GuavaPreset final : public Preset {
 
   NodeId route(std::string_view key) const noexcept override {
     return guava_consistent_hash(guava_key_hash(key), n_);
+  }
+
+  void route_batch(std::span<const std::string_view> keys, std::span<NodeId> out) const override {
+    for_each_chunk(keys, [&](std::span<const std::string_view> chunk, std::size_t at) {
+      std::uint64_t h[kBatchChunk];
+      for (std::size_t i = 0; i < chunk.size(); ++i) h[i] = guava_key_hash(chunk[i]);
+      guava_consistent_hash_batch(h, chunk.size(), n_, out.data() + at);
+    });
   }
 
   std::size_t route_n(std::string_view key, std::span<NodeId> out) const override {

@@ -544,6 +544,27 @@ class LibmemcachedPreset final : public Preset {
     return n;
   }
 
+  void route_batch(std::span<const std::string_view> keys, std::span<NodeId> out) const override {
+    if (servers_ == 1) {
+      std::fill(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(keys.size()), NodeId{0});
+      return;
+    }
+    for_each_chunk(keys, [&](std::span<const std::string_view> chunk, std::size_t at) {
+      std::uint64_t h[kBatchChunk];
+      if (hash_ == LmHash::kMd5) {
+        md5_positions(chunk, h, ketama_cut);
+      } else {
+        for (std::size_t i = 0; i < chunk.size(); ++i) h[i] = lm_hash(hash_, chunk[i]);
+      }
+      const std::span<NodeId> o = out.subspan(at, chunk.size());
+      if (ring_) {
+        ring_->pick_batch(std::span<const std::uint64_t>(h, chunk.size()), o);
+      } else {
+        for (std::size_t i = 0; i < chunk.size(); ++i) o[i] = static_cast<NodeId>(h[i] % servers_);
+      }
+    });
+  }
+
   std::size_t node_count() const noexcept override { return servers_; }
 
  private:
@@ -574,8 +595,16 @@ std::uint32_t libketama_digests(std::uint32_t memory, std::uint64_t total, std::
 // ketama_hashi of the key as a C string: MD5 of the bytes before the first NUL, first four
 // digest bytes little-endian.
 struct LibketamaKey {
+  static std::string_view c_string(std::string_view key) noexcept {
+    return key.substr(0, key.find('\0'));
+  }
   std::uint32_t operator()(std::string_view key) const noexcept {
-    return hash::ketama_point(hash::md5(key.substr(0, key.find('\0'))), 0);
+    return hash::ketama_point(hash::md5(c_string(key)), 0);
+  }
+  void batch(std::span<const std::string_view> keys, std::uint64_t* out) const noexcept {
+    std::string_view cut[kBatchChunk];
+    for (std::size_t i = 0; i < keys.size(); ++i) cut[i] = c_string(keys[i]);
+    md5_positions(std::span<const std::string_view>(cut, keys.size()), out, ketama_cut);
   }
 };
 

@@ -158,13 +158,8 @@ struct Position {
         return hash::murmur64a(buf, seed);
       }
       case RingPositionHash::kMd5Int32:
-      case RingPositionHash::kMd5Int64: {
-        // int(hexdigest, 16) % 2**w: the digest's last w/8 bytes, big-endian.
-        const auto d = hash::md5(s);
-        std::uint64_t v = 0;
-        for (std::size_t i = 16 - width / 8; i < 16; ++i) v = v << 8 | d[i];
-        return v;
-      }
+      case RingPositionHash::kMd5Int64:
+        return md5_cut(hash::md5(s));
       case RingPositionHash::kKeyHash:
         break;
     }
@@ -172,8 +167,24 @@ struct Position {
     return width == 32 ? static_cast<std::uint32_t>(v) : v;
   }
 
-  std::uint64_t operator()(std::string_view s) const noexcept {
-    std::uint64_t v = raw(s);
+  // Positions computed from an MD5 digest (md5-int32, md5-int64, the key hash md5).
+  bool md5_based() const noexcept {
+    return hash == RingPositionHash::kMd5Int32 || hash == RingPositionHash::kMd5Int64 ||
+           (hash == RingPositionHash::kKeyHash && key_hash == KeyHash::kMd5);
+  }
+  // raw() of the bytes whose digest is d, for md5_based() positions.
+  std::uint64_t md5_cut(const hash::Md5Digest& d) const noexcept {
+    if (hash == RingPositionHash::kKeyHash) return hash::ketama_point(d, 0);  // hash_key(kMd5)
+    // int(hexdigest, 16) % 2**w: the digest's last w/8 bytes, big-endian.
+    std::uint64_t v = 0;
+    for (std::size_t i = 16 - width / 8; i < 16; ++i) v = v << 8 | d[i];
+    return v;
+  }
+
+  std::uint64_t operator()(std::string_view s) const noexcept { return finish(raw(s)); }
+
+  // Math.abs and the signed order, applied to a raw position.
+  std::uint64_t finish(std::uint64_t v) const noexcept {
     const std::uint64_t sign = std::uint64_t{1} << (width - 1);
     const std::uint64_t mask = width == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
     // Math.abs: negate a negative value, except MIN_VALUE, which Java leaves negative.
@@ -186,9 +197,20 @@ struct Position {
 // Keys: the hash tag first, then the spec's position.
 struct KeyPosition {
   Position pos;
-  std::uint64_t operator()(std::string_view key) const noexcept {
-    if (pos.tag_open != 0) key = hash_tag(key, pos.tag_open, pos.tag_close);
-    return pos(key);
+  std::string_view hashed(std::string_view key) const noexcept {
+    return pos.tag_open != 0 ? hash_tag(key, pos.tag_open, pos.tag_close) : key;
+  }
+  std::uint64_t operator()(std::string_view key) const noexcept { return pos(hashed(key)); }
+  // MD5 positions a chunk at a time (multi-buffer MD5); the others key by key.
+  void batch(std::span<const std::string_view> keys, std::uint64_t* out) const noexcept {
+    if (!pos.md5_based()) {
+      for (std::size_t i = 0; i < keys.size(); ++i) out[i] = (*this)(keys[i]);
+      return;
+    }
+    std::string_view h[presets::kBatchChunk];
+    for (std::size_t i = 0; i < keys.size(); ++i) h[i] = hashed(keys[i]);
+    presets::md5_positions(std::span<const std::string_view>(h, keys.size()), out,
+                           [&](const hash::Md5Digest& d) { return pos.finish(pos.md5_cut(d)); });
   }
 };
 

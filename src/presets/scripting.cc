@@ -65,6 +65,9 @@ struct Md5KetamaKey {
   std::uint64_t operator()(std::string_view key) const noexcept {
     return hash::ketama_point(hash::md5(key), 0);
   }
+  void batch(std::span<const std::string_view> keys, std::uint64_t* out) const noexcept {
+    md5_positions(keys, out, ketama_cut);
+  }
 };
 
 std::uint32_t vnodes_or(const PresetOptions& options, std::uint32_t peer_default,
@@ -107,8 +110,7 @@ struct Pos128 {
   friend auto operator<=>(const Pos128&, const Pos128&) = default;
 };
 
-Pos128 md5_int(std::string_view s) noexcept {
-  const hash::Md5Digest d = hash::md5(s);
+Pos128 md5_int(const hash::Md5Digest& d) noexcept {
   Pos128 p;
   for (int i = 0; i < 8; ++i) {
     p.hi = p.hi << 8 | d[static_cast<std::size_t>(i)];
@@ -116,6 +118,8 @@ Pos128 md5_int(std::string_view s) noexcept {
   }
   return p;
 }
+
+Pos128 md5_int(std::string_view s) noexcept { return md5_int(hash::md5(s)); }
 
 class Md5IntRingPreset final : public Preset {
  public:
@@ -137,13 +141,26 @@ class Md5IntRingPreset final : public Preset {
     drawable_ = static_cast<std::size_t>(std::count(has_point.begin(), has_point.end(), true));
   }
 
-  NodeId route(std::string_view key) const noexcept override { return owners_[index_of(key)]; }
+  NodeId route(std::string_view key) const noexcept override {
+    return owners_[index_of(md5_int(key))];
+  }
+
+  // The keys' MD5s side by side, then the searches.
+  void route_batch(std::span<const std::string_view> keys, std::span<NodeId> out) const override {
+    for_each_chunk(keys, [&](std::span<const std::string_view> chunk, std::size_t at) {
+      hash::Md5Digest digests[kBatchChunk];
+      hash::internal::md5_many(chunk, std::span<hash::Md5Digest>(digests, chunk.size()));
+      for (std::size_t i = 0; i < chunk.size(); ++i) {
+        out[at + i] = owners_[index_of(md5_int(digests[i]))];
+      }
+    });
+  }
 
   std::size_t route_n(std::string_view key, std::span<NodeId> out) const override {
     std::size_t n = 0;
     if (out.empty()) return 0;
     internal::SeenSet seen(node_count_);
-    std::size_t i = index_of(key);
+    std::size_t i = index_of(md5_int(key));
     for (std::size_t step = 0; step < positions_.size() && seen.size() < drawable_; ++step) {
       if (seen.insert(owners_[i])) {
         out[n++] = owners_[i];
@@ -158,8 +175,8 @@ class Md5IntRingPreset final : public Preset {
 
  private:
   // HashRing._get_pos: bisect (right) over the sorted positions, wrapping to 0 past the end.
-  std::size_t index_of(std::string_view key) const noexcept {
-    const auto it = std::upper_bound(positions_.begin(), positions_.end(), md5_int(key));
+  std::size_t index_of(const Pos128& key) const noexcept {
+    const auto it = std::upper_bound(positions_.begin(), positions_.end(), key);
     const auto i = static_cast<std::size_t>(it - positions_.begin());
     return i == positions_.size() ? 0 : i;
   }

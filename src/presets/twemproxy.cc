@@ -186,6 +186,22 @@ struct KeyHasher {
     if (key.empty()) return 0;
     return twemproxy_hash(hash, key);
   }
+
+  // A chunk at once: MD5 side by side (multi-buffer), the other hashes key by key.
+  void batch(std::span<const std::string_view> keys, std::uint64_t* out) const noexcept {
+    if (hash != TwHash::kMd5 || single_server) {
+      for (std::size_t i = 0; i < keys.size(); ++i) out[i] = (*this)(keys[i]);
+      return;
+    }
+    std::string_view hashed[kBatchChunk];
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      hashed[i] = tagged ? hash_tag(keys[i], tag_open, tag_close) : keys[i];
+    }
+    md5_positions(std::span<const std::string_view>(hashed, keys.size()), out, ketama_cut);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (hashed[i].empty()) out[i] = 0;
+    }
+  }
 };
 
 KeyHasher make_key_hasher(std::string_view preset, std::size_t nodes, const PresetOptions& o) {
@@ -357,11 +373,23 @@ class ModulaPreset final : public Preset {
     slots_ = end;
   }
 
-  NodeId route(std::string_view key) const noexcept override { return owners_[index_of(key)]; }
+  NodeId route(std::string_view key) const noexcept override {
+    return owners_[index_of(key_hasher_(key))];
+  }
+
+  void route_batch(std::span<const std::string_view> keys, std::span<NodeId> out) const override {
+    for_each_chunk(keys, [&](std::span<const std::string_view> chunk, std::size_t at) {
+      std::uint64_t h[kBatchChunk];
+      key_hasher_.batch(chunk, h);
+      for (std::size_t i = 0; i < chunk.size(); ++i) {
+        out[at + i] = owners_[index_of(static_cast<std::uint32_t>(h[i]))];
+      }
+    });
+  }
 
   std::size_t route_n(std::string_view key, std::span<NodeId> out) const override {
     const std::size_t n = std::min(out.size(), owners_.size());
-    std::size_t i = index_of(key);
+    std::size_t i = index_of(key_hasher_(key));
     for (std::size_t k = 0; k < n; ++k) {
       out[k] = owners_[i];
       if (++i == owners_.size()) i = 0;
@@ -373,8 +401,8 @@ class ModulaPreset final : public Preset {
 
  private:
   // Position in nutcracker's order of the server owning slot hash % slots.
-  std::size_t index_of(std::string_view key) const noexcept {
-    const std::uint32_t slot = key_hasher_(key) % slots_;
+  std::size_t index_of(std::uint32_t key_hash) const noexcept {
+    const std::uint32_t slot = key_hash % slots_;
     return static_cast<std::size_t>(std::upper_bound(ends_.begin(), ends_.end(), slot) -
                                     ends_.begin());
   }

@@ -159,6 +159,35 @@ TEST_P(CompatVectors, PresetAgreesWithThePeerOnEveryKey) {
   EXPECT_EQ(mismatches, 0u) << mismatches << " of " << v.expected.size() << " keys disagree";
 }
 
+// The batch path (Preset::route_batch: multi-buffer MD5, Guava's lanes, the rings' pipelined
+// lookups) agrees with the peer on every key too, in one call over the whole file and in
+// batches of 7 keys.
+TEST_P(CompatVectors, BatchRoutingAgreesWithThePeer) {
+  const VectorFile v = load(GetParam());
+  if (v.replicas != 1) return;  // replica lists come from route_n, which has no batch form
+  const auto preset = make_preset(v.preset, v.nodes, v.options);
+  std::vector<std::string_view> keys;
+  for (const auto& e : v.expected) keys.push_back(e.first);
+  for (const std::size_t batch : {keys.size(), std::size_t{7}}) {
+    std::vector<NodeId> ids(keys.size(), kNoNode);
+    for (std::size_t i = 0; i < keys.size(); i += batch) {
+      const std::size_t n = std::min(batch, keys.size() - i);
+      preset->route_batch(std::span<const std::string_view>(keys).subspan(i, n),
+                          std::span<NodeId>(ids).subspan(i, n));
+    }
+    std::size_t mismatches = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const std::string got = ids[i] == kNoNode ? "<none>" : v.nodes[ids[i]].name;
+      if (got != v.expected[i].second[0] && ++mismatches <= 5) {
+        ADD_FAILURE() << v.path << ": key \"" << printable(v.expected[i].first) << "\" -> peer "
+                      << v.expected[i].second[0] << ", chash batch " << got;
+      }
+    }
+    EXPECT_EQ(mismatches, 0u) << mismatches << " of " << keys.size()
+                              << " keys disagree, batches of " << batch;
+  }
+}
+
 // The presets that are ring specs (the articles' rings), routed from their printed spec through
 // the Router (`chash route --ring '...'`), agree with the peer on every key too.
 TEST_P(CompatVectors, RingSpecFormAgreesWithThePeer) {

@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "chash/error.h"
 #include "chash/preset.h"
+#include "guava.h"
 
 namespace chash {
 namespace {
@@ -118,6 +121,41 @@ TEST(GuavaPresetTest, AddingABucketMovesKeysOnlyToIt) {
     const NodeId b = big->route(key);
     if (b != 10) {
       EXPECT_EQ(b, small->route(key)) << key;
+    }
+  }
+}
+
+// The lanes (AVX2 32, SSE2 8, then one at a time) equal the loop, on random inputs and on inputs
+// that make nextDouble() -1.0 (the int wrap at 2^31) at step 1..6, at bucket counts up to
+// Integer.MAX_VALUE, for batch lengths that use every path.
+TEST(GuavaPresetTest, ConsistentHashLanesEqualTheLoop) {
+  constexpr std::uint64_t kMul = 2862933555777941757ULL;
+  std::uint64_t inverse = kMul;  // kMul^-1 mod 2^64 by Newton's iteration (kMul is odd)
+  for (int i = 0; i < 6; ++i) inverse *= 2 - kMul * inverse;
+  ASSERT_EQ(kMul * inverse, 1u);
+  std::mt19937_64 rng(7);
+  std::vector<std::uint64_t> inputs;
+  for (int step = 1; step <= 6; ++step) {
+    for (int k = 0; k < 8; ++k) {
+      // A state whose top 31 bits are all ones after `step` steps, walked back to the input.
+      std::uint64_t state = 0xFFFFFFFE00000000ULL | (rng() & 0x1FFFFFFFFULL);
+      for (int b = 0; b < step; ++b) state = (state - 1) * inverse;
+      inputs.push_back(state);
+    }
+  }
+  while (inputs.size() < 200) inputs.push_back(rng());
+  std::shuffle(inputs.begin(), inputs.end(), rng);
+  for (const std::uint32_t buckets :
+       {1u, 2u, 3u, 10u, 100u, 1000u, 65536u, 1000003u, 2147483647u}) {
+    for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{15},
+                                std::size_t{16}, std::size_t{17}, std::size_t{31}, std::size_t{32},
+                                std::size_t{33}, std::size_t{64}, std::size_t{200}}) {
+      std::vector<NodeId> out(n);
+      presets::guava_consistent_hash_batch(inputs.data(), n, buckets, out.data());
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(out[i], presets::guava_consistent_hash(inputs[i], buckets))
+            << buckets << " buckets, input " << inputs[i] << ", batch of " << n;
+      }
     }
   }
 }

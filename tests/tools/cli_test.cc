@@ -190,6 +190,64 @@ TEST_F(Cli, RouteReadsKeysFromAFileAndSyntheticKeys) {
   EXPECT_NE(s.out, run("route --algo ring --nodes x,y --synthetic 1000 --seed 8").out);
 }
 
+// route, analyze and migrate read keys in batches (KeySource::next_batch, Router::route_batch):
+// over input longer than the 64 KiB read buffer, with CRLF, empty and long lines and a last line
+// without a newline, each key's node is its first choice routed one key at a time (the
+// --replicas path), and an error names the right line.
+TEST_F(Cli, BatchedRoutingEqualsOneKeyAtATimeOverLongInput) {
+  std::string text;
+  int count = 0;
+  for (int i = 0; text.size() < 200000; ++i, ++count) {
+    if (i % 97 == 0) {
+      text += "\n";  // an empty key
+    } else if (i % 89 == 0) {
+      text += std::string(300 + i % 700, static_cast<char>('a' + i % 26)) + "\n";
+    } else {
+      text += "user:" + std::to_string(i * 7919) + (i % 5 == 0 ? "\r\n" : "\n");
+    }
+  }
+  text += "last-line-without-newline";
+  ++count;
+  const auto kf = write("keys.txt", text);
+  for (const std::string routing :
+       {"--preset ketama", "--preset guava", "--algo jump", "--algo ring --hash md5"}) {
+    const std::string args = "route " + routing +
+                             " --nodes 10.0.0.1:11211,10.0.0.2:11211,"
+                             "10.0.0.3:11211,10.0.0.4:11211 --keys-file " +
+                             kf.string();
+    const auto batched = run(args);
+    ASSERT_EQ(batched.code, 0) << routing << ": " << batched.err;
+    const auto one = run(args + " --replicas 2");
+    ASSERT_EQ(one.code, 0) << routing << ": " << one.err;
+    const auto b = lines(batched.out), o = lines(one.out);
+    ASSERT_EQ(b.size(), static_cast<std::size_t>(count)) << routing;
+    ASSERT_EQ(o.size(), b.size()) << routing;
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      ASSERT_EQ(b[i], o[i].substr(0, o[i].find('\t'))) << routing << ", line " << i + 1;
+    }
+    // analyze counts the same owners.
+    const auto j = nlohmann::json::parse(run("analyze " + routing +
+                                             " --nodes 10.0.0.1:11211,10.0.0.2:11211,"
+                                             "10.0.0.3:11211,10.0.0.4:11211 --format json "
+                                             "--keys-file " +
+                                             kf.string())
+                                             .out);
+    for (const auto& n : j["nodes"]) {
+      const auto name = n["node"].get<std::string>();
+      EXPECT_EQ(n["keys"].get<std::int64_t>(), std::count(b.begin(), b.end(), name)) << routing;
+    }
+  }
+  // nginx-ip-hash cannot route a non-address: the error names its line, deep in a batch.
+  std::string ips;
+  for (int i = 0; i < 3000; ++i)
+    ips += "10.1." + std::to_string(i / 250) + "." + std::to_string(i % 250) + "\n";
+  ips += "not-an-address\n10.9.9.9\n";
+  const auto bad = run("route --preset nginx-ip-hash --nodes 10.0.0.1:80,10.0.0.2:80", ips);
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("line 3001: cannot route key \"not-an-address\""), std::string::npos)
+      << bad.err;
+}
+
 TEST_F(Cli, ErrorsAreClearWithConventionalExitCodes) {
   auto r = run("route --algo nope --nodes a", "k\n");
   EXPECT_EQ(r.code, 1);
@@ -458,6 +516,26 @@ TEST_F(Cli, MigrateDownMovesOnlyTheDownNodesKeys) {
   EXPECT_EQ(run("migrate --algo ring --nodes a,b --synthetic 10").code, 2);  // no change given
   EXPECT_EQ(run("migrate --algo ring --nodes a,b --remove zz --synthetic 10").code, 1);
   EXPECT_EQ(run("migrate --preset ketama --nodes a,b,c --add d --synthetic 2000").code, 0);
+}
+
+// A preset with a node down: only that node's keys move, each to its next choice in the peer's
+// order (the batch routes first choices, then walks the down node's keys on).
+TEST_F(Cli, MigratePresetDownMovesOnlyItsKeysToTheirNextChoice) {
+  const auto r =
+      run("migrate --preset ketama --nodes 10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.4 "
+          "--down 10.0.0.2 --synthetic 20000 --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  std::uint64_t moved = 0;
+  for (const auto& m : j["moves"]) {
+    EXPECT_EQ(m["from"], "10.0.0.2");
+    moved += m["keys"].get<std::uint64_t>();
+  }
+  const auto routed = lines(run("route --preset ketama --nodes 10.0.0.1,10.0.0.2,10.0.0.3,"
+                                "10.0.0.4 --synthetic 20000")
+                                .out);
+  EXPECT_EQ(moved,
+            static_cast<std::uint64_t>(std::count(routed.begin(), routed.end(), "10.0.0.2")));
 }
 
 TEST_F(Cli, SweepTableCsvJson) {

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -30,14 +31,19 @@ KeySource::~KeySource() {
   if (owns_file_) std::fclose(file_);
 }
 
-std::string synthetic_key(std::uint64_t seed, std::uint64_t i) {
+void write_synthetic_key(std::uint64_t seed, std::uint64_t i, char* out) noexcept {
   static constexpr char kHex[] = "0123456789abcdef";
   std::uint64_t v = hash::mix64(seed * 0x9E3779B97F4A7C15ULL + i + 1);
-  std::string s = "key:0000000000000000";
+  std::memcpy(out, "key:", 4);
   for (int d = 0; d < 16; ++d) {
-    s[4 + 15 - static_cast<std::size_t>(d)] = kHex[v & 15];
+    out[4 + 15 - d] = kHex[v & 15];
     v >>= 4;
   }
+}
+
+std::string synthetic_key(std::uint64_t seed, std::uint64_t i) {
+  std::string s(kSyntheticKeyBytes, '\0');
+  write_synthetic_key(seed, i, s.data());
   return s;
 }
 
@@ -67,6 +73,17 @@ bool KeySource::fill() {
   return true;
 }
 
+std::string_view KeySource::take_line(std::size_t len) {
+  std::string_view key(buf_.data() + begin_, len);
+  begin_ += len + 1;
+  ++line_;
+  if (!key.empty() && key.back() == '\r') key.remove_suffix(1);
+  if (key.size() > kMaxKeyBytes) {
+    throw Error(ErrorCode::kLimitExceeded, "key on line " + std::to_string(line_) + " is too long");
+  }
+  return key;
+}
+
 bool KeySource::next(std::string_view& key) {
   if (synthetic_ > 0) {
     if (line_ >= synthetic_) return false;
@@ -78,15 +95,7 @@ bool KeySource::next(std::string_view& key) {
     const char* start = buf_.data() + begin_;
     const void* nl = std::memchr(start, '\n', end_ - begin_);
     if (nl != nullptr) {
-      const std::size_t len = static_cast<std::size_t>(static_cast<const char*>(nl) - start);
-      begin_ += len + 1;
-      ++line_;
-      key = std::string_view(start, len);
-      if (!key.empty() && key.back() == '\r') key.remove_suffix(1);
-      if (key.size() > kMaxKeyBytes) {
-        throw Error(ErrorCode::kLimitExceeded,
-                    "key on line " + std::to_string(line_) + " is too long");
-      }
+      key = take_line(static_cast<std::size_t>(static_cast<const char*>(nl) - start));
       return true;
     }
     if (!fill()) {
@@ -99,6 +108,34 @@ bool KeySource::next(std::string_view& key) {
       return true;
     }
   }
+}
+
+std::size_t KeySource::next_batch(std::span<std::string_view> keys) {
+  if (synthetic_ > 0) {
+    const std::size_t n =
+        static_cast<std::size_t>(std::min<std::uint64_t>(keys.size(), synthetic_ - line_));
+    synthetic_batch_.resize(std::max(synthetic_batch_.size(), n * kSyntheticKeyBytes));
+    for (std::size_t k = 0; k < n; ++k) {
+      char* at = synthetic_batch_.data() + k * kSyntheticKeyBytes;
+      write_synthetic_key(seed_, line_++, at);
+      keys[k] = std::string_view(at, kSyntheticKeyBytes);
+    }
+    return n;
+  }
+  std::size_t n = 0;
+  while (n < keys.size()) {
+    const char* start = buf_.data() + begin_;
+    const void* nl = std::memchr(start, '\n', end_ - begin_);
+    if (nl != nullptr) {
+      keys[n++] = take_line(static_cast<std::size_t>(static_cast<const char*>(nl) - start));
+      continue;
+    }
+    // No whole line left in the buffer. Refilling would move it under the views already handed
+    // out, so a started batch ends here; an empty one reads on (next() refills).
+    if (n > 0 || !next(keys[n])) break;
+    ++n;
+  }
+  return n;
 }
 
 void Out::flush() {

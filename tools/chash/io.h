@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,12 +32,19 @@ class KeySource {
 
   // The next key, valid until the following call; false at the end. Throws chash::Error.
   bool next(std::string_view& key);
+  // Up to keys.size() next keys, all valid until the following call of next or next_batch; how
+  // many (0 at the end). Fewer than asked does not mean the end: a batch stops where the read
+  // buffer would have to be refilled (its views point into it). line() is then the line of the
+  // batch's last key. Throws chash::Error.
+  std::size_t next_batch(std::span<std::string_view> keys);
   std::uint64_t line() const noexcept { return line_; }
   // Total when known in advance (synthetic), else 0.
   std::uint64_t expected() const noexcept { return synthetic_; }
 
  private:
   bool fill();
+  // The line of `len` bytes at begin_ (a '\n' follows it), as a key; advances past it.
+  std::string_view take_line(std::size_t len);
 
   std::FILE* file_ = nullptr;
   bool owns_file_ = false;
@@ -46,10 +54,14 @@ class KeySource {
   std::uint64_t line_ = 0;
   std::uint64_t synthetic_ = 0, seed_ = 0;
   std::string scratch_;
+  std::vector<char> synthetic_batch_;  // next_batch's synthetic keys, kSyntheticKeyBytes each
 };
 
 // The i-th synthetic key of a seed: "key:" + 16 hex digits, distinct for distinct i.
 std::string synthetic_key(std::uint64_t seed, std::uint64_t i);
+inline constexpr std::size_t kSyntheticKeyBytes = 20;
+// The same written to out[0..kSyntheticKeyBytes).
+void write_synthetic_key(std::uint64_t seed, std::uint64_t i, char* out) noexcept;
 
 // Buffered stdout writer (one fwrite per 64 KiB).
 class Out {

@@ -150,12 +150,27 @@ void run_migrate(const MigrateArgs& a) {
     const NodeId id = kr_after->find(d);
     if (id != kNoNode) down_after.set(id, true);
   }
-  auto after_of = [&](std::string_view key) -> NodeId {
-    if (snap_after) return snap_after->route(key);
-    return kr_after->route(key, down_after);
+  // Owners before and after for a batch of keys (route_batch; a down node's keys then walk on
+  // to their next choice that is up, as route(key, down) does).
+  auto after_of = [&](std::span<const std::string_view> keys, std::span<NodeId> out) {
+    if (snap_after) {
+      snap_after->route_batch(keys, out);
+      return;
+    }
+    kr_after->route_batch(keys, out);
+    if (down_after.empty()) return;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (out[i] != kNoNode && down_after.contains(out[i])) {
+        out[i] = kr_after->route(keys[i], down_after);
+      }
+    }
   };
-  auto before_of = [&](std::string_view key) -> NodeId {
-    return snap_before ? snap_before->route(key) : kb.route(key);
+  auto before_of = [&](std::span<const std::string_view> keys, std::span<NodeId> out) {
+    if (snap_before) {
+      snap_before->route_batch(keys, out);
+    } else {
+      kb.route_batch(keys, out);
+    }
   };
 
   const std::vector<Node> names_before =
@@ -166,13 +181,18 @@ void run_migrate(const MigrateArgs& a) {
   {
     KeySource src(a.keys);
     Progress progress("migrating", src.expected());
-    std::string_view key;
-    while (src.next(key)) {
-      const NodeId b = before_of(key), c = after_of(key);
-      moves.add(b, c);
-      load_before.add(b);
-      load_after.add(c);
-      progress.tick();
+    constexpr std::size_t kBatch = 256;
+    std::string_view keys[kBatch];
+    NodeId before[kBatch], after[kBatch];
+    for (std::size_t n; (n = src.next_batch(keys)) > 0;) {
+      before_of(std::span<const std::string_view>(keys, n), std::span<NodeId>(before, n));
+      after_of(std::span<const std::string_view>(keys, n), std::span<NodeId>(after, n));
+      for (std::size_t k = 0; k < n; ++k) {
+        moves.add(before[k], after[k]);
+        load_before.add(before[k]);
+        load_after.add(after[k]);
+        progress.tick();
+      }
     }
   }
   const double optimum = optimal_moved_fraction(before_nodes, after_effective);

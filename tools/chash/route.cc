@@ -103,35 +103,21 @@ struct RouteArgs {
 void run_route(const RouteArgs& a) {
   require_routing(a.spec, a.nodes);
   if (a.replicas == 0) throw Error(ErrorCode::kInvalidArgument, "--replicas must be at least 1");
+  if (a.spec.balance_factor != 0 && a.replicas != 1) {
+    throw Error(ErrorCode::kUnsupported, "--balance-factor takes one node per key (no --replicas)");
+  }
   const auto nodes = a.nodes.load();
   const Router router = Router::build(a.spec, nodes);
   KeySource src(a.keys);
   Out out;
   Progress progress("routing", src.expected());
-  std::vector<NodeId> ids(std::min<std::size_t>(a.replicas, nodes.size()));
   if (a.format == Format::kCsv) out.put(a.replicas == 1 ? "key,node\n" : "key,nodes\n");
-  std::string_view key;
   std::string line;
-  // Bounded loads: every key routed so far counts as one unit of load on its node.
-  std::vector<std::uint64_t> loads(a.spec.balance_factor != 0 ? nodes.size() : 0, 0);
-  while (src.next(key)) {
-    std::size_t n;
-    if (a.spec.balance_factor != 0) {
-      if (a.replicas != 1)
-        throw Error(ErrorCode::kUnsupported,
-                    "--balance-factor takes one node per key (no --replicas)");
-      ids[0] = router.route_bounded(key, loads);
-      if (ids[0] != kNoNode) ++loads[ids[0]];
-      n = 1;
-    } else if (a.replicas == 1) {
-      ids[0] = router.route(key);
-      n = 1;
-    } else {
-      n = router.route_n(key, ids);
-    }
+  // One output line for `key` routed to ids[0..n), read from line `at` of the input.
+  auto emit = [&](std::string_view key, const NodeId* ids, std::size_t n, std::uint64_t at) {
     if (n == 0 || ids[0] == kNoNode) {
       throw Error(ErrorCode::kInvalidArgument,
-                  "line " + std::to_string(src.line()) + ": cannot route key \"" +
+                  "line " + std::to_string(at) + ": cannot route key \"" +
                       std::string(key.substr(0, 64)) + "\"" +
                       (a.spec.preset == "nginx-ip-hash" ? " (not an IP address)" : ""));
     }
@@ -170,6 +156,34 @@ void run_route(const RouteArgs& a) {
     line += '\n';
     out.put(line);
     progress.tick();
+  };
+
+  if (a.spec.balance_factor == 0 && a.replicas == 1) {
+    // One owner per key: keys in batches (Router::route_batch overlaps their hashing and lookups).
+    constexpr std::size_t kBatch = 256;
+    std::string_view keys[kBatch];
+    NodeId owners[kBatch];
+    for (std::size_t n; (n = src.next_batch(keys)) > 0;) {
+      router.route_batch(std::span<const std::string_view>(keys, n), std::span<NodeId>(owners, n));
+      const std::uint64_t first_line = src.line() - n + 1;
+      for (std::size_t k = 0; k < n; ++k) emit(keys[k], &owners[k], 1, first_line + k);
+    }
+    return;
+  }
+  std::vector<NodeId> ids(std::min<std::size_t>(a.replicas, nodes.size()));
+  // Bounded loads: every key routed so far counts as one unit of load on its node.
+  std::vector<std::uint64_t> loads(a.spec.balance_factor != 0 ? nodes.size() : 0, 0);
+  std::string_view key;
+  while (src.next(key)) {
+    std::size_t n;
+    if (a.spec.balance_factor != 0) {
+      ids[0] = router.route_bounded(key, loads);
+      if (ids[0] != kNoNode) ++loads[ids[0]];
+      n = 1;
+    } else {
+      n = router.route_n(key, ids);
+    }
+    emit(key, ids.data(), n, src.line());
   }
 }
 

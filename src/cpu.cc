@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cpu.h"
+
+namespace chash::internal {
+
+bool cpu_has_avx2() noexcept {
+#if defined(__x86_64__)
+  static const bool has = [] {
+    __builtin_cpu_init();  // safe before libgcc's own constructor has run
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
+}  // namespace chash::internal
