@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 #include <concepts>
 #include <cstdint>
 #include <functional>
@@ -40,6 +41,7 @@ void for_each_chunk(std::span<const std::string_view> keys, F&& f) {
 // by side (multi-buffer MD5, src/hash/md5_multi.h): what makes the MD5 presets' batches fast.
 template <class Cut>
 void md5_positions(std::span<const std::string_view> keys, std::uint64_t* out, Cut&& cut) noexcept {
+  assert(keys.size() <= kBatchChunk);
   hash::Md5Digest digests[kBatchChunk];
   hash::internal::md5_many(keys, std::span<hash::Md5Digest>(digests, keys.size()));
   for (std::size_t i = 0; i < keys.size(); ++i) out[i] = cut(digests[i]);

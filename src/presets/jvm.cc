@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cassert>
 #include <concepts>
 #include <cstdint>
 #include <string>
@@ -87,6 +88,7 @@ struct JedisKey {
   // Hashing.MD5: a chunk's digests side by side.
   void batch(std::span<const std::string_view> keys,
              std::uint64_t* out) const noexcept requires std::same_as<HashFn, JedisMd5> {
+    assert(keys.size() <= kBatchChunk);
     std::string_view hashed[kBatchChunk];
     for (std::size_t i = 0; i < keys.size(); ++i) {
       hashed[i] = kTag ? jedis_key_tag(keys[i]) : keys[i];

@@ -9,6 +9,7 @@
 // (dispatch_host), src/libhashkit/*.cc (github.com/awesomized/libmemcached, tags 1.1.4 and
 // 1.0.18) and libketama's ketama.c.
 #include <algorithm>
+#include <cassert>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -602,6 +603,7 @@ struct LibketamaKey {
     return hash::ketama_point(hash::md5(c_string(key)), 0);
   }
   void batch(std::span<const std::string_view> keys, std::uint64_t* out) const noexcept {
+    assert(keys.size() <= kBatchChunk);
     std::string_view cut[kBatchChunk];
     for (std::size_t i = 0; i < keys.size(); ++i) cut[i] = c_string(keys[i]);
     md5_positions(std::span<const std::string_view>(cut, keys.size()), out, ketama_cut);

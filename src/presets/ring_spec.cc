@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <charconv>
 #include <limits>
 #include <string>
@@ -207,6 +208,7 @@ struct KeyPosition {
       for (std::size_t i = 0; i < keys.size(); ++i) out[i] = (*this)(keys[i]);
       return;
     }
+    assert(keys.size() <= presets::kBatchChunk);
     std::string_view h[presets::kBatchChunk];
     for (std::size_t i = 0; i < keys.size(); ++i) h[i] = hashed(keys[i]);
     presets::md5_positions(std::span<const std::string_view>(h, keys.size()), out,

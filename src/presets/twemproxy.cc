@@ -10,6 +10,7 @@
 // docs/compat/twemproxy.md).
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -193,6 +194,7 @@ struct KeyHasher {
       for (std::size_t i = 0; i < keys.size(); ++i) out[i] = (*this)(keys[i]);
       return;
     }
+    assert(keys.size() <= kBatchChunk);
     std::string_view hashed[kBatchChunk];
     for (std::size_t i = 0; i < keys.size(); ++i) {
       hashed[i] = tagged ? hash_tag(keys[i], tag_open, tag_close) : keys[i];
