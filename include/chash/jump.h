@@ -7,15 +7,15 @@
 // can truly be removed; a drained (weight 0) node elsewhere keeps its bucket and its keys are
 // rehashed to the other nodes (only its keys move) — use memento for frequent removals in the
 // middle. Unweighted: weights must be 0 or 1.
-// Next choices: jump over a rehash of the key (attempt 1, 2, ...), then a linear scan.
+// Next choices: jump over a rehash of the key (attempt 1, 2, ...), then a linear scan (the table
+// is shared with jumpback: chash/internal/numbered_table.h).
 #pragma once
 
 #include <cstdint>
 #include <span>
-#include <vector>
 
+#include "chash/internal/numbered_table.h"
 #include "chash/node.h"
-#include "chash/placement.h"
 
 namespace chash {
 
@@ -35,51 +35,20 @@ constexpr std::uint32_t jump_consistent_hash(std::uint64_t key,
   return static_cast<std::uint32_t>(b);
 }
 
-class JumpTable {
- public:
-  struct Options {};
-
-  static JumpTable build(std::span<const Node> nodes, const Options& options = {});
-
-  NodeId pick(std::uint64_t hash) const noexcept {
-    const NodeId b = jump_consistent_hash(hash, buckets_);
-    if (drained_.empty() || !drained_[b]) return b;
-    return pick_slow(hash);
+namespace internal {
+struct JumpBuckets {
+  static constexpr const char* kName = "jump";
+  static constexpr std::uint32_t bucket(std::uint64_t hash, std::uint32_t n) noexcept {
+    return jump_consistent_hash(hash, n);
   }
-
-  // pick() for every hash (out.size() >= hashes.size()). One key's loop is a chain of dependent
+  // bucket() for every hash (out.size() >= hashes.size()). One key's loop is a chain of dependent
   // float conversions and multiplies; here 8 keys run it in lockstep, so the chains overlap.
-  void pick_batch(std::span<const std::uint64_t> hashes, std::span<NodeId> out) const noexcept;
-
-  template <class F>
-  void visit(std::uint64_t hash, F&& f) const {
-    internal::SeenSet seen(node_count_);
-    NodeId b = pick(hash);
-    if (!seen.insert(b) || !f(b)) return;
-    for (std::uint64_t attempt = 1; attempt <= kRehashAttempts; ++attempt) {
-      if (seen.size() == drawable_) return;
-      b = jump_consistent_hash(internal::rehash(hash, attempt), buckets_);
-      if (is_drained(b) || !seen.insert(b)) continue;
-      if (!f(b)) return;
-    }
-    for (NodeId i = 0; i < buckets_ && seen.size() < drawable_; ++i) {
-      if (is_drained(i) || !seen.insert(i)) continue;
-      if (!f(i)) return;
-    }
-  }
-
-  std::size_t node_count() const noexcept { return node_count_; }
-
- private:
-  static constexpr std::uint64_t kRehashAttempts = 64;
-
-  bool is_drained(NodeId b) const noexcept { return !drained_.empty() && drained_[b]; }
-  NodeId pick_slow(std::uint64_t hash) const noexcept;
-
-  std::uint32_t buckets_ = 0;          // trailing drained nodes are trimmed off
-  std::vector<std::uint8_t> drained_;  // empty when no bucket below buckets_ is drained
-  std::size_t drawable_ = 0;
-  std::size_t node_count_ = 0;
+  static void bucket_batch(std::span<const std::uint64_t> hashes, std::uint32_t n,
+                           std::span<NodeId> out) noexcept;
 };
+}  // namespace internal
+
+using JumpTable = internal::NumberedBucketTable<internal::JumpBuckets>;
+extern template class internal::NumberedBucketTable<internal::JumpBuckets>;
 
 }  // namespace chash

@@ -17,11 +17,9 @@
 
 #include <bit>
 #include <cstdint>
-#include <span>
-#include <vector>
 
+#include "chash/internal/numbered_table.h"
 #include "chash/node.h"
-#include "chash/placement.h"
 
 namespace chash {
 
@@ -109,47 +107,18 @@ constexpr std::uint32_t jumpback_hash(std::uint64_t key, std::uint32_t num_bucke
   return internal::jumpback_below_top(state, r, ranges, low, num_buckets);
 }
 
-class JumpBackTable {
- public:
-  struct Options {};
-
-  static JumpBackTable build(std::span<const Node> nodes, const Options& options = {});
-
-  NodeId pick(std::uint64_t hash) const noexcept {
-    const NodeId b = jumpback_hash(hash, buckets_);
-    if (drained_.empty() || !drained_[b]) return b;
-    return pick_slow(hash);
+namespace internal {
+struct JumpBackBuckets {
+  static constexpr const char* kName = "jumpback";
+  static constexpr std::uint32_t bucket(std::uint64_t hash, std::uint32_t n) noexcept {
+    return jumpback_hash(hash, n);
   }
-
-  template <class F>
-  void visit(std::uint64_t hash, F&& f) const {
-    internal::SeenSet seen(node_count_);
-    NodeId b = pick(hash);
-    if (!seen.insert(b) || !f(b)) return;
-    for (std::uint64_t attempt = 1; attempt <= kRehashAttempts; ++attempt) {
-      if (seen.size() == drawable_) return;
-      b = jumpback_hash(internal::rehash(hash, attempt), buckets_);
-      if (is_drained(b) || !seen.insert(b)) continue;
-      if (!f(b)) return;
-    }
-    for (NodeId i = 0; i < buckets_ && seen.size() < drawable_; ++i) {
-      if (is_drained(i) || !seen.insert(i)) continue;
-      if (!f(i)) return;
-    }
-  }
-
-  std::size_t node_count() const noexcept { return node_count_; }
-
- private:
-  static constexpr std::uint64_t kRehashAttempts = 64;
-
-  bool is_drained(NodeId b) const noexcept { return !drained_.empty() && drained_[b]; }
-  NodeId pick_slow(std::uint64_t hash) const noexcept;
-
-  std::uint32_t buckets_ = 0;          // trailing drained nodes are trimmed off
-  std::vector<std::uint8_t> drained_;  // empty when no bucket below buckets_ is drained
-  std::size_t drawable_ = 0;
-  std::size_t node_count_ = 0;
 };
+}  // namespace internal
+
+// The table is jump's (chash/internal/numbered_table.h) over jumpback_hash. No batch form: most
+// keys take one random value and a few selects, so keys already overlap in the core's window.
+using JumpBackTable = internal::NumberedBucketTable<internal::JumpBackBuckets>;
+extern template class internal::NumberedBucketTable<internal::JumpBackBuckets>;
 
 }  // namespace chash
