@@ -125,6 +125,55 @@ struct SweepArgs {
   Format format = Format::kTable;
 };
 
+// The rows of a sweep, one per value, and how they are printed (table, CSV or JSON).
+struct SweepRows {
+  TextTable table;
+  Json json = Json::array();
+
+  explicit SweepRows(const std::string& param) {
+    table.header = {param, "max/mean", "stddev", "cv", "moved on +1", "optimum", "build ms"};
+    table.numeric = {true, true, true, true, true, true, true};
+  }
+
+  void add(const std::string& param, std::uint64_t v, const SweepPoint& p) {
+    table.add({std::to_string(v), fixed(p.max_over_mean, 3), fixed(p.stddev, 4), fixed(p.cv, 4),
+               percent(p.moved_on_add), percent(p.optimal_on_add), fixed(p.build_ms, 1)});
+    json.push_back({{param, v},
+                    {"max_over_mean", p.max_over_mean},
+                    {"stddev", p.stddev},
+                    {"cv", p.cv},
+                    {"moved_on_add", p.moved_on_add},
+                    {"optimal_on_add", p.optimal_on_add},
+                    {"build_ms", p.build_ms}});
+  }
+
+  // what_key/what: "algorithm"/"ring" or "ring"/the spec; title: "ring, " or "ring spec ...; ".
+  void print(const SweepArgs& a, const char* what_key, const std::string& what,
+             const std::string& title, std::size_t keys) const {
+    Out out;
+    switch (a.format) {
+      case Format::kJson: {
+        Json j;
+        j[what_key] = what;
+        j["param"] = a.param;
+        j["keys"] = keys;
+        j["points"] = json;
+        out.put(j.dump(2) + "\n");
+        break;
+      }
+      case Format::kCsv:
+        out.put(table.csv());
+        break;
+      case Format::kTable:
+        out.put("sweep: " + title + a.param + ", " + std::to_string(keys) + " keys" +
+                (a.param == "nodes" ? std::string() : ", " + std::to_string(a.nodes) + " nodes") +
+                "\n\n");
+        out.put(table.render());
+        break;
+    }
+  }
+};
+
 // A ring spec, swept over vnodes or nodes: the keys themselves are kept (the spec hashes them).
 void run_ring_sweep(SweepArgs a) {
   if (a.param != "vnodes" && a.param != "nodes") {
@@ -151,10 +200,7 @@ void run_ring_sweep(SweepArgs a) {
     }
   }
   if (keys.empty()) throw Error(ErrorCode::kInvalidArgument, "no keys");
-  TextTable t;
-  t.header = {a.param, "max/mean", "stddev", "cv", "moved on +1", "optimum", "build ms"};
-  t.numeric = {true, true, true, true, true, true, true};
-  Json rows = Json::array();
+  SweepRows rows(a.param);
   Progress progress("sweeping", values.size());
   for (std::uint64_t v : values) {
     std::vector<Node> nodes = numbered(a.param == "nodes" ? v : a.nodes);
@@ -162,40 +208,10 @@ void run_ring_sweep(SweepArgs a) {
       if (v > 65536) throw Error(ErrorCode::kInvalidArgument, "--values: vnodes are 0..65536");
       spec.vnodes = static_cast<std::uint32_t>(v);
     }
-    const SweepPoint p = measure_point(spec, nodes, keys);
-    t.add({std::to_string(v), fixed(p.max_over_mean, 3), fixed(p.stddev, 4), fixed(p.cv, 4),
-           percent(p.moved_on_add), percent(p.optimal_on_add), fixed(p.build_ms, 1)});
-    rows.push_back({{a.param, v},
-                    {"max_over_mean", p.max_over_mean},
-                    {"stddev", p.stddev},
-                    {"cv", p.cv},
-                    {"moved_on_add", p.moved_on_add},
-                    {"optimal_on_add", p.optimal_on_add},
-                    {"build_ms", p.build_ms}});
+    rows.add(a.param, v, measure_point(spec, nodes, keys));
     progress.tick();
   }
-  Out out;
-  switch (a.format) {
-    case Format::kJson: {
-      Json j;
-      j["ring"] = described;
-      j["param"] = a.param;
-      j["keys"] = keys.size();
-      j["points"] = rows;
-      out.put(j.dump(2) + "\n");
-      break;
-    }
-    case Format::kCsv:
-      out.put(t.csv());
-      break;
-    case Format::kTable:
-      out.put("sweep: ring spec " + described + "; " + a.param + ", " +
-              std::to_string(keys.size()) + " keys" +
-              (a.param == "nodes" ? std::string() : ", " + std::to_string(a.nodes) + " nodes") +
-              "\n\n");
-      out.put(t.render());
-      break;
-  }
+  rows.print(a, "ring", described, "ring spec " + described + "; ", keys.size());
 }
 
 void run_sweep(SweepArgs a) {
@@ -223,10 +239,7 @@ void run_sweep(SweepArgs a) {
   }
   if (hashes.empty()) throw Error(ErrorCode::kInvalidArgument, "no keys");
 
-  TextTable t;
-  t.header = {a.param, "max/mean", "stddev", "cv", "moved on +1", "optimum", "build ms"};
-  t.numeric = {true, true, true, true, true, true, true};
-  Json rows = Json::array();
+  SweepRows rows(a.param);
   Progress progress("sweeping", values.size());
   for (std::uint64_t v : values) {
     TableOptions opt;
@@ -249,52 +262,23 @@ void run_sweep(SweepArgs a) {
     if (a.param == "balance-factor") {
       const BoundedSweepPoint b =
           measure_bounded(algo, nodes, opt, hashes, static_cast<std::uint32_t>(v));
-      if (rows.empty() && t.rows.empty()) {
-        t.header = {"factor", "max/mean load", "not first choice", "moved on +1"};
-        t.numeric = {true, true, true, true};
+      if (rows.json.empty()) {
+        rows.table.header = {"factor", "max/mean load", "not first choice", "moved on +1"};
+        rows.table.numeric = {true, true, true, true};
       }
-      t.add({std::to_string(v), fixed(b.max_over_mean, 3), percent(b.spilled),
-             percent(b.moved_on_add)});
-      rows.push_back({{"balance_factor", v},
-                      {"max_over_mean", b.max_over_mean},
-                      {"not_first_choice", b.spilled},
-                      {"moved_on_add", b.moved_on_add}});
+      rows.table.add({std::to_string(v), fixed(b.max_over_mean, 3), percent(b.spilled),
+                      percent(b.moved_on_add)});
+      rows.json.push_back({{"balance_factor", v},
+                           {"max_over_mean", b.max_over_mean},
+                           {"not_first_choice", b.spilled},
+                           {"moved_on_add", b.moved_on_add}});
     } else {
-      const SweepPoint p = measure_point(algo, nodes, opt, hashes);
-      t.add({std::to_string(v), fixed(p.max_over_mean, 3), fixed(p.stddev, 4), fixed(p.cv, 4),
-             percent(p.moved_on_add), percent(p.optimal_on_add), fixed(p.build_ms, 1)});
-      rows.push_back({{a.param, v},
-                      {"max_over_mean", p.max_over_mean},
-                      {"stddev", p.stddev},
-                      {"cv", p.cv},
-                      {"moved_on_add", p.moved_on_add},
-                      {"optimal_on_add", p.optimal_on_add},
-                      {"build_ms", p.build_ms}});
+      rows.add(a.param, v, measure_point(algo, nodes, opt, hashes));
     }
     progress.tick();
   }
-  Out out;
-  switch (a.format) {
-    case Format::kJson: {
-      Json j;
-      j["algorithm"] = std::string(algorithm_name(algo));
-      j["param"] = a.param;
-      j["keys"] = hashes.size();
-      j["points"] = rows;
-      out.put(j.dump(2) + "\n");
-      break;
-    }
-    case Format::kCsv:
-      out.put(t.csv());
-      break;
-    case Format::kTable:
-      out.put("sweep: " + std::string(algorithm_name(algo)) + ", " + a.param + ", " +
-              std::to_string(hashes.size()) + " keys" +
-              (a.param == "nodes" ? std::string() : ", " + std::to_string(a.nodes) + " nodes") +
-              "\n\n");
-      out.put(t.render());
-      break;
-  }
+  const std::string name(algorithm_name(algo));
+  rows.print(a, "algorithm", name, name + ", ", hashes.size());
 }
 
 }  // namespace
