@@ -12,7 +12,7 @@ PEER_NODES ?= 10,100,1000
 PEER_KEYS ?= 100000
 PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build release install demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy soak compat-vectors clean
+.PHONY: all bootstrap build release install demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-route soak compat-vectors clean
 
 all: build
 
@@ -91,6 +91,11 @@ bench-peers: release
 	cmake -S . -B build-release -DCHASH_BUILD_BENCH=ON >/dev/null
 	cmake --build build-release -j $(JOBS) --target chash_peers
 	BUILD=$(CURDIR)/build-release bash bench/peers/run.sh $(PEER_NODES) $(PEER_KEYS)
+
+# `chash route` as a whole process on a 2M-key file (bench/route/run.sh; BASELINE=<other chash>
+# alternates with another binary and compares outputs).
+bench-route: release
+	bash bench/route/run.sh
 
 # The Python package's lookups/s next to uhashring (and hash_ring with HASH_RING=<checkout>), on
 # the same keys, answers checked (bench/python/bench.py; docs/BENCHMARKS.md). PY_NODES/PY_KEYS.

@@ -7,7 +7,8 @@
 //                                    for each preset that has a peer, and each native algorithm,
 //                                    prints "chash:<name>\t<ns per lookup>\t<checksum>"; the
 //                                    batch rows "chash:<name>(batch)" route kBatch keys per
-//                                    route_batch / pick_batch call (same checksum); NAMES
+//                                    route_batch call, presets and native algorithms alike
+//                                    (same checksum); NAMES
 //                                    (comma-separated) keeps only those presets and algorithms
 //                                    (e.g. at a million nodes, where rings and maglev do not fit)
 //
@@ -159,10 +160,8 @@ int run(const std::string& dir, int rounds, const std::string& only) {
           }
         },
         t);
-  }
-  if (wanted("jump")) {
-    const AnyTable t = build_table(Algorithm::kJump, nodes);
-    print("jump(batch)",
+    if (a == Algorithm::kSlots) continue;  // its key hash is CRC16, not route_batch's xxh3
+    print(std::string(algorithm_name(a)) + "(batch)",
           measure_batch(keys, rounds,
                         [&](std::span<const std::string_view> ks, std::span<NodeId> out) {
                           route_batch(t, KeyHash::kXxh3, ks, out);

@@ -39,15 +39,16 @@ def ratio(a, b):
 
 
 print("| peer | lang | ns/lookup | chash preset | preset ns | peer / preset | preset batch ns | "
-      f"peer / batch | same nodes | chash native | native ns | peer / native | "
-      f"peer / fastest native ({fastest}) |")
-print("|---|---|---:|---|---:|---:|---:|---:|---|---|---:|---:|---:|")
+      f"peer / batch | same nodes | chash native | native ns | peer / native | native batch ns | "
+      f"peer / native batch | peer / fastest native ({fastest}) |")
+print("|---|---|---:|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|")
 for peer, (lang, preset, native) in PEERS.items():
     if peer not in rows:
-        print(f"| {peer} | {lang} | (not run) | {preset} | | | | | | {native} | | | |")
+        print(f"| {peer} | {lang} | (not run) | {preset} | | | | | | {native} | | | | | |")
         continue
     ns, ck = rows[peer]
     nns = chash[native][0] if native in chash else None
+    nbns = chash[native + "(batch)"][0] if native + "(batch)" in chash else None
     cells = [peer, lang, f"{ns:.1f}", preset]
     if preset in chash:
         pns, pck = chash[preset]
@@ -58,6 +59,7 @@ for peer, (lang, preset, native) in PEERS.items():
     else:
         cells += ["(n/a)", "", "", "", ""]
     cells += [native, f"{nns:.1f}" if nns else "", ratio(ns, nns) if nns else "",
+              f"{nbns:.1f}" if nbns else "", ratio(ns, nbns) if nbns else "",
               ratio(ns, natives[fastest][0]) if fastest else ""]
     print("| " + " | ".join(cells) + " |")
 
@@ -71,6 +73,23 @@ if non_c and natives:
     print("|---|---:|---:|")
     for name, (ns, _) in sorted(natives.items(), key=lambda kv: kv[1][0]):
         print(f"| {name} | {ns:.1f} | {non_c[best_peer] / ns:.1f}x |")
+
+# Issue 15's targets for the native ring: at least 15x Guava's lookup and 25x groupcache's (both
+# with their key hash), one key at a time and in route_batch.
+if "ring" in chash and ("guava" in rows or "groupcache" in rows):
+    print()
+    print("Native ring against Guava and groupcache (issue 15 targets: >= 15x Guava, >= 25x "
+          "groupcache):")
+    print()
+    print("| peer | peer ns | ring ns | peer / ring | ring batch ns | peer / ring batch |")
+    print("|---|---:|---:|---:|---:|---:|")
+    rb = chash.get("ring(batch)", (None,))[0]
+    for peer in ("guava", "groupcache"):
+        if peer not in rows:
+            continue
+        ns, r = rows[peer][0], chash["ring"][0]
+        batch = f"{rb:.1f} | {ratio(ns, rb)}" if rb else " | "
+        print(f"| {peer} | {ns:.1f} | {r:.1f} | {ratio(ns, r)} | {batch} |")
 
 # The jump class against Guava: whole lookups (key hash + placement; Guava: murmur3_128 +
 # consistentHash) and the placement alone (a precomputed 64-bit hash; Guava: consistentHash).

@@ -163,10 +163,23 @@ void run_route(const RouteArgs& a) {
     constexpr std::size_t kBatch = 256;
     std::string_view keys[kBatch];
     NodeId owners[kBatch];
+    // The plain format is a node name a line: each name is kept with its newline and copied
+    // straight into the output buffer (a third of the process's time went to building lines).
+    std::vector<std::string> name_lines;
+    if (a.format == Format::kTable) {
+      for (const Node& n : nodes) name_lines.push_back(n.name + '\n');
+    }
     for (std::size_t n; (n = src.next_batch(keys)) > 0;) {
       router.route_batch(std::span<const std::string_view>(keys, n), std::span<NodeId>(owners, n));
       const std::uint64_t first_line = src.line() - n + 1;
-      for (std::size_t k = 0; k < n; ++k) emit(keys[k], &owners[k], 1, first_line + k);
+      for (std::size_t k = 0; k < n; ++k) {
+        if (name_lines.empty() || owners[k] == kNoNode) {
+          emit(keys[k], &owners[k], 1, first_line + k);
+        } else {
+          out.put(name_lines[owners[k]]);
+        }
+      }
+      if (!name_lines.empty()) progress.tick(n);
     }
     return;
   }
