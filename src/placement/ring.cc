@@ -152,6 +152,51 @@ void BasicRing<Pos>::assign(const Points& sorted) {
   positions_.resize(padded, static_cast<Pos>(~Pos{0}));
   owners_.assign(points_, node_count_, [&](std::size_t i) { return sorted[i].node; });
   build_index();
+  build_direct();
+}
+
+template <class Pos>
+void BasicRing<Pos>::build_direct() {
+  direct8_.clear();
+  direct16_.clear();
+  direct_shift_ = 0;
+  constexpr unsigned kPosBits = sizeof(Pos) * 8;
+  const std::size_t points = points_;
+  if (points == 0 || points > kDirectMaxPoints || node_count_ >= kDirectMiss16) return;
+  // bit_ceil(points) * 16 slots (16 to 32 per point), at most 2^20 (8 to 16 per point for the
+  // largest rings that have a table). Measured with bench/peers/chash_peers at 10 and 100 nodes
+  // of 160 points: 8 to 16 slots a point made a lookup 1.45-1.9x faster than the index alone, 16
+  // to 32 another 1.07-1.13x (fewer mispredicted misses); the table stays within L2 there.
+  const unsigned bits = std::min(20u, static_cast<unsigned>(std::bit_width(points - 1)) + 4);
+  const std::size_t slots = std::size_t{1} << bits;
+  direct_shift_ = kPosBits - bits;
+  const bool narrow = node_count_ < kDirectMiss8;
+  if (narrow) {
+    direct8_.assign(slots, kDirectMiss8);
+  } else {
+    direct16_.assign(slots, kDirectMiss16);
+  }
+  // Slot s holds positions [lo, hi]. The owner of a position is point first(pos) (the first
+  // point >= pos, or > pos), which never decreases with pos: when first(lo) == first(hi) every
+  // position of the slot has that owner. Two cursors walk the points once for all slots.
+  const Pos* p = positions_.data();
+  const bool ge = successor_ == RingSuccessor::kGreaterOrEqual;
+  auto before = [&](std::size_t i, Pos pos) { return ge ? p[i] < pos : p[i] <= pos; };
+  std::size_t a = 0, b = 0;
+  for (std::size_t slot = 0; slot < slots; ++slot) {
+    const Pos lo = static_cast<Pos>(static_cast<Pos>(slot) << direct_shift_);
+    const Pos hi = static_cast<Pos>(lo | ((Pos{1} << direct_shift_) - 1));
+    while (a < points && before(a, lo)) ++a;
+    if (b < a) b = a;
+    while (b < points && before(b, hi)) ++b;
+    if (a != b) continue;  // a point inside the slot: look it up
+    const NodeId id = owner(a == points ? 0 : a);
+    if (narrow) {
+      direct8_[slot] = static_cast<std::uint8_t>(id);
+    } else {
+      direct16_[slot] = static_cast<std::uint16_t>(id);
+    }
+  }
 }
 
 template <class Pos>
@@ -183,7 +228,8 @@ void BasicRing<Pos>::pick_batch(std::span<const std::uint64_t> hashes,
   const std::uint64_t* h = hashes.data();
   NodeId* o = out.data();
   const std::size_t n = hashes.size();
-  if (index_.empty() || n < 2 * D) {
+  if (index_.empty() || n < 2 * D || direct_slots() != 0) {
+    // A ring with a direct table is small enough to stay in cache: no prefetching needed.
     for (std::size_t i = 0; i < n; ++i) o[i] = pick(h[i]);
     return;
   }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <random>
 #include <string>
@@ -29,12 +30,32 @@ void expect_index_matches_plain(const Ring& r, std::uint64_t seed, int random_pr
     probes.push_back(static_cast<Pos>(p + 1));
     probes.push_back(static_cast<Pos>(p - 1));
   }
+  if (r.direct_slots() != 0) {
+    // The direct table's slot edges around every point: a slot's first and last position and
+    // their outer neighbours (where pick() leaves one slot's answer for the next).
+    const unsigned shift =
+        sizeof(Pos) * 8 - static_cast<unsigned>(std::countr_zero(r.direct_slots()));
+    const Pos width_mask = static_cast<Pos>((Pos{1} << shift) - 1);
+    for (const Pos p : r.positions()) {
+      const Pos lo = static_cast<Pos>(p & ~width_mask);
+      const Pos hi = static_cast<Pos>(p | width_mask);
+      for (const Pos q : {lo, hi, static_cast<Pos>(lo - 1), static_cast<Pos>(hi + 1)}) {
+        probes.push_back(q);
+      }
+    }
+  }
   std::mt19937_64 rng(seed);
   for (int i = 0; i < random_probes; ++i) probes.push_back(rng());
   for (const std::uint64_t h : probes) {
     ASSERT_EQ(r.index_of(h), r.plain_index_of(h)) << "hash " << h << " points " << r.point_count();
     ASSERT_EQ(r.index_of_by_lines(h), r.plain_index_of(h)) << "hash " << h;
-    ASSERT_EQ(r.pick(h), r.owners()[r.plain_index_of(h)]);
+    ASSERT_EQ(r.pick(h), r.owners()[r.plain_index_of(h)]) << "hash " << h;
+  }
+  // pick_batch (the direct table, or the pipelined index for rings without one) gives pick().
+  std::vector<NodeId> out(probes.size());
+  r.pick_batch(probes, out);
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    ASSERT_EQ(out[i], r.owners()[r.plain_index_of(probes[i])]) << "hash " << probes[i];
   }
 }
 
@@ -143,12 +164,47 @@ TYPED_TEST(RingIndexTest, AdversarialClustersMatchThePlainSearch) {
 }
 
 TEST(RingIndexTest, IndexCostsAFewBytesPerPoint) {
+  // 100 nodes of 160 points: 16,000 points, 2^18 one-byte slots of direct table (16 to 32 a
+  // point) on top of the positions, owners and index.
   std::vector<Node> nodes;
   for (int i = 0; i < 100; ++i) nodes.push_back({numbered("node-", i), 1});
   const RingTable r = RingTable::build(nodes);
-  const double per_point =
-      static_cast<double>(r.memory_bytes()) / static_cast<double>(r.point_count());
+  EXPECT_EQ(r.direct_slots(), std::size_t{1} << 18);
+  const double per_point = static_cast<double>(r.memory_bytes() - r.direct_slots()) /
+                           static_cast<double>(r.point_count());
   EXPECT_LE(per_point, 8.0 + 8.0 / RingTable::kPointsPerBucket);
+}
+
+TYPED_TEST(RingIndexTest, OnlyRingsThatStayInCacheGetADirectTable) {
+  using Ring = BasicRing<TypeParam>;
+  // Up to kDirectMaxPoints points and fewer than 65,535 nodes; 16 to 32 slots a point, at most
+  // 2^20; the table's entries are 1 byte below 255 nodes, 2 from there.
+  const auto slots_for = [](std::size_t points, std::size_t nodes) {
+    return Ring::from_points(random_points<TypeParam>(points, nodes, points), nodes).direct_slots();
+  };
+  EXPECT_EQ(slots_for(1, 1), 16u);
+  EXPECT_EQ(slots_for(1600, 10), 32768u);
+  EXPECT_EQ(slots_for(Ring::kDirectMaxPoints, 10), std::size_t{1} << 20);
+  EXPECT_EQ(slots_for(Ring::kDirectMaxPoints + 1, 10), 0u);
+  EXPECT_EQ(slots_for(70000, 65534), std::size_t{1} << 20);
+  EXPECT_EQ(slots_for(70000, 65535), 0u);
+  const Ring narrow = Ring::from_points(random_points<TypeParam>(1000, 254, 1), 254);
+  const Ring wide = Ring::from_points(random_points<TypeParam>(1000, 255, 1), 255);
+  EXPECT_EQ(wide.memory_bytes() - narrow.memory_bytes(), wide.direct_slots());
+  expect_index_matches_plain(narrow, 1, 2000);
+  expect_index_matches_plain(wide, 2, 2000);
+  // On a uniform ring nearly every slot answers on its own: pick() then equals one load. Count
+  // the slots whose first and last position have the same owner point (the table's rule).
+  const Ring r = Ring::from_points(random_points<TypeParam>(16000, 100, 3), 100);
+  const unsigned shift =
+      sizeof(TypeParam) * 8 - static_cast<unsigned>(std::countr_zero(r.direct_slots()));
+  std::size_t clean = 0;
+  for (std::size_t slot = 0; slot < r.direct_slots(); ++slot) {
+    const auto lo = static_cast<TypeParam>(static_cast<TypeParam>(slot) << shift);
+    const auto hi = static_cast<TypeParam>(lo | ((TypeParam{1} << shift) - 1));
+    clean += r.plain_index_of(lo) == r.plain_index_of(hi) ? 1 : 0;
+  }
+  EXPECT_GT(static_cast<double>(clean) / static_cast<double>(r.direct_slots()), 0.9);
 }
 
 TEST(RingIndexTest, RingMemoryIsAtMostEightBytesPerPoint) {
@@ -156,6 +212,7 @@ TEST(RingIndexTest, RingMemoryIsAtMostEightBytesPerPoint) {
   std::vector<Node> nodes;
   for (int i = 0; i < 1000; ++i) nodes.push_back({numbered("10.0.0.", i), 1});
   const RingTable r = RingTable::build(nodes);
+  EXPECT_EQ(r.direct_slots(), 0u);  // 160,000 points: too many for a direct table
   const double per_point =
       static_cast<double>(r.memory_bytes()) / static_cast<double>(r.point_count());
   EXPECT_LE(per_point, 7.1);
