@@ -35,6 +35,11 @@ struct MementoOverJump {
   static constexpr std::uint32_t bucket(std::uint64_t hash, std::uint32_t n) noexcept {
     return jump_consistent_hash(hash, n);
   }
+  // Jump's 8 keys in lockstep (chash/jump.h).
+  static void bucket_batch(std::span<const std::uint64_t> hashes, std::uint32_t n,
+                           std::span<NodeId> out) noexcept {
+    JumpBuckets::bucket_batch(hashes, n, out);
+  }
 };
 struct MementoOverJumpBack {
   static constexpr const char* kName = "memento-jumpback";
@@ -53,16 +58,22 @@ class BasicMementoTable {
   static BasicMementoTable build(std::span<const Node> nodes, const Options& options = {});
 
   NodeId pick(std::uint64_t hash) const noexcept {
-    NodeId b = Inner::bucket(hash, size_);
+    const NodeId b = Inner::bucket(hash, size_);
     if (replacer_.empty()) return b;
-    // Was b removed? Rehash within the working set as it was right after b's removal (its
-    // size is the replacer), then follow the replacements of buckets removed before b.
-    for (std::uint32_t w = replacer_[b]; w != kNotRemoved; w = replacer_[b]) {
-      b = static_cast<NodeId>(hash::mix64(hash ^ (std::uint64_t{b} + 1) * 0xA0761D6478BD642FULL) %
-                              w);
-      while (replacer_[b] != kNotRemoved && replacer_[b] >= w) b = replacer_[b];
-    }
-    return b;
+    return follow_removals(hash, b);
+  }
+
+  // pick() for every hash (out.size() >= hashes.size()), when the inner function has a batch
+  // form: the inner buckets in one batch, then each removed one followed as pick() does.
+  void pick_batch(std::span<const std::uint64_t> hashes,
+                  std::span<NodeId> out) const noexcept requires
+      requires(std::span<const std::uint64_t> h, std::span<NodeId> o) {
+    Inner::bucket_batch(h, std::uint32_t{1}, o);
+  }
+  {
+    Inner::bucket_batch(hashes, size_, out);
+    if (replacer_.empty()) return;
+    for (std::size_t k = 0; k < hashes.size(); ++k) out[k] = follow_removals(hashes[k], out[k]);
   }
 
   template <class F>
@@ -87,6 +98,18 @@ class BasicMementoTable {
 
  private:
   static constexpr std::uint32_t kNotRemoved = 0xFFFFFFFFu;
+  // b, or where its keys went when b was removed.
+  NodeId follow_removals(std::uint64_t hash, NodeId b) const noexcept {
+    // Was b removed? Rehash within the working set as it was right after b's removal (its
+    // size is the replacer), then follow the replacements of buckets removed before b.
+    for (std::uint32_t w = replacer_[b]; w != kNotRemoved; w = replacer_[b]) {
+      b = static_cast<NodeId>(hash::mix64(hash ^ (std::uint64_t{b} + 1) * 0xA0761D6478BD642FULL) %
+                              w);
+      while (replacer_[b] != kNotRemoved && replacer_[b] >= w) b = replacer_[b];
+    }
+    return b;
+  }
+
   bool is_removed(NodeId b) const noexcept {
     return !replacer_.empty() && replacer_[b] != kNotRemoved;
   }

@@ -213,7 +213,8 @@ TEST(RouteBatchTest, EveryAlgorithmAndKeyHashBatchEqualsRoute) {
 // them, memento's through its replacements.
 TEST(RouteBatchTest, DrainedNodesBatchEqualsRoute) {
   const std::vector<std::string> keys = make_keys(4);
-  for (const char* algo : {"jump", "memento", "ring", "maglev", "modulo", "rendezvous"}) {
+  for (const char* algo : {"jump", "jumpback", "memento", "memento-jumpback", "ring", "maglev",
+                           "modulo", "rendezvous"}) {
     std::vector<Node> nodes;
     for (int i = 0; i < 40; ++i) {
       nodes.push_back({"n" + std::to_string(i), static_cast<std::uint32_t>(i % 5 == 2 ? 0 : 1)});
@@ -261,6 +262,32 @@ TEST(RouteBatchTest, JumpPickBatchEqualsPickAtEveryBucketCount) {
     t.pick_batch(hashes, out);
     for (std::size_t i = 0; i < hashes.size(); ++i) {
       ASSERT_EQ(out[i], t.pick(hashes[i])) << n << " buckets, hash " << hashes[i];
+    }
+  }
+}
+
+// MementoTable::pick_batch runs jump's lanes, then follows each removed bucket as pick() does:
+// equal to pick() with no removals, removals in the middle and at the tail, in several orders.
+TEST(RouteBatchTest, MementoPickBatchEqualsPickWithRemovals) {
+  std::mt19937_64 rng(7);
+  std::vector<std::uint64_t> hashes(2005);
+  for (auto& h : hashes) h = rng();
+  for (const int n : {1, 2, 7, 64, 1000}) {
+    std::vector<Node> nodes;
+    for (int i = 0; i < n; ++i) nodes.push_back({std::to_string(i), 1});
+    MementoOptions opt;
+    for (int removed = 0; removed < n - 1 && removed < 40; removed += 1 + removed / 3) {
+      const auto id = static_cast<NodeId>(rng() % static_cast<std::uint64_t>(n));
+      if (nodes[id].weight == 0) continue;
+      nodes[id].weight = 0;
+      opt.removal_order.push_back(id);
+      const MementoTable t = MementoTable::build(nodes, opt);
+      std::vector<NodeId> out(hashes.size());
+      t.pick_batch(hashes, out);
+      for (std::size_t i = 0; i < hashes.size(); ++i) {
+        ASSERT_EQ(out[i], t.pick(hashes[i])) << n << " buckets, " << removed << " removed";
+        ASSERT_NE(nodes[out[i]].weight, 0u);
+      }
     }
   }
 }
