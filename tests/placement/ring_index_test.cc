@@ -178,7 +178,7 @@ TEST(RingIndexTest, IndexCostsAFewBytesPerPoint) {
 TYPED_TEST(RingIndexTest, OnlyRingsThatStayInCacheGetADirectTable) {
   using Ring = BasicRing<TypeParam>;
   // Up to kDirectMaxPoints points and fewer than 65,535 nodes; 16 to 32 slots a point, at most
-  // 2^20; the table's entries are 1 byte below 255 nodes, 2 from there.
+  // 2^20 in all; the table's entries are 1 byte below 255 nodes, 2 from there.
   const auto slots_for = [](std::size_t points, std::size_t nodes) {
     return Ring::from_points(random_points<TypeParam>(points, nodes, points), nodes).direct_slots();
   };
@@ -193,6 +193,10 @@ TYPED_TEST(RingIndexTest, OnlyRingsThatStayInCacheGetADirectTable) {
   EXPECT_EQ(wide.memory_bytes() - narrow.memory_bytes(), wide.direct_slots());
   expect_index_matches_plain(narrow, 1, 2000);
   expect_index_matches_plain(wide, 2, 2000);
+  // The largest tables: 4 to 8 two-byte slots a point.
+  const Ring large = Ring::from_points(random_points<TypeParam>(200000, 1000, 4), 1000);
+  EXPECT_EQ(large.direct_slots(), std::size_t{1} << 20);
+  expect_index_matches_plain(large, 4, 2000);
   // On a uniform ring nearly every slot answers on its own: pick() then equals one load. Count
   // the slots whose first and last position have the same owner point (the table's rule).
   const Ring r = Ring::from_points(random_points<TypeParam>(16000, 100, 3), 100);
@@ -208,11 +212,11 @@ TYPED_TEST(RingIndexTest, OnlyRingsThatStayInCacheGetADirectTable) {
 }
 
 TEST(RingIndexTest, RingMemoryIsAtMostEightBytesPerPoint) {
-  // 4-byte positions, 16-bit owners, the index: 6.5 to 7 bytes per point (issue 5's target <= 8).
-  std::vector<Node> nodes;
-  for (int i = 0; i < 1000; ++i) nodes.push_back({numbered("10.0.0.", i), 1});
-  const RingTable r = RingTable::build(nodes);
-  EXPECT_EQ(r.direct_slots(), 0u);  // 160,000 points: too many for a direct table
+  // 4-byte positions, 16-bit owners, the index: 6.5 to 7 bytes per point (issue 5's target <= 8,
+  // at 10,000 nodes of 160 points: too many points for a direct table).
+  const RingTable r =
+      RingTable::from_points(random_points<std::uint32_t>(1'600'000, 10000, 8), 10000);
+  EXPECT_EQ(r.direct_slots(), 0u);
   const double per_point =
       static_cast<double>(r.memory_bytes()) / static_cast<double>(r.point_count());
   EXPECT_LE(per_point, 7.1);
