@@ -14,7 +14,7 @@
 // Adding a node moves only keys to it (~1/(N+1)); removing or draining one moves only its keys,
 // each to the next node clockwise. 150–200 vnodes keep the max/mean load within a few percent.
 // Lookup: rings of up to 2^18 points (1,638 nodes of 160) first read a direct table, the owner
-// of each of 4 to 32 slots per point wherever no point splits the slot (7 to 15 lookups in 8 to
+// of each of 8 to 32 slots per point wherever no point splits the slot (7 to 15 lookups in 8 to
 // 16 end there, in one load). Otherwise an index on the top bits of the position (one bucket per 4
 // to 8 points, 0.5 to 1 byte per point) narrows the search to one bucket; the points of a 16-point
 // window over it (pick) or of the one or two 64-byte cache lines holding it (pick_batch) are
@@ -25,8 +25,8 @@
 // Memory: positions are stored 64-byte aligned (so a bucket of a few points is usually one cache
 // line); owners in 1 byte up to 256 nodes, 2 bytes up to 65,536, else 4 (chash/node_ids.h). A
 // 32-bit ring costs 4 + 2 bytes per point plus the index (0.5 to 1 byte): 6.5 to 7 B/point
-// (5.5 to 6 up to 256 nodes), plus, up to 2^18 points, the direct table: 4 to 64 B/point, at most
-// 2 MiB (1 byte a slot up to 254 nodes, 2 beyond) — memory bought for speed; issue 5's bound of
+// (5.5 to 6 up to 256 nodes), plus, up to 2^18 points, the direct table: 8 to 64 B/point, at most
+// 4 MiB (1 byte a slot up to 254 nodes, 2 beyond) — memory bought for speed; issue 5's bound of
 // 8 B/point at 10,000 nodes of 160 (1.6 M points, no table) stands.
 #pragma once
 
@@ -120,13 +120,13 @@ class BasicRing {
   }
 
   // The direct table (rings of up to kDirectMaxPoints points and fewer than 65,535 nodes): the
-  // position range cut into 2^k slots — 16 to 32 per point up to 2^16 points, then at most 2^20
-  // (8 to 16 per point up to 2^17, 4 to 8 up to 2^18) — each holding the owner of every position
+  // position range cut into 2^k slots — 16 to 32 per point up to 2^17 points, then 2^21 (8 to 16
+  // per point up to 2^18) — each holding the owner of every position
   // in it when no point falls inside the slot (the owner is then the same for all of them), else
   // "look it up". On a uniform ring a slot holds a point with probability about 1 - e^(-1/s) for
   // s slots a point, so 15 lookups in 16 (7 in 8 at 2^18 points) are one load — maglev's cost —
   // and the rest take the index below. The price is memory: 1 byte a slot up to 254 nodes, 2
-  // bytes beyond (4 to 64 bytes per point; at most 2 MiB). Larger rings have none.
+  // bytes beyond (8 to 64 bytes per point; at most 4 MiB). Larger rings have none.
   bool direct_hit(std::uint64_t hash, NodeId& id) const noexcept {
     const std::size_t slot = static_cast<std::size_t>(static_cast<Pos>(hash) >> direct_shift_);
     if (!direct8_.empty()) {
@@ -245,9 +245,9 @@ class BasicRing {
   // Most points per index bucket on average (half to all of it): the index costs 4 to 8 /
   // kPointsPerBucket bytes per point, 0.5 to 1 byte.
   static constexpr std::size_t kPointsPerBucket = 8;
-  // Rings of up to this many points get a direct table (at most 2^20 entries: 1 MiB with 1-byte
-  // entries, 2 MiB with 2-byte). Measured at 1,000 nodes of 160 (160,000 points, 6.5 slots a
-  // point, a 2 MiB table beyond L2): route_batch 11.1 -> 8.5 ns a key.
+  // Rings of up to this many points get a direct table (at most 2^21 entries: 2 MiB with 1-byte
+  // entries, 4 MiB with 2-byte). Measured at 1,000 nodes of 160 (160,000 points; a table beyond
+  // L2): route_batch 11.1 ns a key without, 8.4 with 2^20 slots (6.5 a point), 7.2-8.0 with 2^21.
   static constexpr std::size_t kDirectMaxPoints = std::size_t{1} << 18;
   // pick_batch: how many keys ahead a key's points and owners are fetched (its index entry is
   // fetched twice as far ahead).

@@ -163,11 +163,11 @@ void BasicRing<Pos>::build_direct() {
   constexpr unsigned kPosBits = sizeof(Pos) * 8;
   const std::size_t points = points_;
   if (points == 0 || points > kDirectMaxPoints || node_count_ >= kDirectMiss16) return;
-  // bit_ceil(points) * 16 slots (16 to 32 per point), at most 2^20 (4 to 16 per point for the
-  // rings over 2^16 points). Measured with bench/peers/chash_peers at 10 and 100 nodes
+  // bit_ceil(points) * 16 slots (16 to 32 per point), at most 2^21 (8 to 16 per point for the
+  // rings over 2^17 points). Measured with bench/peers/chash_peers at 10 and 100 nodes
   // of 160 points: 8 to 16 slots a point made a lookup 1.45-1.9x faster than the index alone, 16
   // to 32 another 1.07-1.13x (fewer mispredicted misses); the table stays within L2 there.
-  const unsigned bits = std::min(20u, static_cast<unsigned>(std::bit_width(points - 1)) + 4);
+  const unsigned bits = std::min(21u, static_cast<unsigned>(std::bit_width(points - 1)) + 4);
   const std::size_t slots = std::size_t{1} << bits;
   direct_shift_ = kPosBits - bits;
   const bool narrow = node_count_ < kDirectMiss8;

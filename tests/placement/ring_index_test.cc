@@ -178,24 +178,24 @@ TEST(RingIndexTest, IndexCostsAFewBytesPerPoint) {
 TYPED_TEST(RingIndexTest, OnlyRingsThatStayInCacheGetADirectTable) {
   using Ring = BasicRing<TypeParam>;
   // Up to kDirectMaxPoints points and fewer than 65,535 nodes; 16 to 32 slots a point, at most
-  // 2^20 in all; the table's entries are 1 byte below 255 nodes, 2 from there.
+  // 2^21 in all; the table's entries are 1 byte below 255 nodes, 2 from there.
   const auto slots_for = [](std::size_t points, std::size_t nodes) {
     return Ring::from_points(random_points<TypeParam>(points, nodes, points), nodes).direct_slots();
   };
   EXPECT_EQ(slots_for(1, 1), 16u);
   EXPECT_EQ(slots_for(1600, 10), 32768u);
-  EXPECT_EQ(slots_for(Ring::kDirectMaxPoints, 10), std::size_t{1} << 20);
+  EXPECT_EQ(slots_for(Ring::kDirectMaxPoints, 10), std::size_t{1} << 21);
   EXPECT_EQ(slots_for(Ring::kDirectMaxPoints + 1, 10), 0u);
-  EXPECT_EQ(slots_for(70000, 65534), std::size_t{1} << 20);
+  EXPECT_EQ(slots_for(70000, 65534), std::size_t{1} << 21);
   EXPECT_EQ(slots_for(70000, 65535), 0u);
   const Ring narrow = Ring::from_points(random_points<TypeParam>(1000, 254, 1), 254);
   const Ring wide = Ring::from_points(random_points<TypeParam>(1000, 255, 1), 255);
   EXPECT_EQ(wide.memory_bytes() - narrow.memory_bytes(), wide.direct_slots());
   expect_index_matches_plain(narrow, 1, 2000);
   expect_index_matches_plain(wide, 2, 2000);
-  // The largest tables: 4 to 8 two-byte slots a point.
+  // The largest tables: 8 to 16 two-byte slots a point.
   const Ring large = Ring::from_points(random_points<TypeParam>(200000, 1000, 4), 1000);
-  EXPECT_EQ(large.direct_slots(), std::size_t{1} << 20);
+  EXPECT_EQ(large.direct_slots(), std::size_t{1} << 21);
   expect_index_matches_plain(large, 4, 2000);
   // On a uniform ring nearly every slot answers on its own: pick() then equals one load. Count
   // the slots whose first and last position have the same owner point (the table's rule).
