@@ -132,11 +132,26 @@ void Msg::emit(net::OutQueue& out) {
     redis::append_array_header(header, key_map.size());
     out.append(header);
     // Each element straight from its part's bytes: adjacent ones of one chunk go out as one
-    // iovec, small ones are copied once into the client's block (net::OutQueue).
+    // iovec, small ones are copied once into the client's block (net::OutQueue). Consecutive
+    // keys answered by one part are adjacent there: one piece for the run.
+    const Part* run = nullptr;
+    std::size_t run_off = 0, run_len = 0;
+    auto flush = [&] {
+      if (run != nullptr) out.append(run->raw.chunk(), run->raw.view().substr(run_off, run_len));
+    };
     for (const auto& [part, elem] : key_map) {
       const Part& p = parts[part];
-      out.append(p.raw.chunk(), p.elements[elem].in(p.raw.view()));
+      const redis::Span e = p.elements[elem];
+      if (&p == run && e.off == run_off + run_len) {
+        run_len += e.len;
+        continue;
+      }
+      flush();
+      run = &p;
+      run_off = e.off;
+      run_len = e.len;
     }
+    flush();
   } else {
     out.append(reply);
   }
@@ -443,6 +458,7 @@ void Client::split(const redis::Command& cmd) {
   std::vector<NodeId> part_node;
   std::vector<std::vector<std::string_view>> part_args;
   const std::string_view verb = parser_.arg(in_, 0);
+  if (cmd.merge == redis::Merge::kArray) m->key_map.reserve(argc - 1);
   for (std::size_t i = 1; i < argc; i += step) {
     const std::string_view key = parser_.arg(in_, i);
     const NodeId node = pool_->route(key);
