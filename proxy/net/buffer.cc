@@ -168,7 +168,13 @@ void OutQueue::advance(std::size_t n) noexcept {
   if (head_ == frags_.size()) {
     frags_.clear();
     head_ = 0;
-    if (block_ && !block_.shared()) block_used_ = 0;
+    if (block_ && !block_.shared()) {
+      block_used_ = 0;
+      // A block grown for one large local reply (ECHO, ...) is not kept for the connection's
+      // life; the usual 16 KiB one is, so that replies do not allocate.
+      if (block_->capacity() > 4 * kBlockSize) block_.reset();
+    }
+    if (frags_.capacity() > 4096) frags_.shrink_to_fit();
   } else if (head_ >= 1024 && head_ * 2 >= frags_.size()) {
     frags_.erase(frags_.begin(), frags_.begin() + static_cast<std::ptrdiff_t>(head_));
     head_ = 0;

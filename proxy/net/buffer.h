@@ -170,6 +170,8 @@ class OutQueue {
   // Unsent bytes plus what their chunks pin beyond them: what back-pressure limits.
   std::size_t charge() const noexcept { return bytes_ + extra_; }
   std::size_t fragments() const noexcept { return frags_.size() - head_; }
+  // The block small pieces are copied into (0: none); kept across replies while small.
+  std::size_t block_capacity() const noexcept { return block_ ? block_->capacity() : 0; }
 
   // Sends until everything is sent or the socket is full. False on a socket error (errno kept).
   // `sent` grows by what was sent.

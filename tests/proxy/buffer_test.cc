@@ -208,6 +208,26 @@ TEST(OutQueue, QueuedSlicesChargeHalfTheirChunk) {
   EXPECT_EQ(big->refs(), 1u);
 }
 
+TEST(OutQueue, ABlockGrownForOneLargeReplyIsNotKept) {
+  OutQueue q;
+  const std::string big(1 << 20, 'e');  // an ECHO of 1 MiB: copied into a block of its size
+  q.append(big);
+  FakeSocket w;
+  w.budget = big.size();
+  std::size_t sent = 0;
+  ASSERT_TRUE(q.send_with(w, sent));
+  EXPECT_EQ(w.got, big);
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(q.block_capacity(), 0u);
+  q.append("+OK\r\n");  // and the next reply goes into a normal block
+  EXPECT_EQ(q.block_capacity(), OutQueue::kBlockSize);
+  w.got.clear();
+  w.budget = 100;
+  ASSERT_TRUE(q.send_with(w, sent));
+  EXPECT_EQ(w.got, "+OK\r\n");
+  EXPECT_EQ(q.block_capacity(), OutQueue::kBlockSize);  // the usual block stays
+}
+
 TEST(RecvBuffer, BytesASliceShowsAreNeverMovedOrOverwritten) {
   RecvBuffer in;
   const std::string first = pattern(40000, 8);
