@@ -26,7 +26,8 @@
 # per client run), SERVER_LIMIT=1200 (seconds any server may live), CHASH_PROXY=<binary>,
 # OUT=<markdown file; the raw rows go next to it as .tsv>, KEEP_TMP=1 (keep configs and logs).
 # bigkeys: BIG_KEYS=10000, BIG_REQUESTS=200 (per run), BIG_CLIENTS=4, BIG_ROUNDS=10,
-# BIG_WORKERS=1 (chash-proxy workers), BIG_REDIS_TESTS="mset mget del", BIG_MC_TESTS="get",
+# BIG_WORKERS=1 (chash-proxy workers), BIG_REDIS_TESTS="mset mget del", BIG_MC_TESTS="get"
+# (set1 and get1 in either: single-key SET/GET, -d DATA_SIZE, the same alternation),
 # CHASH_PROXY_BEFORE=<a chash-proxy binary to measure beside this one>.
 set -euo pipefail
 
@@ -547,6 +548,7 @@ big_redis_once() {  # big_redis_once PORT TEST: one redis-benchmark run of BIG_K
   local value
   value=$(head -c "$DATA_SIZE" /dev/zero | tr '\0' x)
   case $t in
+    set1 | get1) args=(redis-benchmark -h "$HOST" -p "$port" -c "$BIG_CLIENTS" -n "$BIG_REQUESTS" -r "$KEYSPACE" -P 1 --csv -d "$DATA_SIZE" -t "${t%1}") ;;
     mset) args+=(MSET); for ((i = 0; i < BIG_KEYS; i++)); do args+=("key:__rand_int__" "$value"); done ;;
     mget) args+=(MGET); for ((i = 0; i < BIG_KEYS; i++)); do args+=("key:__rand_int__"); done ;;
     del) args+=(DEL); for ((i = 0; i < BIG_KEYS; i++)); do args+=("key:__rand_int__"); done ;;
@@ -561,9 +563,11 @@ big_redis_once() {  # big_redis_once PORT TEST: one redis-benchmark run of BIG_K
   m_n=$BIG_REQUESTS m_note=""
 }
 
-big_mc_once() {  # big_mc_once PORT TEST: one mcbench run of BIG_KEYS-key gets
-  local port=$1 errs
-  client mcbench - "$tmp/mcbench" -h "$HOST" -p "$port" -c "$BIG_CLIENTS" -n "$BIG_REQUESTS" -P 1 -t mget \
+big_mc_once() {  # big_mc_once PORT TEST: one mcbench run of BIG_KEYS-key gets (set1/get1: one key)
+  local port=$1 t=$2 errs mode=mget
+  [ "$t" = set1 ] && mode=set
+  [ "$t" = get1 ] && mode=get
+  client mcbench - "$tmp/mcbench" -h "$HOST" -p "$port" -c "$BIG_CLIENTS" -n "$BIG_REQUESTS" -P 1 -t "$mode" \
     -r "$KEYSPACE" -d "$DATA_SIZE" -k "$BIG_KEYS" -T "$LIMIT" || return 1
   read -r m_ops m_p50 m_p99 errs <"$tmp/client.out" || { why="no result from mcbench"; return 1; }
   m_n=$BIG_REQUESTS m_note=""
@@ -603,8 +607,10 @@ big_rounds() {
       target=${name%% *}
       [ "$target" = chash-proxy ] && workers=$BIG_WORKERS
       [ "$name" = "chash-proxy (before)" ] && target="chash-proxy (before)"
+      local label=$t-$BIG_KEYS
+      case $t in set1 | get1) label=$t ;; esac
       if [ -n "${failed[$name/$t]:-}" ] && [ -z "${runs[$name/$t]:-}" ]; then
-        row "$proto" "$target" "$workers" "$t-$BIG_KEYS" 1 - - - - - "not available: ${failed[$name/$t]}"
+        row "$proto" "$target" "$workers" "$label" 1 - - - - - "not available: ${failed[$name/$t]}"
         continue
       fi
       local med count us
@@ -622,7 +628,7 @@ big_rounds() {
       count=$(printf '%s' "${runs[$name/$t]}" | grep -c .)
       us=$(proxy_us 0 "${cpu_ticks[$name/$t]}" $((count * BIG_REQUESTS)))
       IFS=$'\t' read -r mo m50 m99 mc <<<"$med"
-      row "$proto" "$target" "$workers" "$t-$BIG_KEYS" 1 "$mo" "$m50" "$m99" "$us" "$mc" "median of $count runs${failed[$name/$t]:+; some failed: ${failed[$name/$t]}}"
+      row "$proto" "$target" "$workers" "$label" 1 "$mo" "$m50" "$m99" "$us" "$mc" "median of $count runs${failed[$name/$t]:+; some failed: ${failed[$name/$t]}}"
     done
   done
 }

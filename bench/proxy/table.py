@@ -18,10 +18,11 @@ TITLES = {
     "redis": "redis (redis-benchmark; direct = one of the 3 redis-servers)",
     "memcache": "memcache (bench/proxy/mcbench.c; direct = one of the 3 memcached)",
     "tcp": "tcp (wrk over HTTP keep-alive; direct = the nginx backend)",
-    "redis-10k": "redis, requests of many keys (redis-benchmark; the targets up at once, taken in turn)",
-    "memcache-10k": "memcache, gets of many keys (bench/proxy/mcbench.c; the targets up at once, taken in turn)",
+    "redis-10k": "redis, bigkeys (redis-benchmark; the targets up at once, taken in turn)",
+    "memcache-10k": "memcache, bigkeys (bench/proxy/mcbench.c; the targets up at once, taken in turn)",
 }
-TESTS = {"set": "SET", "get": "GET", "mget": "MGET", "http": "HTTP GET", "mset": "MSET", "del": "DEL"}
+TESTS = {"set": "SET", "get": "GET", "mget": "MGET", "http": "HTTP GET", "mset": "MSET", "del": "DEL",
+         "set1": "SET (1 key)", "get1": "GET (1 key)"}
 PEERS_TCP = ("haproxy", "nginx stream")
 
 

@@ -56,7 +56,7 @@ void Msg::add_value(std::uint32_t part, net::Slice block, memcache::Span key) {
   Part& p = parts[part];
   Value v;
   v.data = block.bytes.data();
-  v.len = static_cast<std::uint32_t>(block.bytes.size());
+  v.len = block.bytes.size();
   v.key_off = static_cast<std::uint32_t>(key.off);
   v.key_len = static_cast<std::uint32_t>(key.len);
   v.chunk = std::move(block.chunk);

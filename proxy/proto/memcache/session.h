@@ -42,7 +42,7 @@ struct Msg final : Reply {
     net::ChunkRef chunk;         // the backend's read chunk holding the block; null: in Part::own
     const char* data = nullptr;  // the whole VALUE block (chunk), or null (own: at `off`)
     std::size_t off = 0;
-    std::uint32_t len = 0;
+    std::size_t len = 0;
     std::uint32_t key_off = 0, key_len = 0;  // the key, in the block
     std::string_view block(const std::string& own) const noexcept {
       return data != nullptr ? std::string_view(data, len) : std::string_view(own).substr(off, len);
