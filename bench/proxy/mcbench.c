@@ -38,6 +38,8 @@ typedef struct {
   size_t in_len, in_cap;
   char* out;
   size_t out_len, out_off, out_cap;
+  size_t resume; /* where parsing of the reply at the front of `in` goes on (a long multi-get
+                    reply arrives in many reads: its whole VALUE blocks are not scanned again) */
 } Conn;
 
 static const char* host = "127.0.0.1";
@@ -105,9 +107,10 @@ static void queue_batch(Conn* c) {
   c->sent_ns = now_ns();
 }
 
-/* Consumes one whole reply from the front of c->in; returns its length, 0 if incomplete. */
-static size_t reply_len(const char* p, size_t n, int* is_error) {
-  size_t pos = 0;
+/* Consumes one whole reply from the front of c->in; returns its length, 0 if incomplete (then
+ * *resume is where the next call may start: after the last whole VALUE block). */
+static size_t reply_len(const char* p, size_t n, int* is_error, size_t* resume) {
+  size_t pos = *resume;
   for (;;) {
     const char* eol = memmem(p + pos, n - pos, "\r\n", 2);
     if (!eol) return 0;
@@ -135,6 +138,7 @@ static size_t reply_len(const char* p, size_t n, int* is_error) {
       if (field < 3) die(2, "malformed VALUE line");
       if (n < next + bytes + 2) return 0;
       pos = next + bytes + 2;
+      *resume = pos;
       continue;
     }
     *is_error = !(line_len == 3 && memcmp(line, "END", 3) == 0);
@@ -254,8 +258,9 @@ int main(int argc, char** argv) {
       const uint64_t t = now_ns();
       for (;;) {
         int is_error = 0;
-        size_t len = reply_len(c->in + off, c->in_len - off, &is_error);
+        size_t len = reply_len(c->in + off, c->in_len - off, &is_error, &c->resume);
         if (len == 0) break;
+        c->resume = 0;
         if (c->inflight == 0) die(2, "reply without a request");
         off += len;
         errors += is_error;

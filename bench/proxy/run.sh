@@ -5,6 +5,11 @@
 #   redis     redis-benchmark -> direct (one of the 3 redis-servers) | nutcracker | chash-proxy
 #   memcache  mcbench (bench/proxy/mcbench.c) -> direct (one of 3 memcached) | nutcracker | chash-proxy
 #   tcp       wrk -> direct (the nginx backend) | haproxy | nginx stream | chash-proxy
+#   bigkeys   requests of BIG_KEYS (10,000) keys — redis MSET, MGET, DEL (redis-benchmark) and a
+#             memcached get (mcbench) — through nutcracker and chash-proxy (and, with
+#             CHASH_PROXY_BEFORE=<binary>, an older chash-proxy), all up at once on the same
+#             backends and taken in turn: BIG_ROUNDS rounds, each running every test on every
+#             target (the order rotating per round); a row is the median of its rounds (issue 15)
 #
 # nutcracker and chash-proxy run one after the other on the *same* nutcracker.yml (ketama,
 # fnv1a_64, 3 servers). chash-proxy and the tcp peers run with 1 and 2 workers (nutcracker is
@@ -12,7 +17,7 @@
 # and log in a temp dir, runs under `timeout`, and is stopped on exit. A side that does not start
 # or whose client fails becomes a "not available: <why>" row; the run goes on.
 #
-# Knobs (environment): PROTOCOLS="redis memcache tcp", REQUESTS=200000 (per redis/memcache run),
+# Knobs (environment): PROTOCOLS="redis memcache tcp bigkeys", REQUESTS=200000 (per redis/memcache run),
 # CLIENTS=50, PIPELINES="1 16", WORKERS="1 2", KEYSPACE=100000, DATA_SIZE=3, MGET_KEYS=10,
 # REDIS_TESTS="set get mget", MC_TESTS="set get mget", REDIS_THREADS= (redis-benchmark --threads),
 # TCP_SECONDS=10, TCP_CONNECTIONS=50, TCP_THREADS=2, TCP_BALANCE=hash|round-robin,
@@ -20,12 +25,24 @@
 # PIN_CLIENT= PIN_PROXY= PIN_BACKENDS= (taskset CPU lists; empty: no pinning), LIMIT=120 (seconds
 # per client run), SERVER_LIMIT=1200 (seconds any server may live), CHASH_PROXY=<binary>,
 # OUT=<markdown file; the raw rows go next to it as .tsv>, KEEP_TMP=1 (keep configs and logs).
+# bigkeys: BIG_KEYS=10000, BIG_REQUESTS=200 (per run), BIG_CLIENTS=4, BIG_ROUNDS=10,
+# BIG_WORKERS=1 (chash-proxy workers), BIG_REDIS_TESTS="mset mget del", BIG_MC_TESTS="get"
+# (set1 and get1 in either: single-key SET/GET, -d DATA_SIZE, the same alternation),
+# CHASH_PROXY_BEFORE=<a chash-proxy binary to measure beside this one>.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 CHASH_PROXY=${CHASH_PROXY:-$root/build-release/chash-proxy}
-PROTOCOLS=${PROTOCOLS:-redis memcache tcp}
+PROTOCOLS=${PROTOCOLS:-redis memcache tcp bigkeys}
+BIG_KEYS=${BIG_KEYS:-10000}
+BIG_REQUESTS=${BIG_REQUESTS:-200}
+BIG_CLIENTS=${BIG_CLIENTS:-4}
+BIG_ROUNDS=${BIG_ROUNDS:-10}
+BIG_WORKERS=${BIG_WORKERS:-1}
+BIG_REDIS_TESTS=${BIG_REDIS_TESTS:-mset mget del}
+BIG_MC_TESTS=${BIG_MC_TESTS:-get}
+CHASH_PROXY_BEFORE=${CHASH_PROXY_BEFORE:-}
 REQUESTS=${REQUESTS:-200000}
 CLIENTS=${CLIENTS:-50}
 PIPELINES=${PIPELINES:-1 16}
@@ -523,6 +540,191 @@ YML
 }
 
 # ---------------------------------------------------------------------------------------------
+# bigkeys: 10,000-key requests, every proxy up at once, taken in turn
+
+big_redis_once() {  # big_redis_once PORT TEST: one redis-benchmark run of BIG_KEYS-key requests
+  local port=$1 t=$2 i
+  local args=(redis-benchmark -h "$HOST" -p "$port" -c "$BIG_CLIENTS" -n "$BIG_REQUESTS" -r "$KEYSPACE" -P 1 --csv)
+  local value
+  value=$(head -c "$DATA_SIZE" /dev/zero | tr '\0' x)
+  case $t in
+    set1 | get1) args=(redis-benchmark -h "$HOST" -p "$port" -c "$BIG_CLIENTS" -n "$BIG_REQUESTS" -r "$KEYSPACE" -P 1 --csv -d "$DATA_SIZE" -t "${t%1}") ;;
+    mset) args+=(MSET); for ((i = 0; i < BIG_KEYS; i++)); do args+=("key:__rand_int__" "$value"); done ;;
+    mget) args+=(MGET); for ((i = 0; i < BIG_KEYS; i++)); do args+=("key:__rand_int__"); done ;;
+    del) args+=(DEL); for ((i = 0; i < BIG_KEYS; i++)); do args+=("key:__rand_int__"); done ;;
+  esac
+  client redis-benchmark - "${args[@]}" || return 1
+  # The last CSV line; its test name is the (long) command, so take the numbers from the end:
+  # ...,"rps","avg","min","p50","p95","p99","max"
+  local line
+  line=$(grep -v '^"test"' "$tmp/client.out" | tail -n 1 | tr -d '"' || true)
+  read -r m_ops m_p50 m_p99 <<<"$(awk -F, '{ print $(NF-6), $(NF-3), $(NF-1) }' <<<"$line")"
+  if [ -z "${m_p99:-}" ]; then why="no result from redis-benchmark"; return 1; fi
+  m_n=$BIG_REQUESTS m_note=""
+}
+
+big_mc_once() {  # big_mc_once PORT TEST: one mcbench run of BIG_KEYS-key gets (set1/get1: one key)
+  local port=$1 t=$2 errs mode=mget
+  [ "$t" = set1 ] && mode=set
+  [ "$t" = get1 ] && mode=get
+  client mcbench - "$tmp/mcbench" -h "$HOST" -p "$port" -c "$BIG_CLIENTS" -n "$BIG_REQUESTS" -P 1 -t "$mode" \
+    -r "$KEYSPACE" -d "$DATA_SIZE" -k "$BIG_KEYS" -T "$LIMIT" || return 1
+  read -r m_ops m_p50 m_p99 errs <"$tmp/client.out" || { why="no result from mcbench"; return 1; }
+  m_n=$BIG_REQUESTS m_note=""
+  [ "${errs:-0}" != 0 ] && m_note="$errs error replies"
+  return 0
+}
+
+# big_rounds PROTO ONCE TESTS: the rounds over every started target (names in big_names, ports
+# in big_ports, pids in big_pids), then one row per target and test: the medians of its rounds
+big_rounds() {
+  local proto=$1 once=$2 tests=$3 round t k n=${#big_names[@]}
+  declare -A runs=() cpu_ticks=() failed=()
+  for ((round = 0; round < BIG_ROUNDS; round++)); do
+    for t in $tests; do
+      for ((k = 0; k < n; k++)); do
+        local j=$(((k + round) % n)) name=${big_names[$(((k + round) % n))]}
+        [ -n "${failed[$name/$t]:-}" ] && continue
+        local pid=${big_pids[$j]} before after
+        if ! alive "$pid"; then failed[$name/$t]=$why; continue; fi
+        before=$(ticks "$pid")
+        if ! "$once" "${big_ports[$j]}" "$t"; then
+          alive "$pid" || true
+          failed[$name/$t]=$why
+          echo "  $name $t: not available: $why" >&2
+          continue
+        fi
+        after=$(ticks "$pid")
+        cpu_ticks[$name/$t]=$(( ${cpu_ticks[$name/$t]:-0} + after - before ))
+        runs[$name/$t]+="$m_ops $m_p50 $m_p99 $cpu"$'\n'
+        echo "  round $((round + 1)) $name $t: $m_ops req/s, p50 $m_p50 ms, p99 $m_p99 ms" >&2
+      done
+    done
+  done
+  for t in $tests; do
+    for ((k = 0; k < n; k++)); do
+      local name=${big_names[$k]} target workers=1
+      target=${name%% *}
+      [ "$target" = chash-proxy ] && workers=$BIG_WORKERS
+      [ "$name" = "chash-proxy (before)" ] && target="chash-proxy (before)"
+      local label=$t-$BIG_KEYS
+      case $t in set1 | get1) label=$t ;; esac
+      if [ -n "${failed[$name/$t]:-}" ] && [ -z "${runs[$name/$t]:-}" ]; then
+        row "$proto" "$target" "$workers" "$label" 1 - - - - - "not available: ${failed[$name/$t]}"
+        continue
+      fi
+      local med count us
+      # The median of each column on its own (ops/s, p50, p99, client cores).
+      med=$(printf '%s' "${runs[$name/$t]}" | awk '
+        { for (i = 1; i <= 4; i++) v[i, NR] = $i; n = NR }
+        END {
+          for (i = 1; i <= 4; i++) {
+            m = 0; for (r = 1; r <= n; r++) a[r] = v[i, r]
+            for (x = 2; x <= n; x++) { y = a[x]; z = x - 1; while (z >= 1 && a[z] + 0 > y + 0) { a[z + 1] = a[z]; z-- } a[z + 1] = y }
+            m = (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+            printf "%s%s", (i > 1 ? "\t" : ""), m
+          }
+        }')
+      count=$(printf '%s' "${runs[$name/$t]}" | grep -c .)
+      us=$(proxy_us 0 "${cpu_ticks[$name/$t]}" $((count * BIG_REQUESTS)))
+      IFS=$'\t' read -r mo m50 m99 mc <<<"$med"
+      row "$proto" "$target" "$workers" "$label" 1 "$mo" "$m50" "$m99" "$us" "$mc" "median of $count runs${failed[$name/$t]:+; some failed: ${failed[$name/$t]}}"
+    done
+  done
+}
+
+# big_proxies PROTO FRONT1 FRONT2 FRONT3 B1 B2 B3: start nutcracker, chash-proxy and the optional
+# older chash-proxy on the same nutcracker-style config (one front port each)
+big_proxies() {
+  local proto=$1 redis=false prefix=m
+  shift
+  local fronts=("$1" "$2" "$3")
+  shift 3
+  [ "$proto" = redis ] && redis=true prefix=r
+  big_names=() big_ports=() big_pids=()
+  local i
+  for i in 0 1 2; do
+    cat >"$tmp/big-$proto-$i.yml" <<YML
+$proto:
+  listen: $HOST:${fronts[$i]}
+  hash: fnv1a_64
+  distribution: ketama
+  redis: $redis
+  timeout: 5000
+  server_connections: 1
+  auto_eject_hosts: false
+  servers:
+    - $HOST:$1:1 ${prefix}1
+    - $HOST:$2:1 ${prefix}2
+    - $HOST:$3:1 ${prefix}3
+YML
+  done
+  local stats
+  stats=$(free_ports 1)
+  if start "big-nutcracker-$proto" "$PIN_PROXY" "${fronts[0]}" nutcracker -c "$tmp/big-$proto-0.yml" -s "$stats" -a "$HOST"; then
+    big_names+=(nutcracker) big_ports+=("${fronts[0]}") big_pids+=("$started")
+  else
+    row "$proto-10k" nutcracker 1 "-" 1 - - - - - "not available: $why"
+  fi
+  if start "big-chash-proxy-$proto" "$PIN_PROXY" "${fronts[1]}" "$CHASH_PROXY" -c "$tmp/big-$proto-1.yml" --workers "$BIG_WORKERS" --log-level warn -s 0 -a "$HOST"; then
+    big_names+=(chash-proxy) big_ports+=("${fronts[1]}") big_pids+=("$started")
+  else
+    row "$proto-10k" chash-proxy "$BIG_WORKERS" "-" 1 - - - - - "not available: $why"
+  fi
+  if [ -n "$CHASH_PROXY_BEFORE" ]; then
+    if start "big-chash-proxy-before-$proto" "$PIN_PROXY" "${fronts[2]}" "$CHASH_PROXY_BEFORE" -c "$tmp/big-$proto-2.yml" --workers "$BIG_WORKERS" --log-level warn -s 0 -a "$HOST"; then
+      big_names+=("chash-proxy (before)") big_ports+=("${fronts[2]}") big_pids+=("$started")
+    else
+      row "$proto-10k" "chash-proxy (before)" "$BIG_WORKERS" "-" 1 - - - - - "not available: $why"
+    fi
+  fi
+}
+
+run_bigkeys() {
+  echo "bigkeys: requests of $BIG_KEYS keys; $BIG_CLIENTS connections, $BIG_REQUESTS requests per run, $BIG_ROUNDS rounds" >&2
+  local ports i r user=()
+  # redis
+  read -r -a ports <<<"$(free_ports 6)"
+  local ok=1
+  for i in 0 1 2; do
+    if ! start "big-redis$i" "$PIN_BACKENDS" "${ports[$i]}" redis-server --bind "$HOST" --port "${ports[$i]}" \
+         --save "" --appendonly no --dir "$tmp" --protected-mode yes --daemonize no; then
+      row redis-10k "direct (r1)" "" "-" 1 - - - - - "not available: backends: $why"
+      ok=0
+      break
+    fi
+  done
+  if [ "$ok" = 1 ]; then
+    big_proxies redis "${ports[3]}" "${ports[4]}" "${ports[5]}" "${ports[@]:0:3}"
+    [ "${#big_names[@]}" -gt 0 ] && big_rounds redis-10k big_redis_once "$BIG_REDIS_TESTS"
+  fi
+  for r in ${pids[@]+"${pids[@]}"}; do stop "$r"; done
+  # memcache
+  if [ -n "$BIG_MC_TESTS" ]; then
+    if ! cc -O2 -o "$tmp/mcbench" "$here/mcbench.c" 2>"$tmp/cc.err"; then
+      row memcache-10k "direct (m1)" "" "-" 1 - - - - - "not available: cannot compile mcbench.c"
+      return 0
+    fi
+    [ "$(id -u)" = 0 ] && user=(-u nobody)
+    read -r -a ports <<<"$(free_ports 6)"
+    for i in 0 1 2; do
+      if ! start "big-memcached$i" "$PIN_BACKENDS" "${ports[$i]}" memcached -l "$HOST" -p "${ports[$i]}" -U 0 -t 1 -m 256 "${user[@]}"; then
+        row memcache-10k "direct (m1)" "" "-" 1 - - - - - "not available: backends: $why"
+        return 0
+      fi
+    done
+    big_proxies memcache "${ports[3]}" "${ports[4]}" "${ports[5]}" "${ports[@]:0:3}"
+    if [ "${#big_names[@]}" -gt 0 ]; then
+      # Fill the key space once (through the first proxy: all route alike), then the rounds.
+      client mcbench - "$tmp/mcbench" -h "$HOST" -p "${big_ports[0]}" -c 20 -n $((KEYSPACE * 3)) -P 16 -t set \
+        -r "$KEYSPACE" -d "$DATA_SIZE" -T "$LIMIT" || echo "  bigkeys: filling memcached failed: $why" >&2
+      big_rounds memcache-10k big_mc_once "$BIG_MC_TESTS"
+    fi
+    for r in ${pids[@]+"${pids[@]}"}; do stop "$r"; done
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
 
 began=$(date +%s)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -531,7 +733,8 @@ for proto in $PROTOCOLS; do
     redis) run_redis ;;
     memcache) run_memcache ;;
     tcp) run_tcp ;;
-    *) echo "run.sh: unknown protocol '$proto' (redis memcache tcp)" >&2; exit 2 ;;
+    bigkeys) run_bigkeys ;;
+    *) echo "run.sh: unknown protocol '$proto' (redis memcache tcp bigkeys)" >&2; exit 2 ;;
   esac
 done
 
@@ -546,6 +749,7 @@ mkdir -p "$(dirname "$OUT")"
   echo "clients, proxies and backends share the machine; pinning: $pins"
   echo "versions: $(redis-server --version | grep -oE 'v=[^ ]+' | cut -c3-) redis, $(nutcracker --version 2>&1 | grep -oE '[0-9]+\.[0-9]+\.[0-9]+' | head -n 1) nutcracker, $(memcached -V | cut -d' ' -f2) memcached, $(haproxy -v | grep -oE 'version [^ ]+' | cut -d' ' -f2) haproxy, $(nginx -v 2>&1 | cut -d/ -f2) nginx"
   echo "redis/memcache: $CLIENTS connections, $REQUESTS requests per row, keys random in $KEYSPACE, $DATA_SIZE-byte values, mget = $MGET_KEYS keys; tcp: wrk -t$TCP_THREADS -c$TCP_CONNECTIONS -d${TCP_SECONDS}s, balance $TCP_BALANCE"
+  echo "bigkeys: $BIG_KEYS keys per request, $BIG_CLIENTS connections, $BIG_REQUESTS requests per run, $BIG_ROUNDS rounds (targets in turn), chash-proxy $BIG_WORKERS worker(s)${CHASH_PROXY_BEFORE:+, before = $CHASH_PROXY_BEFORE}"
   echo
   python3 "$here/table.py" "$results"
 } >"$OUT"

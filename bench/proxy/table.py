@@ -5,7 +5,8 @@
 Input: the TSV run.sh writes, one row per measurement:
   proto target workers test pipeline ops p50_ms p99_ms proxy_us_per_op client_cores note
 ("-" where there is no value; workers empty for direct rows). One table per protocol, rows
-grouped by test and pipeline depth so the targets of one workload sit together. The baseline
+grouped by test and pipeline depth so the targets of one workload sit together (bigkeys rows,
+proto redis-10k / memcache-10k, are the medians of their rounds). The baseline
 is nutcracker (same test and depth) for redis and memcache, and the faster of haproxy and
 nginx stream at the same worker count for tcp. Below each table: the geometric mean of
 chash-proxy's ratios per worker count.
@@ -17,8 +18,11 @@ TITLES = {
     "redis": "redis (redis-benchmark; direct = one of the 3 redis-servers)",
     "memcache": "memcache (bench/proxy/mcbench.c; direct = one of the 3 memcached)",
     "tcp": "tcp (wrk over HTTP keep-alive; direct = the nginx backend)",
+    "redis-10k": "redis, bigkeys (redis-benchmark; the targets up at once, taken in turn)",
+    "memcache-10k": "memcache, bigkeys (bench/proxy/mcbench.c; the targets up at once, taken in turn)",
 }
-TESTS = {"set": "SET", "get": "GET", "mget": "MGET", "http": "HTTP GET"}
+TESTS = {"set": "SET", "get": "GET", "mget": "MGET", "http": "HTTP GET", "mset": "MSET", "del": "DEL",
+         "set1": "SET (1 key)", "get1": "GET (1 key)"}
 PEERS_TCP = ("haproxy", "nginx stream")
 
 
@@ -90,8 +94,11 @@ def main(path):
                 s[0].append(ops_ratio)
                 if p99_ratio is not None:
                     s[1].append(p99_ratio)
-            test = TESTS.get(r["test"], r["test"])
-            if r["test"] == "mget":
+            name, _, keys = r["test"].partition("-")
+            test = TESTS.get(name, name)
+            if keys.isdigit():  # bigkeys rows: "mget-10000"
+                test += f" ({int(keys):,} keys)"
+            elif r["test"] == "mget":
                 test += " (10 keys)"
             pipe = str(r["pipe"]) if proto != "tcp" else "—"
             cores = "—" if r["cores"] is None else f"{r['cores']:.2f}"

@@ -70,7 +70,9 @@ void compact_sent(std::string& out, std::size_t& off) {
 
 void Reply::finish_now() {
   done = true;
-  if (client != nullptr) client->on_done();
+  if (client == nullptr) return;
+  client->on_done();
+  if (!emitted) settle();  // waits behind an earlier reply
 }
 
 // ---- ClientSession ------------------------------------------------------------------------------
@@ -181,7 +183,8 @@ void ClientSession::on_done() {
   if (closed_ || closing_) return;
   while (!pending_.empty() && pending_.front()->done) {
     Reply& m = *pending_.front();
-    out_ += m.reply;
+    m.emit(out_);
+    m.emitted = true;
     if (m.start != net::Clock::time_point{}) {
       const auto us =
           std::chrono::duration_cast<std::chrono::microseconds>(net::Clock::now() - m.start)
@@ -206,7 +209,7 @@ void ClientSession::flush_output() {
   write();
   if (closed_) return;
   if (closing_ || (read_closed_ && pending_.empty())) {
-    if (out_off_ == out_.size()) {
+    if (out_.empty()) {
       close();
       return;
     }
@@ -219,19 +222,15 @@ void ClientSession::flush_output() {
 }
 
 void ClientSession::write() {
-  const std::size_t before = out_off_;
-  const bool ok = send_pending(fd_, out_, out_off_);
-  if (out_off_ != before) {
-    pool_->shared->response_bytes.fetch_add(out_off_ - before, std::memory_order_relaxed);
-  }
+  std::size_t sent = 0;
+  const bool ok = out_.send(fd_, sent);
+  if (sent != 0) pool_->shared->response_bytes.fetch_add(sent, std::memory_order_relaxed);
   if (!ok) {
     saw_error_ = true;
     close();  // the client went away
     return;
   }
-  compact_sent(out_, out_off_);
   if (out_.empty()) {
-    if (out_.capacity() > (1u << 20)) out_.shrink_to_fit();
     if (read_closed_ && pending_.empty()) {
       close();
       return;
@@ -246,7 +245,7 @@ void ClientSession::drain() {
 }
 
 bool ClientSession::close_if_drained() {
-  if (!pending_.empty() || out_off_ != out_.size() || !in_.empty()) return false;
+  if (!pending_.empty() || !out_.empty() || !in_.empty()) return false;
   // Between requests. Neither RESP nor the memcached protocol can tell a client "this is the
   // last reply", so the close goes where a client expects one least to race its next request:
   // right after a reply (a client between requests sees the FIN before it sends, and clients
@@ -268,7 +267,7 @@ void ClientSession::update_events() {
   // Backpressure: stop reading while too much is in flight or unsent to this client.
   auto readable = [this] {
     return !read_closed_ && pending_.size() < pool_->config.max_pipeline &&
-           out_.size() - out_off_ < kMaxClientOutput;
+           out_.charge() < kMaxClientOutput;
   };
   bool r = readable();
   if (r && !want_read_ && !in_.empty() && !processing_) {
@@ -280,7 +279,7 @@ void ClientSession::update_events() {
     if (closed_) return;
     r = readable();
   }
-  const bool w = out_off_ < out_.size();
+  const bool w = !out_.empty();
   if (r == want_read_ && w == want_write_) return;
   want_read_ = r;
   want_write_ = w;
@@ -297,6 +296,7 @@ void ClientSession::close() {
   }
   for (auto& m : pending_) m->client = nullptr;
   pending_.clear();
+  out_.clear();  // the backends' chunks it holds go now
   if (output_scheduled_) worker_.cancel_output(this);
   worker_.loop().remove(fd_);
   ::close(fd_);
@@ -471,7 +471,8 @@ void BackendSession::on_event(std::uint32_t events) {
 
 void BackendSession::read() {
   for (int i = 0; i < kMaxReadsPerEvent; ++i) {
-    const ssize_t n = recv_append(fd_, in_);
+    std::size_t asked = 0;
+    const ssize_t n = in_.recv_from(fd_, asked);
     if (n <= 0) {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
@@ -482,7 +483,7 @@ void BackendSession::read() {
     state_->response_bytes.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
     on_input();
     if (closed_) return;
-    if (static_cast<std::size_t>(n) < kReadChunk) break;
+    if (static_cast<std::size_t>(n) < asked) break;
   }
   if (draining_ && queue_.empty()) close();
 }

@@ -21,6 +21,7 @@
 
 #include "core/connection.h"
 #include "core/topology.h"
+#include "net/buffer.h"
 #include "net/event_loop.h"
 
 namespace chash::proxy {
@@ -49,13 +50,21 @@ inline constexpr auto kDrainQuiet = std::chrono::milliseconds(200);
 struct Reply {
   virtual ~Reply() = default;
   ClientSession* client = nullptr;  // null once the client has gone
-  std::string reply;                // written when done (may be empty: noreply)
+  std::string reply;                // written when done (may be empty: noreply), unless emit()
+                                    // is overridden
   bool done = false;
+  bool emitted = false;           // handed to the client's output queue
   bool close_after = false;       // quit / protocol error: close once this reply is written
   std::uint32_t outstanding = 0;  // parts still waiting for a backend
   net::Clock::time_point start;   // set for forwarded requests: a latency sample when written
   // A backend could not answer part `part`; `error` is a whole error reply of the protocol.
   virtual void fail_part(std::uint32_t part, std::string_view error) = 0;
+  // Queues the reply's bytes on its client's output (when done and next in order). A protocol's
+  // message gathers them from the backends' read chunks (net/buffer.h) instead of `reply`.
+  virtual void emit(net::OutQueue& out) { out.append(reply); }
+  // Done but not yet written (an earlier reply of its client is still missing): small replies
+  // held in a backend's read chunk are copied out so that they do not pin it while they wait.
+  virtual void settle() {}
   // Marks the reply done and lets the client write what is now in order.
   void finish_now();
 };
@@ -71,6 +80,14 @@ void drop_consumed(std::string& in, Parser& parser) {
   const std::size_t n = parser.start();
   if (n == 0) return;
   in.erase(0, n);
+  parser.consume(n);
+}
+
+template <class Parser>
+void drop_consumed(net::RecvBuffer& in, Parser& parser) {
+  const std::size_t n = parser.start();
+  if (n == 0) return;
+  in.consume(n);
   parser.consume(n);
 }
 
@@ -161,8 +178,7 @@ class ClientSession : public ClientConn {
   bool want_write_ = false;
   bool output_scheduled_ = false;  // in the worker's list for flush_output()
   bool closing_ = false;           // a close_after reply is queued: nothing more is written
-  std::string out_;
-  std::size_t out_off_ = 0;
+  net::OutQueue out_;              // replies in order, gathered from the backends' chunks
 };
 
 class BackendSession : public BackendConn {
@@ -217,7 +233,7 @@ class BackendSession : public BackendConn {
   std::shared_ptr<BackendState> state_;
   NodeId node_;
   bool closed_ = false;
-  std::string in_;
+  net::RecvBuffer in_;  // replies are handed on as slices of its chunks (zero copy)
   std::deque<Pending> queue_;
 
  private:

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -473,6 +474,50 @@ long backend_get_hits(const std::vector<std::unique_ptr<MemcachedServer>>& serve
   return total;
 }
 
+// Issue 15: a get of 10,000 keys over 3 backends (several get lines each), a third missing,
+// binary values from 0 bytes to 40 KiB, comes back byte for byte in the client's key order,
+// twice (the second time on reused read chunks), and behind it a single-key get.
+TEST_F(MemcacheE2E, TenThousandKeyGetComesBackExactly) {
+  start_proxy(yaml(""), 1);
+  auto c = client();
+  constexpr int kKeys = 10000;
+  auto data = [](int i) {
+    const std::size_t len = i % 1000 == 7 ? 40000 : static_cast<std::size_t>(i % 97) * 13;
+    std::string v(len, '\0');
+    for (std::size_t j = 0; j < len; ++j)
+      v[j] = static_cast<char>((j * 31 + static_cast<std::size_t>(i)) & 0xff);
+    if (len > 4) v.replace(len / 2, 2, "\r\n");
+    return v;
+  };
+  std::string sets, get = "get", want;
+  int stored = 0;
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string key = "zk:" + std::to_string(i);
+    get += " " + key;
+    if (i % 3 == 1) continue;
+    sets += set(key, data(i));
+    want += value(key, data(i));
+    ++stored;
+  }
+  get += "\r\n";
+  want += "END\r\n";
+  ASSERT_TRUE(c.send(sets));
+  for (int i = 0; i < stored; ++i) ASSERT_EQ(c.read(false), "STORED\r\n") << i;
+  std::set<std::string> holders;
+  for (int i = 0; i < 300; i += 3) holders.insert(holder("zk:" + std::to_string(i)));
+  EXPECT_GE(holders.size(), 2u) << "the keys should be spread over the backends";
+  for (int round = 0; round < 2; ++round) {
+    const std::string got = c.call(get);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_TRUE(got == want) << "first difference at byte "
+                             << std::mismatch(got.begin(), got.end(), want.begin()).first -
+                                    got.begin();
+  }
+  ASSERT_TRUE(c.send(get + "get zk:1007\r\n"));
+  EXPECT_TRUE(c.read(true) == want);
+  EXPECT_TRUE(c.read(true) == value("zk:1007", data(1007)) + "END\r\n");
+}
+
 TEST_F(MemcacheE2E, PipeliningWithoutReadingIsBounded) {
   start_proxy(yaml("  max_pipeline: 64\n"), 1);
   auto c = client();
@@ -640,7 +685,6 @@ TEST_F(MemcacheE2E, BoundedLoadFromManyClients) {
   auto c = client();
   EXPECT_EQ(c.call("version\r\n"), "VERSION 1.6.18-chash-proxy\r\n");
 }
-
 
 // A memcache pool's backend connections count in chash_proxy_backend_connections (one meaning
 // for every pool type), across workers, and leave it when they close; a multi-get split over

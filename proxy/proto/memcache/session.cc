@@ -33,58 +33,113 @@ void append_uint(std::string& out, std::uint64_t v) { out += std::to_string(v); 
 
 // ---- Msg ----------------------------------------------------------------------------------------
 
-void Msg::add_value(std::uint32_t part, std::string_view block, memcache::Span key) {
+void Msg::Part::settle() {
+  // A part that waits (another part, an earlier reply) keeps its blocks in the backend's chunks
+  // only when they are many bytes; small ones are copied out so that they pin nothing.
+  if (held == 0 || held >= net::kHoldMin) {
+    line.settle();
+    return;
+  }
+  own.reserve(own.size() + held);
+  for (Value& v : values) {
+    if (v.data == nullptr) continue;
+    v.off = own.size();
+    own.append(v.data, v.len);
+    v.data = nullptr;
+    v.chunk.reset();
+  }
+  held = 0;
+  line.settle();
+}
+
+void Msg::add_value(std::uint32_t part, net::Slice block, memcache::Span key) {
   Part& p = parts[part];
-  p.values.push_back({{p.raw.size() + key.off, key.len}, {p.raw.size(), block.size()}});
-  p.raw += block;
+  Value v;
+  v.data = block.bytes.data();
+  v.len = block.bytes.size();
+  v.key_off = static_cast<std::uint32_t>(key.off);
+  v.key_len = static_cast<std::uint32_t>(key.len);
+  v.chunk = std::move(block.chunk);
+  p.held += v.len;
+  p.values.push_back(std::move(v));
 }
 
 void Msg::end_part(std::uint32_t part) {
-  (void)part;
-  if (--outstanding == 0) finish();
+  if (--outstanding == 0) {
+    finish();
+  } else {
+    parts[part].settle();
+  }
 }
 
-void Msg::line_part(std::uint32_t part, std::string_view line, bool error) {
+void Msg::line_part(std::uint32_t part, net::Slice line, bool error) {
   Part& p = parts[part];
-  p.raw.assign(line);
+  p.line.hold(std::move(line));
   p.values.clear();
+  p.own.clear();
+  p.held = 0;
   p.error = error || retrieval;  // a retrieval answered by one line is an error
+  if (--outstanding == 0) {
+    finish();
+  } else {
+    p.settle();
+  }
+}
+
+void Msg::fail_part(std::uint32_t part, std::string_view error) {
+  Part& p = parts[part];
+  p.line.copy(error);
+  p.values.clear();
+  p.own.clear();
+  p.held = 0;
+  p.error = true;
   if (--outstanding == 0) finish();
 }
 
 void Msg::finish() {
-  if (silent) {
-    reply.clear();
-  } else if (!retrieval) {
-    reply = std::move(parts[0].raw);
-  } else {
+  if (retrieval && !silent) {
     // The first failed part answers the whole request, as one backend would (memcached
     // clients read a SERVER_ERROR line in place of VALUE ... END).
     const auto failed =
         std::find_if(parts.begin(), parts.end(), [](const Part& p) { return p.error; });
-    if (failed != parts.end()) {
-      reply = std::move(failed->raw);
-    } else if (parts.size() == 1) {
-      reply = std::move(parts[0].raw);
-      reply += "END\r\n";
-    } else {
-      std::size_t total = 5;
-      for (const Part& p : parts) total += p.raw.size();
-      reply.reserve(total);
-      std::vector<std::size_t> cursor(parts.size(), 0);
-      for (const auto& [part, key] : key_map) {
-        const Part& p = parts[part];
-        std::size_t& c = cursor[part];
-        if (c < p.values.size() && p.values[c].key.in(p.raw) == key.in(keys)) {
-          reply += p.values[c].block.in(p.raw);
-          ++c;
-        }
-      }
-      reply += "END\r\n";
-    }
+    if (failed != parts.end()) failed_ = &*failed;
   }
-  parts.clear();
   finish_now();
+}
+
+void Msg::emit(net::OutQueue& out) {
+  if (silent) {
+    // noreply: nothing
+  } else if (!retrieval) {
+    out.append(parts[0].line);
+  } else if (failed_ != nullptr) {
+    out.append(failed_->line);
+  } else if (parts.size() == 1) {
+    const Part& p = parts[0];
+    for (const Value& v : p.values) out.append(v.chunk, v.block(p.own));
+    out.append("END\r\n");
+  } else {
+    // Merged in the client's key order: a key the backend did not return is a miss.
+    std::vector<std::size_t> cursor(parts.size(), 0);
+    for (const auto& [part, key] : key_map) {
+      const Part& p = parts[part];
+      std::size_t& c = cursor[part];
+      if (c >= p.values.size()) continue;
+      const Value& v = p.values[c];
+      const std::string_view block = v.block(p.own);
+      if (block.substr(v.key_off, v.key_len) == key.in(keys)) {
+        out.append(v.chunk, block);
+        ++c;
+      }
+    }
+    out.append("END\r\n");
+  }
+  parts.clear();  // the chunks go now
+  failed_ = nullptr;
+}
+
+void Msg::settle() {
+  for (Part& p : parts) p.settle();
 }
 
 // ---- Backend ------------------------------------------------------------------------------------
@@ -109,16 +164,18 @@ void Backend::on_input() {
       parser_.expect_values(m.retrieval);
       parser_started_ = true;
     }
-    const memcache::ParseResult r = parser_.parse(in_);
+    const memcache::ParseResult r = parser_.parse(in_.view());
     if (r == memcache::ParseResult::kNeedMore) break;
     if (r == memcache::ParseResult::kError) {
       fail(parser_.error());
       return;
     }
     const memcache::Span span = parser_.span();
-    const std::string_view raw = span.in(in_);
+    // Replies stay in the read chunk: the Msg holds slices of it (no copy).
+    net::Slice raw = in_.slice(span.off, span.len);
     if (parser_.kind() == memcache::ReplyKind::kValue) {
-      m.add_value(queue_.front().part, raw, {parser_.key().off - span.off, parser_.key().len});
+      m.add_value(queue_.front().part, std::move(raw),
+                  {parser_.key().off - span.off, parser_.key().len});
       parser_.next();
       continue;
     }
@@ -128,7 +185,7 @@ void Backend::on_input() {
     if (parser_.kind() == memcache::ReplyKind::kEnd) {
       m.end_part(p.part);
     } else {
-      m.line_part(p.part, raw, parser_.is_error());
+      m.line_part(p.part, std::move(raw), parser_.is_error());
     }
     if (closed_) return;
     parser_.next();
@@ -160,6 +217,8 @@ std::shared_ptr<Msg> Client::new_msg(std::uint32_t parts) {
 
 bool Client::route(std::string_view key, const std::shared_ptr<Msg>& m, NodeId& node) {
   node = pool_->route(key);
+  // The common case without building the error text (a string per key of a multi-get).
+  if (node != kNoNode && !pool_->states[node]->down.load(std::memory_order_relaxed)) return true;
   std::string why;
   if (backend_usable(*pool_, node, "key '" + std::string(key) + "'", why)) return true;
   pool_->shared->errors.fetch_add(1, std::memory_order_relaxed);

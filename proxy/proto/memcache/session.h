@@ -39,29 +39,41 @@ struct Msg final : Reply {
   bool silent = false;     // noreply: whatever the backend says is dropped
   bool retrieval = false;  // VALUE blocks + END
   struct Value {
-    memcache::Span key;    // in Part::raw
-    memcache::Span block;  // the whole VALUE block, in Part::raw
+    net::ChunkRef chunk;         // the backend's read chunk holding the block; null: in Part::own
+    const char* data = nullptr;  // the whole VALUE block (chunk), or null (own: at `off`)
+    std::size_t off = 0;
+    std::size_t len = 0;
+    std::uint32_t key_off = 0, key_len = 0;  // the key, in the block
+    std::string_view block(const std::string& own) const noexcept {
+      return data != nullptr ? std::string_view(data, len) : std::string_view(own).substr(off, len);
+    }
   };
   struct Part {
-    std::string raw;  // retrieval: its VALUE blocks; otherwise the reply line
-    std::vector<Value> values;
-    bool error = false;  // raw is an error line that answers the whole request
+    std::vector<Value> values;  // retrieval: its VALUE blocks, in the backend's read chunks
+    std::string own;            // blocks copied out of the chunks (settle()), in order
+    net::HeldBytes line;        // not a retrieval, or an error: the reply line
+    bool error = false;         // line is an error line that answers the whole request
+    std::size_t held = 0;       // bytes of values still in chunks
+    void settle();
   };
   std::vector<Part> parts;
   // A retrieval split over several backends: the client's keys in order, and each one's part.
   std::string keys;
   std::vector<std::pair<std::uint32_t, memcache::Span>> key_map;
 
-  // From the Backend, in order: VALUE blocks (retrievals), then END or one line.
-  void add_value(std::uint32_t part, std::string_view block, memcache::Span key);
+  // From the Backend, in order: VALUE blocks (retrievals), then END or one line. Both keep the
+  // bytes in the backend's read chunk (slices); nothing is copied.
+  void add_value(std::uint32_t part, net::Slice block, memcache::Span key);
   void end_part(std::uint32_t part);
-  void line_part(std::uint32_t part, std::string_view line, bool error);
-  void fail_part(std::uint32_t part, std::string_view error) override {
-    line_part(part, error, true);
-  }
+  void line_part(std::uint32_t part, net::Slice line, bool error);
+  void fail_part(std::uint32_t part, std::string_view error) override;
+  // The reply gathered from the parts: blocks in the client's key order, then END.
+  void emit(net::OutQueue& out) override;
+  void settle() override;
 
  private:
   void finish();
+  const Part* failed_ = nullptr;  // the part whose error line answers the request
 };
 
 class Backend final : public BackendSession {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "proto/redis/resp.h"
 
+#include <charconv>
 #include <cstring>
 
 namespace chash::proxy::redis {
@@ -319,8 +320,29 @@ void append_error(std::string& out, std::string_view s) {
 }
 
 void append_command(std::string& out, const std::vector<std::string_view>& argv) {
-  append_array_header(out, argv.size());
-  for (const auto a : argv) append_bulk(out, a);
+  // One resize and then plain stores: a split MGET/DEL/MSET of 10,000 keys writes 10,000 bulk
+  // strings here, and appending each in five pieces (with std::to_string) was a sixth of the
+  // proxy's CPU time on that request (perf, make bench-proxy bigkeys).
+  std::size_t total = 1 + 20 + 2;
+  for (const auto a : argv) total += 1 + 20 + 2 + a.size() + 2;
+  const std::size_t start = out.size();
+  out.resize(start + total);
+  char* p = out.data() + start;
+  auto header = [&p](char type, std::size_t n) {
+    *p++ = type;
+    p = std::to_chars(p, p + 20, n).ptr;
+    *p++ = '\r';
+    *p++ = '\n';
+  };
+  header('*', argv.size());
+  for (const auto a : argv) {
+    header('$', a.size());
+    if (!a.empty()) std::memcpy(p, a.data(), a.size());
+    p += a.size();
+    *p++ = '\r';
+    *p++ = '\n';
+  }
+  out.resize(static_cast<std::size_t>(p - out.data()));
 }
 
 }  // namespace chash::proxy::redis

@@ -102,6 +102,8 @@ class ReplyParser {
   std::size_t end() const noexcept { return pos_; }
   Span span() const noexcept { return {start_, pos_ - start_}; }
   const std::vector<Span>& elements() const noexcept { return elements_; }  // reply-relative
+  // The same, for the caller to swap out (the parser clears it at next()).
+  std::vector<Span>& take_elements() noexcept { return elements_; }
   const std::string& error() const noexcept { return error_; }
   bool in_progress() const noexcept { return pos_ != start_ || !stack_.empty(); }
 

@@ -48,27 +48,39 @@ std::string error_reply(std::string_view text) {
 
 // ---- Msg ----------------------------------------------------------------------------------------
 
-void Msg::complete_part(std::uint32_t part, std::string_view raw, char type,
-                        const std::vector<redis::Span>* elements) {
+void Msg::complete_part(std::uint32_t part, net::Slice raw, char type,
+                        std::vector<redis::Span>* elements) {
   Part& p = parts[part];
-  p.raw.assign(raw);
+  p.raw.hold(std::move(raw));
   p.type = type;
-  if (elements != nullptr) p.elements = *elements;
+  if (elements != nullptr) p.elements.swap(*elements);
+  if (--outstanding == 0) {
+    finish();
+  } else {
+    p.raw.settle();  // waits for the other parts
+  }
+}
+
+void Msg::fail_part(std::uint32_t part, std::string_view error) {
+  Part& p = parts[part];
+  p.raw.copy(error);
+  p.type = '-';
+  p.elements.clear();
   if (--outstanding == 0) finish();
 }
 
 void Msg::finish() {
   // The first error answers the whole request (as a single backend would have).
-  for (const Part& p : parts) {
+  for (Part& p : parts) {
     if (p.type == '-') {
-      reply = p.raw;
+      reply = p.raw.view();
       finish_now();
       return;
     }
   }
   switch (merge) {
     case redis::Merge::kNone:
-      reply = std::move(parts[0].raw);
+      whole_ = true;  // the backend's reply, from its read chunk
       break;
     case redis::Merge::kArray: {
       bool ok = true;
@@ -77,23 +89,25 @@ void Msg::finish() {
         reply = error_reply("ERR unexpected reply from a backend to a split MGET");
         break;
       }
-      redis::append_array_header(reply, key_map.size());
-      for (const auto& [part, elem] : key_map) {
-        const Part& p = parts[part];
-        if (elem >= p.elements.size()) {
+      std::vector<std::uint32_t> need(parts.size(), 0);  // per part: its highest element + 1
+      for (const auto& [part, elem] : key_map) need[part] = std::max(need[part], elem + 1);
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        if (need[i] > parts[i].elements.size()) {
           reply = error_reply("ERR short reply from a backend to a split MGET");
+          ok = false;
           break;
         }
-        reply += p.elements[elem].in(p.raw);
       }
+      merged_ = ok;
       break;
     }
     case redis::Merge::kSum: {
       std::int64_t sum = 0;
       for (const Part& p : parts) {
         std::int64_t v = 0;
-        if (p.type != ':' || p.raw.size() < 3 ||
-            !redis::parse_int(std::string_view(p.raw).substr(1, p.raw.size() - 3), v)) {
+        const std::string_view raw = p.raw.view();
+        if (p.type != ':' || raw.size() < 3 ||
+            !redis::parse_int(raw.substr(1, raw.size() - 3), v)) {
           reply = error_reply("ERR unexpected reply from a backend to a split command");
           finish_now();
           return;
@@ -108,6 +122,44 @@ void Msg::finish() {
       break;
   }
   finish_now();
+}
+
+void Msg::emit(net::OutQueue& out) {
+  if (whole_) {
+    out.append(parts[0].raw);
+  } else if (merged_) {
+    std::string header;
+    redis::append_array_header(header, key_map.size());
+    out.append(header);
+    // Each element straight from its part's bytes: adjacent ones of one chunk go out as one
+    // iovec, small ones are copied once into the client's block (net::OutQueue). Consecutive
+    // keys answered by one part are adjacent there: one piece for the run.
+    const Part* run = nullptr;
+    std::size_t run_off = 0, run_len = 0;
+    auto flush = [&] {
+      if (run != nullptr) out.append(run->raw.chunk(), run->raw.view().substr(run_off, run_len));
+    };
+    for (const auto& [part, elem] : key_map) {
+      const Part& p = parts[part];
+      const redis::Span e = p.elements[elem];
+      if (&p == run && e.off == run_off + run_len) {
+        run_len += e.len;
+        continue;
+      }
+      flush();
+      run = &p;
+      run_off = e.off;
+      run_len = e.len;
+    }
+    flush();
+  } else {
+    out.append(reply);
+  }
+  parts.clear();  // the chunks go now, not when the last holder of the Msg lets it go
+}
+
+void Msg::settle() {
+  for (Part& p : parts) p.raw.settle();
 }
 
 // ---- Backend ------------------------------------------------------------------------------------
@@ -149,19 +201,20 @@ void Backend::on_input() {
                                   static_cast<const Msg*>(m)->merge == redis::Merge::kArray);
       parser_started_ = true;
     }
-    const redis::ParseResult r = parser_.parse(in_);
+    const redis::ParseResult r = parser_.parse(in_.view());
     if (r == redis::ParseResult::kNeedMore) break;
     if (r == redis::ParseResult::kError) {
       fail(parser_.error());
       return;
     }
     Pending p = take_front();
-    const std::string_view raw = parser_.span().in(in_);
+    const std::string_view raw = parser_.span().in(in_.view());
     record_success(*state_);
     if (p.msg) {
       auto& m = static_cast<Msg&>(*p.msg);
-      m.complete_part(p.part, raw, parser_.type(),
-                      m.merge == redis::Merge::kArray ? &parser_.elements() : nullptr);
+      // The reply stays in the read chunk: the Msg holds a slice of it (no copy).
+      m.complete_part(p.part, in_.slice(parser_.start(), raw.size()), parser_.type(),
+                      m.merge == redis::Merge::kArray ? &parser_.take_elements() : nullptr);
     } else if (parser_.type() == '-') {
       // Our own AUTH / SELECT was refused: the connection is unusable. (The reply text is
       // the server's; it never contains the password.)
@@ -201,7 +254,7 @@ void Client::fail_msg(const std::shared_ptr<Msg>& m, std::string_view error, boo
   m->outstanding = 1;
   m->merge = redis::Merge::kNone;
   if (count_error) pool_->shared->errors.fetch_add(1, std::memory_order_relaxed);
-  m->complete_part(0, error_reply(error), '-', nullptr);
+  m->fail_part(0, error_reply(error));
 }
 
 bool Client::usable_or_fail(NodeId node, std::string_view what, const std::shared_ptr<Msg>& m,
@@ -405,10 +458,15 @@ void Client::split(const redis::Command& cmd) {
   std::vector<NodeId> part_node;
   std::vector<std::vector<std::string_view>> part_args;
   const std::string_view verb = parser_.arg(in_, 0);
+  if (cmd.merge == redis::Merge::kArray) m->key_map.reserve(argc - 1);
   for (std::size_t i = 1; i < argc; i += step) {
     const std::string_view key = parser_.arg(in_, i);
     const NodeId node = pool_->route(key);
-    if (!usable_or_fail(node, "key '" + std::string(key.substr(0, 64)) + "'", m, true)) return;
+    // (The error text is built only for a key that cannot go: not a string per key.)
+    if ((node == kNoNode || pool_->states[node]->down.load(std::memory_order_relaxed)) &&
+        !usable_or_fail(node, "key '" + std::string(key.substr(0, 64)) + "'", m, true)) {
+      return;
+    }
     std::uint32_t part = 0;
     while (part < part_node.size() && part_node[part] != node) ++part;
     if (part == part_node.size()) {
@@ -430,9 +488,8 @@ void Client::split(const redis::Command& cmd) {
     if (b == nullptr) {
       if (!counted_error) count_forward_error();
       counted_error = true;
-      m->complete_part(
-          p, error_reply("ERR backend " + pool_->states[part_node[p]]->name + ": " + error), '-',
-          nullptr);
+      m->fail_part(p,
+                   error_reply("ERR backend " + pool_->states[part_node[p]]->name + ": " + error));
       continue;
     }
     std::string bytes;

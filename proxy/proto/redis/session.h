@@ -31,20 +31,26 @@ class Client;
 struct Msg final : Reply {
   Merge merge = Merge::kNone;
   struct Part {
-    std::string raw;  // the backend's whole reply
+    net::HeldBytes raw;  // the backend's whole reply, in its read chunk (or copied: errors)
     char type = 0;
     std::vector<Span> elements;  // of raw, for kArray merges
   };
   std::vector<Part> parts;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> key_map;  // MGET: key -> (part, element)
 
-  // Called by Backend for each part; finishes the Msg when it was the last.
-  void complete_part(std::uint32_t part, std::string_view raw, char type,
-                     const std::vector<Span>* elements);
-  void fail_part(std::uint32_t part, std::string_view error) override {
-    complete_part(part, error, '-', nullptr);
-  }
+  // Called by Backend for each part; finishes the Msg when it was the last. `elements` (kArray
+  // merges) is taken over (swapped with the part's).
+  void complete_part(std::uint32_t part, net::Slice raw, char type, std::vector<Span>* elements);
+  void fail_part(std::uint32_t part, std::string_view error) override;
   void finish();
+  // The reply: one backend's bytes as they are, or an MGET merged from the parts' elements
+  // (gathered, not concatenated), or what finish() made (`reply`: sums, OK, errors).
+  void emit(net::OutQueue& out) override;
+  void settle() override;
+
+ private:
+  bool merged_ = false;  // emit() gathers the kArray merge (else `reply`, or parts[0] as is)
+  bool whole_ = false;   // emit() sends parts[0].raw
 };
 
 class Backend final : public BackendSession {
