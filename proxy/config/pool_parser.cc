@@ -412,7 +412,8 @@ class PoolParser {
       std::string user;
       try {
         const auto argv = redis::Acl::split_line(bad < acl_lines_.size() ? acl_lines_[bad] : "");
-        if (argv.size() >= 2) user = " of user '" + argv[1].substr(0, 64) + "'";
+        if (argv.size() >= 2 && argv[0] == "user")
+          user = " of user '" + argv[1].substr(0, 64) + "'";
       } catch (const redis::AclError&) {
       }
       std::string rule = e.rule.substr(0, 80);
