@@ -193,7 +193,10 @@ void Client::refresh_acl() {
       user_ = u;
       return;
     }
+    // Removed or turned off: the client must AUTH again (Redis disconnects such clients); it
+    // does not fall back to the default user, which may be allowed more.
     user_name_.clear();
+    return;
   }
   if (!acl_->auth_required()) {  // default is on with nopass: every connection is default
     user_ = &acl_->default_user();
