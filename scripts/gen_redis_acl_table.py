@@ -62,8 +62,8 @@ def free_port():
 def main():
     ap = argparse.ArgumentParser()
     here = os.path.dirname(os.path.abspath(__file__))
-    ap.add_argument("--out", default=os.path.join(here, "..", "proxy", "proto", "redis",
-                                                  "acl_table.inc"))
+    ap.add_argument("--out", default=os.path.normpath(os.path.join(here, "..", "proxy", "proto", "redis",
+                                                  "acl_table.inc")))
     opts = ap.parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
