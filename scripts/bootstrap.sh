@@ -19,6 +19,7 @@ PACKAGES=(
   nutcracker haproxy nginx libnginx-mod-stream wrk libmemcached-tools  # make bench-proxy peers and load
   python3 python3-dev pybind11-dev  # the Python package chash (python/, docs/PYTHON.md)
   python3-pytest python3-uhashring  # its tests; uhashring also regenerates tests/compat vectors
+  python3-redis                   # chash-proxy ACL tests drive the proxy with redis-py (RESP2 AUTH user pass)
   clang-format                    # .clang-format (developers: clang-format -i; not needed to build)
 )
 

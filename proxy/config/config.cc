@@ -107,20 +107,109 @@ const char* balance_name(Balance b) noexcept {
 
 namespace {
 
+bool is_hex64(std::string_view s) {
+  if (s.size() != 64) return false;
+  for (const char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+redis::PasswordHash hash_of_hex(std::string_view hex) {
+  redis::PasswordHash h{};
+  const auto v = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    h[i] = static_cast<unsigned char>(v(hex[2 * i]) * 16 + v(hex[2 * i + 1]));
+  }
+  return h;
+}
+
+// `admin_auth: {token | token_file, basic, protect}`. Secrets never appear in messages.
+void parse_admin_auth(const Ctx& ctx, const YAML::Node& body, AdminAuth& auth) {
+  static constexpr std::string_view kKeys[] = {"token", "token_file", "basic", "protect"};
+  if (!body.IsMap()) {
+    fail_at(ctx.source, line_of(body),
+            "'admin_auth' must be a map: {token: ..., token_file: ..., basic: user:password, "
+            "protect: mutating|all}");
+  }
+  bool token = false;
+  for (const auto& kv : body) {
+    const std::string k = kv.first.Scalar();
+    const int line = line_of(kv.second);
+    if (k == "token" || k == "token_file") {
+      if (token) fail_at(ctx.source, line, "admin_auth: give one of token and token_file");
+      token = true;
+      std::string t = ctx.scalar(kv.second, k);
+      if (k == "token_file") {
+        std::ifstream in(t, std::ios::binary);
+        if (!in) fail_at(ctx.source, line, "admin_auth: cannot read token_file " + t);
+        std::string first;
+        std::getline(in, first);
+        while (!first.empty() && (first.back() == '\r' || first.back() == ' ')) first.pop_back();
+        if (first.empty()) fail_at(ctx.source, line, "admin_auth: token_file " + t + " is empty");
+        t = std::move(first);
+      }
+      if (t.empty()) fail_at(ctx.source, line, "admin_auth: empty token");
+      auth.token = redis::sha256(t);
+    } else if (k == "basic") {
+      // "user:password", or "user:#<sha256 hex>" (Redis's #hash spelling) to keep the password
+      // out of the file.
+      const std::string b = ctx.scalar(kv.second, k);
+      const std::size_t colon = b.find(':');
+      if (colon == std::string::npos || colon == 0 || colon + 1 == b.size()) {
+        fail_at(ctx.source, line,
+                "admin_auth: basic must be 'user:password' or 'user:#<sha256 hex>'");
+      }
+      auth.basic_user = b.substr(0, colon);
+      const std::string_view pw = std::string_view(b).substr(colon + 1);
+      auth.basic_password = pw.size() == 65 && pw[0] == '#' && is_hex64(pw.substr(1))
+                                ? hash_of_hex(pw.substr(1))
+                                : redis::sha256(pw);
+    } else if (k == "protect") {
+      const std::string p = ctx.scalar(kv.second, k);
+      if (p == "mutating") {
+        auth.protect_all = false;
+      } else if (p == "all") {
+        auth.protect_all = true;
+      } else {
+        fail_at(ctx.source, line,
+                "admin_auth: protect must be 'mutating' (POST /reload) or 'all', got '" +
+                    p.substr(0, 40) + "'");
+      }
+    } else {
+      fail_at(ctx.source, line_of(kv.first),
+              "unknown key '" + k + "' in admin_auth" + suggest(k, kKeys));
+    }
+  }
+  if (!auth.enabled()) {
+    fail_at(ctx.source, line_of(body), "admin_auth: give a token, token_file or basic");
+  }
+}
+
 // `chash_proxy:` — process settings.
 void parse_global_section(const Ctx& ctx, const YAML::Node& name, const YAML::Node& body,
                           ProxyConfig& cfg) {
   if (!body.IsMap()) fail_at(ctx.source, line_of(name), "'chash_proxy' must be a map");
+  std::optional<int> admin_auth_line;
   for (const auto& kv : body) {
     const std::string k = kv.first.Scalar();
     if (k == "workers") {
       cfg.workers = ctx.number<unsigned>(kv.second, k, 0, 1024);
     } else if (k == "admin") {
       try {
-        cfg.admin = parse_address(ctx.scalar(kv.second, k), "admin");
+        std::string text = ctx.scalar(kv.second, k);
+        // A port alone binds loopback: the admin port can reload the config, so reaching it
+        // from other hosts must be asked for by writing the address.
+        if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) {
+          text = "127.0.0.1:" + text;
+        }
+        cfg.admin = parse_address(text, "admin");
       } catch (const Error& e) {
         fail_at(ctx.source, line_of(kv.second), e.what());
       }
+    } else if (k == "admin_auth") {
+      parse_admin_auth(ctx, kv.second, cfg.admin_auth);
+      admin_auth_line = line_of(kv.first);
     } else if (k == "stats") {
       try {
         cfg.stats = parse_address(ctx.scalar(kv.second, k), "stats");
@@ -135,6 +224,9 @@ void parse_global_section(const Ctx& ctx, const YAML::Node& name, const YAML::No
       fail_at(ctx.source, line_of(kv.first),
               "unknown key '" + k + "' in chash_proxy" + suggest(k, kGlobalKeys));
     }
+  }
+  if (admin_auth_line && !cfg.admin) {
+    fail_at(ctx.source, *admin_auth_line, "admin_auth needs admin: (the admin port's address)");
   }
 }
 

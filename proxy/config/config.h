@@ -17,22 +17,24 @@
 //     servers:
 //       - 127.0.0.1:6379:1 server1
 //
-// chash's own keys (per pool): preset, algorithm, vnodes, client_auth, server_auth,
-// max_request_bytes, max_pipeline, hash_balance_factor, ...; servers may be maps
-// {server: "h:p:w name", password: x}.
-// The reserved top-level key `chash_proxy:` holds process settings: workers, admin, stats,
-// stats_interval, drain_timeout.
+// chash's own keys (per pool): preset, algorithm, vnodes, client_auth, server_auth, server_user,
+// acl (Redis ACL users in aclfile syntax), max_request_bytes, max_pipeline, hash_balance_factor,
+// ...; servers may be maps {server: "h:p:w name", password: x, user: y}.
+// The reserved top-level key `chash_proxy:` holds process settings: workers, admin, admin_auth,
+// stats, stats_interval, drain_timeout.
 //
 // Errors throw chash::Error whose message starts with "<source>:<line>: " and names the key.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "chash/router.h"
+#include "proto/redis/acl.h"
 
 namespace chash::proxy {
 
@@ -54,6 +56,7 @@ struct ServerConfig {
   std::uint32_t weight = 1;
   std::string name;  // the routing node's name: the given name, else host:port or the path
   std::optional<std::string> password;  // overrides the pool's server password
+  std::optional<std::string> user;      // overrides the pool's server_user (AUTH user pass)
   int line = 0;
 };
 
@@ -90,6 +93,11 @@ struct PoolConfig {
 
   std::optional<std::string> client_password;  // redis_auth / client_auth
   std::optional<std::string> server_password;  // redis_auth / server_auth
+  // Redis 6+ backends: AUTH <server_user> <server password> instead of AUTH <password>.
+  std::optional<std::string> server_user;
+  // Redis pools: the client users (`acl:` lines and/or the client password), enforced per
+  // command (proto/redis/acl.h); null: no AUTH needed, every command allowed.
+  std::shared_ptr<const redis::Acl> acl;
   int redis_db = 0;
   std::optional<std::uint32_t> timeout_ms;  // none: wait forever (nutcracker's default)
   std::uint32_t server_connections = 1;
@@ -120,11 +128,23 @@ struct PoolConfig {
   std::vector<chash::Node> nodes() const;
 };
 
+// Who may use the admin port (`chash_proxy: admin_auth:`): a bearer token and/or HTTP basic
+// credentials, kept only as SHA-256 and compared in constant time. Off: anyone who can reach
+// the admin address (loopback by default) may use it.
+struct AdminAuth {
+  std::optional<redis::PasswordHash> token;  // "Authorization: Bearer <token>"
+  std::string basic_user;                    // "Authorization: Basic ..." (empty: off)
+  redis::PasswordHash basic_password{};
+  bool protect_all = false;  // false ("mutating"): only POST /reload needs it; true: every path
+  bool enabled() const noexcept { return token.has_value() || !basic_user.empty(); }
+};
+
 struct ProxyConfig {
   std::string source;  // file name, for messages
   std::vector<PoolConfig> pools;
-  unsigned workers = 0;  // 0: one per core
-  std::optional<Address> admin;
+  unsigned workers = 0;          // 0: one per core
+  std::optional<Address> admin;  // a bare port ("22223") means 127.0.0.1:22223
+  AdminAuth admin_auth;
   // nutcracker's stats port (its -s/-a): each connection gets one stats JSON document and is
   // closed. None: off (chash-proxy's command line turns it on as nutcracker's does).
   std::optional<Address> stats;

@@ -2,6 +2,7 @@
 // chash-proxy — one pool section of the config: its keys by group (listen, protocol, routing,
 // auth, health, tcp, servers), then the checks that need the whole pool. Error texts are part
 // of the interface (tests/proxy/config_test.cc checks them).
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -159,6 +160,23 @@ class PoolParser {
       client_auth_ = ctx_.scalar(v, k);
     } else if (k == "server_auth") {
       server_auth_ = ctx_.scalar(v, k);
+    } else if (k == "server_user") {
+      p_.server_user = ctx_.scalar(v, k);
+      if (p_.server_user->empty()) fail_at(ctx_.source, line_of(v), where_ + ": empty server_user");
+    } else if (k == "acl") {
+      // Redis ACL users, one aclfile line per item (proto/redis/acl.h); built in finish_passwords.
+      if (!v.IsSequence()) {
+        fail_at(ctx_.source, line_of(v),
+                where_ +
+                    ": 'acl' must be a list of aclfile lines, e.g. - \"user alice on >pw ~app:* " +
+                    "+@read\"");
+      }
+      acl_given_ = true;
+      acl_line_ = line_of(v);
+      for (const auto& item : v) {
+        acl_lines_.push_back(ctx_.scalar(item, "acl"));
+        acl_item_lines_.push_back(line_of(item));
+      }
     } else if (k == "redis_db") {
       p_.redis_db = ctx_.number<int>(v, k, 0, 1 << 20);
     } else {
@@ -251,16 +269,18 @@ class PoolParser {
   }
 
   ServerConfig server_map(const YAML::Node& item, int line) {
-    std::optional<std::string> spec, password;
+    std::optional<std::string> spec, password, user;
     for (const auto& skv : item) {
       const std::string sk = skv.first.Scalar();
       if (sk == "server") {
         spec = ctx_.scalar(skv.second, sk);
       } else if (sk == "password") {
         password = ctx_.scalar(skv.second, sk);
+      } else if (sk == "user") {
+        user = ctx_.scalar(skv.second, sk);
       } else {
         fail_at(ctx_.source, line_of(skv.first),
-                where_ + ": unknown server key '" + sk + "' (server, password)");
+                where_ + ": unknown server key '" + sk + "' (server, password, user)");
       }
     }
     if (!spec) {
@@ -268,6 +288,7 @@ class PoolParser {
     }
     ServerConfig s = parse_server(*spec, "server");
     s.password = password;
+    s.user = user;
     return s;
   }
 
@@ -296,13 +317,21 @@ class PoolParser {
                   "balance " +
                   balance_name(p_.balance));
     }
-    const bool passwords = client_auth_ || server_auth_ || redis_auth_;
+    const bool passwords =
+        client_auth_ || server_auth_ || redis_auth_ || acl_given_ || p_.server_user.has_value();
     if (p_.protocol == PoolProtocol::kTcp && passwords) {
-      fail_at(ctx_.source, p_.line, where_ + ": tcp pools relay bytes and take no passwords");
+      fail_at(ctx_.source, p_.line,
+              where_ + ": tcp pools relay bytes and take no passwords, users or acl");
     }
     if (p_.protocol == PoolProtocol::kMemcache && passwords) {
       fail_at(ctx_.source, p_.line,
               where_ + ": memcached's text protocol has no AUTH; remove the password keys");
+    }
+    for (const auto& s : p_.servers) {
+      if ((s.password || s.user) && p_.protocol != PoolProtocol::kRedis) {
+        fail_at(ctx_.source, s.line,
+                where_ + ": a server's password/user applies to redis pools only");
+      }
     }
   }
 
@@ -353,10 +382,57 @@ class PoolParser {
             where_ + ": unknown distribution '" + d + "' (ketama, modula)");
   }
 
-  // nutcracker's redis_auth is both the client and the server password.
+  // nutcracker's redis_auth is both the client and the server password; `acl:` adds users.
   void finish_passwords() {
     p_.client_password = client_auth_ ? client_auth_ : redis_auth_;
     p_.server_password = server_auth_ ? server_auth_ : redis_auth_;
+    if (p_.protocol != PoolProtocol::kRedis) return;
+    // AUTH <user> <password> needs a password for every server.
+    for (const auto& s : p_.servers) {
+      const bool user = s.user || p_.server_user;
+      const bool password = s.password || p_.server_password;
+      if (user && !password) {
+        fail_at(ctx_.source, s.line,
+                where_ + ": server '" + s.name +
+                    "' has a user but no password (server_auth, redis_auth or its password)");
+      }
+    }
+    if (acl_given_) build_acl();
+    else if (p_.client_password) p_.acl = redis::Acl::build({}, p_.client_password);
+  }
+
+  // The `acl:` lines, parsed now so that a bad rule names its line. Messages never repeat a
+  // password: a rule that holds one (>pw, <pw) is shown as >*** / <***.
+  void build_acl() {
+    std::size_t bad = 0;
+    try {
+      p_.acl = redis::Acl::build(acl_lines_, p_.client_password, &bad);
+    } catch (const redis::AclError& e) {
+      const int line = bad < acl_item_lines_.size() ? acl_item_lines_[bad] : acl_line_;
+      std::string user;
+      try {
+        const auto argv = redis::Acl::split_line(bad < acl_lines_.size() ? acl_lines_[bad] : "");
+        if (argv.size() >= 2 && argv[0] == "user")
+          user = " of user '" + argv[1].substr(0, 64) + "'";
+      } catch (const redis::AclError&) {
+      }
+      std::string rule = e.rule.substr(0, 80);
+      if (!rule.empty() && (rule[0] == '>' || rule[0] == '<')) rule = rule.substr(0, 1) + "***";
+      fail_at(ctx_.source, line,
+              where_ + ": acl" + (rule.empty() ? std::string() : " rule '" + rule + "'") + user +
+                  ": " + e.what());
+    }
+    if (!p_.client_password) return;
+    for (std::size_t i = 0; i < acl_lines_.size(); ++i) {
+      const auto argv = redis::Acl::split_line(acl_lines_[i]);
+      if (argv.size() >= 2 && argv[1] == "default") {
+        // Both would say what the default user's password is.
+        fail_at(ctx_.source, acl_item_lines_[i],
+                where_ +
+                    ": acl declares 'user default' and client_auth/redis_auth sets its password "
+                    "too; give it in one place (server_auth is the backends' password)");
+      }
+    }
   }
 
   // Build the router once so a config that parses also routes.
@@ -386,6 +462,10 @@ class PoolParser {
   bool have_listen_ = false, have_servers_ = false;
   std::optional<YAML::Node> distribution_, preset_, algorithm_, ring_;
   std::optional<std::string> redis_auth_, client_auth_, server_auth_;
+  bool acl_given_ = false;
+  int acl_line_ = 0;
+  std::vector<std::string> acl_lines_;
+  std::vector<int> acl_item_lines_;
   std::optional<PoolProtocol> redis_flag_, protocol_;
   std::optional<std::uint32_t> fall_;
   std::optional<int> balance_line_, hash_balance_factor_line_;

@@ -15,6 +15,8 @@ const char* reason(int code) noexcept {
   switch (code) {
     case 200:
       return " OK";
+    case 401:
+      return " Unauthorized";
     case 404:
       return " Not Found";
     case 409:
@@ -26,14 +28,100 @@ const char* reason(int code) noexcept {
   }
 }
 
-std::string response(int code, std::string_view type, std::string_view body) {
-  return "HTTP/1.1 " + std::to_string(code) + reason(code) +
-         "\r\nContent-Type: " + std::string(type) +
+std::string response(int code, std::string_view type, std::string_view body,
+                     std::string_view extra_headers = {}) {
+  return "HTTP/1.1 " + std::to_string(code) + reason(code) + "\r\n" + std::string(extra_headers) +
+         "Content-Type: " + std::string(type) +
          "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
          std::string(body);
 }
 
 constexpr std::string_view kText = "text/plain; version=0.0.4";
+
+char lower(char c) noexcept {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+bool istarts_with(std::string_view s, std::string_view prefix) noexcept {
+  if (s.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    if (lower(s[i]) != lower(prefix[i])) return false;
+  }
+  return true;
+}
+
+std::string_view trim(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// The value of the request head's Authorization header ("" when there is none).
+std::string_view authorization(std::string_view head) noexcept {
+  std::size_t pos = head.find("\r\n");
+  while (pos != std::string_view::npos) {
+    const std::size_t start = pos + 2;
+    const std::size_t end = head.find("\r\n", start);
+    const std::string_view line =
+        head.substr(start, end == std::string_view::npos ? end : end - start);
+    if (line.empty()) break;  // end of the head
+    if (istarts_with(line, "authorization:")) return trim(line.substr(14));
+    pos = end;
+  }
+  return {};
+}
+
+// RFC 4648 base64 (padding optional); false on any other byte.
+bool base64_decode(std::string_view in, std::string& out) {
+  std::uint32_t acc = 0;
+  int bits = 0;
+  for (const char c : in) {
+    int v;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') v = c - '0' + 52;
+    else if (c == '+') v = 62;
+    else if (c == '/') v = 63;
+    else if (c == '=') break;
+    else return false;
+    acc = (acc << 6) | static_cast<std::uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  return true;
+}
+
+// Whether the request carries credentials `auth` accepts. Both secrets are compared as
+// SHA-256 digests in constant time; the basic user name and password are both always checked.
+bool authorized(std::string_view head, const AdminAuth& auth) {
+  const std::string_view value = authorization(head);
+  if (auth.token && istarts_with(value, "bearer ")) {
+    return redis::equal_hash(redis::sha256(trim(value.substr(7))), *auth.token);
+  }
+  if (!auth.basic_user.empty() && istarts_with(value, "basic ")) {
+    std::string decoded;
+    const std::string_view b64 = trim(value.substr(6));
+    if (b64.size() > 4096 || !base64_decode(b64, decoded)) return false;
+    const std::size_t colon = decoded.find(':');
+    if (colon == std::string::npos) return false;
+    const bool user_ok = std::string_view(decoded).substr(0, colon) == auth.basic_user;
+    const bool password_ok = redis::equal_hash(
+        redis::sha256(std::string_view(decoded).substr(colon + 1)), auth.basic_password);
+    return user_ok & password_ok;
+  }
+  return false;
+}
+
+std::string unauthorized(const AdminAuth& auth) {
+  std::string headers;
+  if (auth.token) headers += "WWW-Authenticate: Bearer realm=\"chash-proxy\"\r\n";
+  if (!auth.basic_user.empty()) headers += "WWW-Authenticate: Basic realm=\"chash-proxy\"\r\n";
+  return response(401, kText, "authentication required (admin_auth)\n", headers);
+}
 
 }  // namespace
 
@@ -169,6 +257,11 @@ void AdminServer::finish(Conn* c) {
   loop_.defer_delete(std::move(owned));  // this may be running inside c's own on_event
 }
 
+void AdminServer::set_auth(const AdminAuth& auth) {
+  std::lock_guard<std::mutex> lock(auth_mu_);
+  auth_ = auth;
+}
+
 std::string AdminServer::respond(std::string_view req) const {
   const std::size_t sp1 = req.find(' ');
   const std::size_t sp2 = sp1 == std::string_view::npos ? sp1 : req.find(' ', sp1 + 1);
@@ -176,6 +269,14 @@ std::string AdminServer::respond(std::string_view req) const {
   std::string_view path =
       sp2 == std::string_view::npos ? std::string_view() : req.substr(sp1 + 1, sp2 - sp1 - 1);
   path = path.substr(0, path.find('?'));  // the query string is not used
+  {
+    std::lock_guard<std::mutex> lock(auth_mu_);
+    // Mutating: anything but GET/HEAD (POST /reload today).
+    const bool mutating = method != "GET" && method != "HEAD";
+    if (auth_.enabled() && (auth_.protect_all || mutating) && !authorized(req, auth_)) {
+      return unauthorized(auth_);
+    }
+  }
   if (method == "GET" && path == "/metrics") return response(200, kText, handlers_.metrics());
   if (method == "GET" && (path == "/status" || path == "/")) {
     return response(200, "application/json", handlers_.status());

@@ -9,16 +9,22 @@
 // deadline and delays no other admin client, no reload, no health probe and no shutdown.
 // A query string is ignored (`/metrics?x` is /metrics). What is shown is rendered by the handlers
 // (core/status.h); this file only speaks HTTP.
+// With an AdminAuth (`chash_proxy: admin_auth:`), POST /reload — or with protect: all, every
+// request — needs `Authorization: Bearer <token>` or `Authorization: Basic <user:password>`;
+// anything else is answered 401 with a WWW-Authenticate header. Secrets are compared as
+// SHA-256 digests with CRYPTO_memcmp, so the time taken does not depend on how much matched.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
+#include "config/config.h"
 #include "net/event_loop.h"
 
 namespace chash::proxy {
@@ -47,6 +53,8 @@ class AdminServer : public net::Pollable {
 
   // The whole HTTP response to the request bytes `request` (the head is enough).
   std::string respond(std::string_view request) const;
+  // Thread-safe: who may use the port from now on (a reload may change the token).
+  void set_auth(const AdminAuth& auth);
   std::size_t open_connections() const noexcept { return conns_.size(); }
 
  private:
@@ -57,6 +65,8 @@ class AdminServer : public net::Pollable {
   int fd_;
   Handlers handlers_;
   Limits limits_;
+  mutable std::mutex auth_mu_;
+  AdminAuth auth_;
   std::unordered_map<Conn*, std::unique_ptr<Conn>> conns_;
 };
 

@@ -47,8 +47,9 @@ std::unique_ptr<BackendConn> make_backend(Worker& worker, std::shared_ptr<const 
 std::unique_ptr<ProbeCheck> make_probe_check(const PoolConfig& pool, const ServerConfig& server) {
   switch (pool.protocol) {
     case PoolProtocol::kRedis:
-      return std::make_unique<redis::Probe>(server.password ? server.password
-                                                            : pool.server_password);
+      return std::make_unique<redis::Probe>(
+          server.password ? server.password : pool.server_password,
+          server.user ? server.user : pool.server_user);
     case PoolProtocol::kMemcache:
       return std::make_unique<memcache::Probe>();
     case PoolProtocol::kTcp:

@@ -67,6 +67,14 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
         control_, admin_fd_,
         AdminServer::Handlers{[this] { return prometheus(); }, [this] { return status_json(); },
                               [this](std::string& message) { return reload_from_file(message); }});
+    admin_->set_auth(config_.admin_auth);
+    const std::string& host = config_.admin->host;
+    const bool loopback = !config_.admin->unix_path.empty() || host.starts_with("127.") ||
+                          host == "::1" || host == "localhost";
+    if (!loopback && !config_.admin_auth.enabled()) {
+      log(LogLevel::kWarn, "admin port reachable from other hosts without admin_auth",
+          {{"admin", config_.admin->text()}});
+    }
   }
   if (!options_.handover_socket.empty() && !options_.takeover) serve_handover();
   if (options_.handle_signals) {
@@ -299,6 +307,9 @@ bool Proxy::reload(const ProxyConfig& config, std::string& message) {
   topology_ = next;
   listen_ = std::move(listen);
   config_.pools = config.pools;
+  // A new admin token applies at once (rotating it needs no restart).
+  config_.admin_auth = config.admin_auth;
+  if (admin_ != nullptr && config.admin) admin_->set_auth(config.admin_auth);
   for (auto& w : workers_) w->set_topology(next, listeners_for(*next));
   note_reload(metrics_, true);
   std::string one_line = message;

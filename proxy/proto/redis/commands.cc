@@ -78,7 +78,7 @@ constexpr auto kTable = std::to_array<Command>({
     key("getrange", 4),
     key("getset", 3),
     key("hdel", -3),
-    no("hello", "RESP3 and HELLO are not supported; use RESP2 and AUTH"),
+    {"hello", Route::kLocal, -1, 0, 0, 0},
     key("hexists", 3),
     key("hget", 3),
     key("hgetall", 2),

@@ -3,8 +3,11 @@
 
 namespace chash::proxy::redis {
 
-Probe::Probe(const std::optional<std::string>& password) {
-  if (password) {
+Probe::Probe(const std::optional<std::string>& password, const std::optional<std::string>& user) {
+  if (password && user) {
+    append_command(request_, {"AUTH", *user, *password});  // Redis 6+ ACL user
+    ++expected_;
+  } else if (password) {
     append_command(request_, {"AUTH", *password});
     ++expected_;
   }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// chash-proxy — the Redis health probe: [AUTH password] then PING, answered +PONG.
+// chash-proxy — the Redis health probe: [AUTH [user] password] then PING, answered +PONG.
 //
 // Request with password "pw": "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n*1\r\n$4\r\nPING\r\n".
 // Every reply is read in order; an error reply ("-NOAUTH ...", "-WRONGPASS ...") or bytes that
@@ -17,7 +17,8 @@ namespace chash::proxy::redis {
 
 class Probe final : public ProbeCheck {
  public:
-  explicit Probe(const std::optional<std::string>& password);
+  explicit Probe(const std::optional<std::string>& password,
+                 const std::optional<std::string>& user = std::nullopt);
   const std::string& request() const noexcept override { return request_; }
   ProbeVerdict check(std::string_view in, std::string& why) override;
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "chash/version.h"
 #include "core/worker.h"
 
 namespace chash::proxy::redis {
@@ -18,19 +19,6 @@ std::string upper(std::string_view s) {
     else if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
   }
   return out;
-}
-
-// Constant-time comparison: the time taken depends on the lengths only, not on where the first
-// difference is (a timing side channel would reveal the password byte by byte).
-bool equal_secret(std::string_view a, std::string_view b) noexcept {
-  volatile unsigned char diff = static_cast<unsigned char>(a.size() != b.size());
-  const std::size_t n = std::max(a.size(), b.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto x = static_cast<unsigned char>(i < a.size() ? a[i] : 0);
-    const auto y = static_cast<unsigned char>(i < b.size() ? b[i] : 0);
-    diff = static_cast<unsigned char>(diff | (x ^ y));
-  }
-  return diff == 0;
 }
 
 bool arity_ok(const redis::Command& c, std::size_t argc) {
@@ -171,8 +159,13 @@ Backend::Backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node)
 void Backend::handshake() {
   const ServerConfig& s = pool_->config.servers[node_];
   const auto& password = s.password ? s.password : pool_->config.server_password;
+  const auto& user = s.user ? s.user : pool_->config.server_user;
   std::string out;
-  if (password) {
+  if (password && user) {
+    redis::append_command(out, {"AUTH", *user, *password});  // Redis 6+ ACL user
+    enqueue({out}, nullptr, 0, 0);
+    out.clear();
+  } else if (password) {
     redis::append_command(out, {"AUTH", *password});
     enqueue({out}, nullptr, 0, 0);
     out.clear();
@@ -235,7 +228,94 @@ Client::Client(Worker& worker, std::size_t pool_index, int fd)
     : ClientSession(worker, pool_index, fd),
       parser_(redis::ParserLimits{pool_->config.max_request_bytes, std::size_t{1} << 20,
                                   std::size_t{64} << 10, 64}) {
-  authed_ = !pool_->config.client_password.has_value();
+  refresh_acl();
+}
+
+void Client::refresh_acl() {
+  // Same users as last time (the usual case: one pointer compare). A new client starts with
+  // acl_ null, so a pool without users needs nothing here either.
+  if (pool_->config.acl == acl_) return;
+  acl_ = pool_->config.acl;
+  user_ = nullptr;
+  if (acl_ == nullptr) return;  // no users: every command allowed, no AUTH needed
+  if (!user_name_.empty()) {
+    // Authenticated before a reload: the same user, if it is still there and on (as Redis keeps
+    // a client's user across ACL SETUSER).
+    const AclUser* u = acl_->find(user_name_);
+    if (u != nullptr && u->enabled) {
+      user_ = u;
+      return;
+    }
+    // Removed or turned off: the client must AUTH again (Redis disconnects such clients); it
+    // does not fall back to the default user, which may be allowed more.
+    user_name_.clear();
+    return;
+  }
+  if (!acl_->auth_required()) {  // default is on with nopass: every connection is default
+    user_ = &acl_->default_user();
+    user_name_ = user_->name;
+  }
+}
+
+bool Client::authenticate(std::string_view user, std::string_view password) {
+  const AclUser* u = acl_ == nullptr ? nullptr : acl_->authenticate(user, password);
+  if (u == nullptr) {
+    worker_.metrics().auth_failures.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  user_ = u;
+  user_name_ = u->name;
+  return true;
+}
+
+bool Client::permitted(const redis::Command& cmd, std::size_t argc) {
+  if (user_ == nullptr) return true;  // no acl (an unauthenticated client never gets here)
+  const AclUser& u = *user_;
+  if (!u.all_commands && !redis::acl_command_allowed(u, redis::acl_command_index(cmd.name))) {
+    reply_local(error_reply(redis::noperm_command_reply(cmd.name)), true);
+    return false;
+  }
+  if (u.all_keys) return true;
+  // The command's keys, where the router finds them (Redis checks each key spec's keys).
+  std::size_t first = 1, last = 0, step = 1;
+  switch (cmd.route) {
+    case redis::Route::kLocal:
+    case redis::Route::kUnsupported:
+      return true;
+    case redis::Route::kKey:
+      last = 1;
+      break;
+    case redis::Route::kKeysSameNode:
+      first = static_cast<std::size_t>(cmd.key_first);
+      last = cmd.key_last < 0 ? argc - 1 : static_cast<std::size_t>(cmd.key_last);
+      step = static_cast<std::size_t>(cmd.key_step);
+      break;
+    case redis::Route::kSplitKeys:
+      last = argc - 1;
+      break;
+    case redis::Route::kSplitPairs:
+      last = argc - 1;
+      step = 2;
+      break;
+    case redis::Route::kEval: {
+      // A bad numkeys has no keys to check; EVAL's own error answers it (as in Redis).
+      std::int64_t numkeys = 0;
+      if (!redis::parse_int(parser_.arg(in_, 2), numkeys) || numkeys <= 0 ||
+          static_cast<std::uint64_t>(numkeys) > argc - 3) {
+        return true;
+      }
+      first = 3;
+      last = 2 + static_cast<std::size_t>(numkeys);
+      break;
+    }
+  }
+  for (std::size_t i = first; i <= last && i < argc; i += step) {
+    if (!redis::acl_key_allowed(u, parser_.arg(in_, i))) {
+      reply_local(error_reply(redis::kNopermKeyReply), true);
+      return false;
+    }
+  }
+  return true;
 }
 
 std::shared_ptr<Msg> Client::new_msg() {
@@ -289,22 +369,13 @@ void Client::forward_one(NodeId node, const std::shared_ptr<Msg>& m) {
 
 void Client::dispatch() {
   count_request();
+  refresh_acl();
   const std::size_t argc = parser_.argc();
   const std::string_view name = parser_.arg(in_, 0);
   const redis::Command* cmd = redis::find_command(name);
-  const bool is_auth = cmd != nullptr && cmd->name == "auth";
-  if (!authed_ && !is_auth && !(cmd != nullptr && cmd->name == "quit")) {
-    reply_local(error_reply("NOAUTH Authentication required."), true);
-    return;
-  }
+  // Redis's order (server.c processCommand): unknown command, arity, NOAUTH, then the ACL.
   if (cmd == nullptr) {
     reply_local(error_reply("ERR unknown or unsupported command '" + upper(name) + "'"), true);
-    return;
-  }
-  if (cmd->route == redis::Route::kUnsupported) {
-    reply_local(error_reply("ERR unsupported command '" + upper(name) +
-                            "': " + std::string(cmd->why) + " (chash-proxy)"),
-                true);
     return;
   }
   if (!arity_ok(*cmd, argc)) {
@@ -313,6 +384,17 @@ void Client::dispatch() {
         true);
     return;
   }
+  if (!authed() && cmd->name != "auth" && cmd->name != "hello" && cmd->name != "quit") {
+    reply_local(error_reply(redis::kNoAuthReply), true);
+    return;
+  }
+  if (cmd->route == redis::Route::kUnsupported) {
+    reply_local(error_reply("ERR unsupported command '" + upper(name) +
+                            "': " + std::string(cmd->why) + " (chash-proxy)"),
+                true);
+    return;
+  }
+  if (!permitted(*cmd, argc)) return;
   switch (cmd->route) {
     case redis::Route::kLocal:
       run_local(*cmd, argc);
@@ -348,8 +430,8 @@ void Client::run_local(const redis::Command& cmd, std::size_t argc) {
   using Handler = void (Client::*)(std::size_t argc);
   static constexpr std::pair<std::string_view, Handler> kHandlers[] = {
       {"auth", &Client::local_auth}, {"command", &Client::local_command},
-      {"echo", &Client::local_echo}, {"ping", &Client::local_ping},
-      {"quit", &Client::local_quit},
+      {"echo", &Client::local_echo}, {"hello", &Client::local_hello},
+      {"ping", &Client::local_ping}, {"quit", &Client::local_quit},
   };
   for (const auto& [local_name, handler] : kHandlers) {
     if (local_name == cmd.name) {
@@ -383,21 +465,90 @@ void Client::local_quit(std::size_t) {
 }
 
 void Client::local_auth(std::size_t argc) {
-  const auto& pw = pool_->config.client_password;
   std::string out;
   if (argc > 3) {
-    out = error_reply("ERR wrong number of arguments for 'auth' command");
-  } else if (!pw) {
+    out = error_reply("ERR syntax error");  // Redis 7.0's answer to AUTH a b c
+  } else if (argc == 2 && (acl_ == nullptr || acl_->default_user().nopass)) {
     out = error_reply(
-        "ERR AUTH <password> called without any password configured for the default user.");
-  } else if ((argc == 3 && parser_.arg(in_, 1) != "default") ||
-             !equal_secret(parser_.arg(in_, argc - 1), *pw)) {
-    worker_.metrics().auth_failures.fetch_add(1, std::memory_order_relaxed);
-    out = error_reply("WRONGPASS invalid username-password pair or user is disabled.");
+        "ERR AUTH <password> called without any password configured for the default user. Are "
+        "you sure your configuration is correct?");
+  } else if (!authenticate(argc == 3 ? parser_.arg(in_, 1) : std::string_view("default"),
+                           parser_.arg(in_, argc - 1))) {
+    out = error_reply(redis::kWrongPassReply);
   } else {
-    authed_ = true;
     redis::append_status(out, "OK");
   }
+  reply_local(std::move(out));
+}
+
+// HELLO [protover [AUTH user pass] [SETNAME name]] (Redis 6+). Only RESP2 is proxied: HELLO 3
+// gets Redis's own answer to a protocol it does not speak (-NOPROTO), on which clients
+// (go-redis, Lettuce, redis-py's protocol=3) fall back to RESP2 and AUTH. HELLO 2 AUTH user
+// pass authenticates as AUTH does; SETNAME is accepted and not passed on (client names would
+// have to be set on every shared backend connection).
+void Client::local_hello(std::size_t argc) {
+  std::int64_t version = 2;
+  if (argc >= 2) {
+    if (!redis::parse_int(parser_.arg(in_, 1), version)) {
+      reply_local(error_reply("ERR Protocol version is not an integer or out of range"), true);
+      return;
+    }
+    if (version != 2) {
+      reply_local(error_reply(version == 3 ? "NOPROTO unsupported protocol version: chash-proxy "
+                                             "proxies RESP2 only (use HELLO 2, or AUTH)"
+                                           : "NOPROTO unsupported protocol version"),
+                  true);
+      return;
+    }
+  }
+  std::string_view user, password;
+  bool auth = false;
+  for (std::size_t j = 2; j < argc; ++j) {
+    const std::string opt = upper(parser_.arg(in_, j));
+    const std::size_t more = argc - j - 1;
+    if (opt == "AUTH" && more >= 2) {
+      auth = true;
+      user = parser_.arg(in_, j + 1);
+      password = parser_.arg(in_, j + 2);
+      j += 2;
+    } else if (opt == "SETNAME" && more >= 1) {
+      j += 1;
+    } else {
+      reply_local(error_reply("ERR Syntax error in HELLO option '" +
+                              std::string(parser_.arg(in_, j).substr(0, 64)) + "'"),
+                  true);
+      return;
+    }
+  }
+  if (auth && !authenticate(user, password)) {
+    reply_local(error_reply(redis::kWrongPassReply), true);
+    return;
+  }
+  if (!authed()) {
+    reply_local(
+        error_reply("NOAUTH HELLO must be called with the client already authenticated, otherwise "
+                    "the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the "
+                    "client and select the RESP protocol version at the same time"),
+        true);
+    return;
+  }
+  // Redis's HELLO map, flattened as RESP2 does; the server is named for what it is.
+  std::string out;
+  redis::append_array_header(out, 14);
+  redis::append_bulk(out, "server");
+  redis::append_bulk(out, "chash-proxy");
+  redis::append_bulk(out, "version");
+  redis::append_bulk(out, CHASH_VERSION_STRING);
+  redis::append_bulk(out, "proto");
+  redis::append_int(out, 2);
+  redis::append_bulk(out, "id");
+  redis::append_int(out, 0);
+  redis::append_bulk(out, "mode");
+  redis::append_bulk(out, "standalone");
+  redis::append_bulk(out, "role");
+  redis::append_bulk(out, "master");
+  redis::append_bulk(out, "modules");
+  redis::append_array_header(out, 0);
   reply_local(std::move(out));
 }
 

@@ -21,6 +21,7 @@
 #include "core/session.h"
 #include "core/topology.h"
 #include "net/event_loop.h"
+#include "proto/redis/acl.h"
 #include "proto/redis/commands.h"
 #include "proto/redis/resp.h"
 
@@ -80,6 +81,7 @@ class Client final : public ClientSession {
   void local_auth(std::size_t argc);
   void local_command(std::size_t argc);
   void local_echo(std::size_t argc);
+  void local_hello(std::size_t argc);
   void local_ping(std::size_t argc);
   void local_quit(std::size_t argc);
 
@@ -95,7 +97,20 @@ class Client final : public ClientSession {
   // it had; `count_error` counts it in chash_proxy_errors_total.
   void fail_msg(const std::shared_ptr<Msg>& m, std::string_view error, bool count_error);
 
-  bool authed_ = false;
+  // ACL users (proto/redis/acl.h). acl_ is the pool's user list this client was checked
+  // against; a reload brings a new one, and refresh_acl() finds the client's user in it again.
+  void refresh_acl();
+  bool authed() const noexcept { return acl_ == nullptr || user_ != nullptr; }
+  // AUTH / HELLO AUTH: true when the pair is good (the client is then that user); else counts
+  // the failure.
+  bool authenticate(std::string_view user, std::string_view password);
+  // Whether the authenticated user may run the request being dispatched: its command and keys
+  // (Redis's ACLCheckAllPerm); if not, answers -NOPERM as Redis words it.
+  bool permitted(const Command& cmd, std::size_t argc);
+
+  std::shared_ptr<const Acl> acl_;
+  const AclUser* user_ = nullptr;  // in *acl_; null: not authenticated (or no acl)
+  std::string user_name_;          // the user's name, to find it again after a reload
   RequestParser parser_;
 };
 

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// chash-proxy — Redis ACL users of a pool, declared in Redis's own aclfile syntax and enforced
+// by the proxy as redis-server 7.0 enforces them (src/acl.c: ACLSetUser, ACLCheckAllPerm).
+//
+//   acl:
+//     - "user alice on >secret ~app:* +@read +@write -@dangerous"
+//     - "user metrics on #<sha256 hex of the password> ~stats:* +get +mget"
+//
+// Each line is an aclfile line: `user <name>` then rules applied in order to a new user (off,
+// no password, no keys, no commands). Rules: on, off, nopass, resetpass, >pass, <pass, #hash,
+// !hash, ~pattern, allkeys, resetkeys, +cmd, -cmd, +@category, -@category, allcommands,
+// nocommands, reset; channel rules (&pattern, allchannels, resetchannels) and
+// (skip-)sanitize-payload are accepted and have no effect (pub/sub is not proxied);
+// `+cmd|sub` / `-cmd|sub` only name subcommands of server commands the proxy does not forward,
+// and are accepted with no effect. Not supported (refused with a clear error): %R~ / %W~ key
+// permissions and (...) selectors.
+// Without a `user default` line the default user is Redis's: on nopass ~* +@all, with the
+// pool's client password (requirepass) when one is set.
+//
+// Categories are Redis's own, per command: proxy/proto/redis/acl_table.inc is generated from a
+// real redis-server by scripts/gen_redis_acl_table.py. Passwords are kept only as SHA-256 (as
+// Redis keeps them) and compared in constant time.
+#pragma once
+
+#include <array>
+#include <bitset>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chash::proxy::redis {
+
+// Number of commands in the generated table (acl_table.inc), checked by a static_assert.
+inline constexpr std::size_t kAclMaxCommands = 256;
+
+using PasswordHash = std::array<unsigned char, 32>;  // SHA-256
+
+struct AclUser {
+  std::string name;
+  bool enabled = false;
+  bool nopass = false;
+  std::vector<PasswordHash> passwords;
+  bool all_keys = false;                  // ~* / allkeys
+  std::vector<std::string> key_patterns;  // Redis globs; unused when all_keys
+  std::bitset<kAclMaxCommands> commands;  // allowed, by index in the generated table
+  // Every command of the table is allowed (set by Acl::build): the per-command lookup is skipped.
+  bool all_commands = false;
+};
+
+// A rule line that cannot be applied: `rule` is the offending token ("" for the line as a
+// whole), `message` says why in Redis's words where Redis has some.
+struct AclError : std::runtime_error {
+  AclError(std::string offending, const std::string& message)
+      : std::runtime_error(message), rule(std::move(offending)) {}
+  std::string rule;
+};
+
+class Acl {
+ public:
+  // Builds the users of `lines` (aclfile lines) on top of Redis's default user; a
+  // `default_password` (requirepass) is the default user's password unless a line declares
+  // `user default`. Throws AclError for the first bad line (`line_index` says which).
+  static std::shared_ptr<const Acl> build(std::span<const std::string> lines,
+                                          const std::optional<std::string>& default_password,
+                                          std::size_t* line_index = nullptr);
+
+  // Applies one rule to `user` as ACL SETUSER does; throws AclError.
+  static void apply_rule(AclUser& user, std::string_view rule);
+  // Splits an aclfile line into arguments as Redis does (sdssplitargs: spaces, "double" quotes
+  // with \x41-style escapes, 'single' quotes); throws AclError on unbalanced quotes.
+  static std::vector<std::string> split_line(std::string_view line);
+
+  // The user `name` if `password` is one of its passwords (or it has nopass) and it is on;
+  // else nullptr (WRONGPASS). Constant time in the password.
+  const AclUser* authenticate(std::string_view name, std::string_view password) const noexcept;
+  const AclUser* find(std::string_view name) const noexcept;
+  const AclUser& default_user() const noexcept { return users_[default_index_]; }
+  // A new connection is authenticated as `default` when it is on and has nopass (Redis's
+  // authRequired()).
+  bool auth_required() const noexcept { return !default_user().enabled || !default_user().nopass; }
+  std::span<const AclUser> users() const noexcept { return users_; }
+
+ private:
+  std::vector<AclUser> users_;
+  std::size_t default_index_ = 0;
+};
+
+// ---- Per-command checks (hot path: no allocation) --------------------------------------------
+
+// The command's index in the generated table, or -1 when Redis has no such command.
+int acl_command_index(std::string_view lower_name) noexcept;
+// Whether every user may run it (Redis's no_auth flag: AUTH, HELLO, QUIT).
+bool acl_command_no_auth(int index) noexcept;
+// May `user` run command `index`?
+inline bool acl_command_allowed(const AclUser& user, int index) noexcept {
+  return index >= 0 &&
+         (acl_command_no_auth(index) || user.commands.test(static_cast<std::size_t>(index)));
+}
+// May `user` touch `key`?
+bool acl_key_allowed(const AclUser& user, std::string_view key) noexcept;
+
+// Redis's glob (util.c stringmatchlen, case-sensitive): * ? [abc] [^a-z] and \x escapes.
+bool glob_match(std::string_view pattern, std::string_view text) noexcept;
+
+// SHA-256 of `password` (OpenSSL).
+PasswordHash sha256(std::string_view password);
+// Constant-time equality of two secrets of the same length (CRYPTO_memcmp).
+bool equal_hash(const PasswordHash& a, const PasswordHash& b) noexcept;
+
+// The replies Redis 7.0 gives (server.c processCommand), without "-" and CRLF.
+std::string noperm_command_reply(std::string_view lower_name);
+inline constexpr std::string_view kNopermKeyReply =
+    "NOPERM this user has no permissions to access one of the keys used as arguments";
+inline constexpr std::string_view kWrongPassReply =
+    "WRONGPASS invalid username-password pair or user is disabled.";
+inline constexpr std::string_view kNoAuthReply = "NOAUTH Authentication required.";
+
+// The categories Redis knows (ACL CAT), in its order.
+std::span<const std::string_view> acl_categories() noexcept;
+// Category mask of command `index` (bit i: acl_categories()[i]).
+std::uint32_t acl_command_categories(int index) noexcept;
+
+}  // namespace chash::proxy::redis

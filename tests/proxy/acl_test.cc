@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: Apache-2.0
+// Redis ACL users (proto/redis/acl.h): aclfile lines split and applied as Redis applies them,
+// the decisions the evaluator makes, the glob, the generated category table, and the config
+// keys (`acl:`, `server_user:`, `admin_auth:`) with their errors. What a real redis-server 7
+// decides for the same rules is compared in acl_e2e_test.cc.
+#include "proto/redis/acl.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "chash/error.h"
+#include "config/config.h"
+#include "e2e_util.h"
+#include "proto/redis/commands.h"
+
+namespace chash::proxy::redis {
+namespace {
+
+std::shared_ptr<const Acl> acl_of(std::vector<std::string> lines,
+                                  std::optional<std::string> password = std::nullopt) {
+  return Acl::build(lines, password);
+}
+
+bool may_run(const AclUser& u, std::string_view cmd) {
+  return acl_command_allowed(u, acl_command_index(cmd));
+}
+
+std::string error_of(const std::string& yaml) {
+  try {
+    (void)parse_config(yaml, "p.yml");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const std::string kPool =
+    "a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:1:1\n";
+
+// ---- The generated table ---------------------------------------------------------------------
+
+TEST(AclTableTest, EveryProxiedCommandHasRedisCategories) {
+  // The proxy's command table and the one generated from redis-server must agree on names, or a
+  // `+@read` would silently miss a command.
+  for (const Command& c : command_table()) {
+    const int i = acl_command_index(c.name);
+    EXPECT_GE(i, 0) << c.name << " is not in acl_table.inc (regenerate it)";
+    if (i >= 0) {
+      EXPECT_NE(acl_command_categories(i), 0u) << c.name;
+    }
+  }
+}
+
+TEST(AclTableTest, CategoriesAreRedisOwn) {
+  const auto cats = acl_categories();
+  ASSERT_EQ(cats.size(), 21u);
+  EXPECT_EQ(cats[0], "keyspace");
+  EXPECT_EQ(cats[1], "read");
+  EXPECT_EQ(cats[17], "dangerous");
+  // Spot checks against `ACL CAT read` / `ACL CAT dangerous` of redis-server 7.0.
+  const auto has = [&](std::string_view cmd, std::string_view cat) {
+    for (std::size_t i = 0; i < cats.size(); ++i) {
+      if (cats[i] == cat) return ((acl_command_categories(acl_command_index(cmd)) >> i) & 1u) != 0;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has("get", "read"));
+  EXPECT_TRUE(has("get", "string"));
+  EXPECT_TRUE(has("get", "fast"));
+  EXPECT_FALSE(has("get", "write"));
+  EXPECT_TRUE(has("set", "write"));
+  EXPECT_TRUE(has("flushall", "dangerous"));
+  EXPECT_TRUE(has("keys", "dangerous"));
+  EXPECT_TRUE(has("sort_ro", "dangerous") || has("sort_ro", "read"));
+  EXPECT_TRUE(acl_command_no_auth(acl_command_index("auth")));
+  EXPECT_TRUE(acl_command_no_auth(acl_command_index("hello")));
+  EXPECT_FALSE(acl_command_no_auth(acl_command_index("ping")));
+  EXPECT_EQ(acl_command_index("nosuchcommand"), -1);
+}
+
+// ---- Splitting and rules ---------------------------------------------------------------------
+
+TEST(AclRuleTest, SplitsAsSdssplitargs) {
+  EXPECT_EQ(Acl::split_line("  user  alice on  >pw "),
+            (std::vector<std::string>{"user", "alice", "on", ">pw"}));
+  EXPECT_EQ(Acl::split_line(R"(user bob ">a b\x41\n" '>it\'s')"),
+            (std::vector<std::string>{"user", "bob", ">a bA\n", ">it's"}));
+  EXPECT_THROW(Acl::split_line("user x \">unterminated"), AclError);
+  EXPECT_THROW(Acl::split_line("user x \"a\"b"), AclError);
+  EXPECT_TRUE(Acl::split_line("   ").empty());
+}
+
+TEST(AclRuleTest, NewUserIsOffWithNothing) {
+  const auto acl = acl_of({"user alice"});
+  const AclUser* u = acl->find("alice");
+  ASSERT_NE(u, nullptr);
+  EXPECT_FALSE(u->enabled);
+  EXPECT_FALSE(u->nopass);
+  EXPECT_TRUE(u->passwords.empty());
+  EXPECT_FALSE(u->all_keys);
+  EXPECT_FALSE(may_run(*u, "get"));
+  EXPECT_TRUE(may_run(*u, "auth"));  // no_auth commands are always allowed
+  EXPECT_EQ(acl->authenticate("alice", ""), nullptr);
+}
+
+TEST(AclRuleTest, DefaultUserIsRedisOwnUnlessDeclared) {
+  const auto open = acl_of({"user alice on >pw"});
+  EXPECT_FALSE(open->auth_required());
+  EXPECT_TRUE(open->default_user().all_keys);
+  EXPECT_TRUE(open->default_user().all_commands);
+  const auto required = acl_of({}, "s3cret");
+  EXPECT_TRUE(required->auth_required());
+  EXPECT_NE(required->authenticate("default", "s3cret"), nullptr);
+  EXPECT_EQ(required->authenticate("default", "s3cre"), nullptr);
+  // A `user default` line starts from a new user, as in an aclfile: no commands.
+  const auto declared = acl_of({"user default on >pw ~*"});
+  EXPECT_TRUE(declared->auth_required());
+  EXPECT_FALSE(may_run(declared->default_user(), "get"));
+}
+
+TEST(AclRuleTest, PasswordsHashedAddedRemoved) {
+  // sha256("secret") = 2bb80d53...; as Redis prints it in ACL LIST.
+  const std::string hash = "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b";
+  const auto acl = acl_of({"user a on #" + hash, "user b on >one >two <one", "user c on >x nopass",
+                           "user d on nopass >y", "user e off >z", "user f on >p resetpass"});
+  EXPECT_NE(acl->authenticate("a", "secret"), nullptr);
+  EXPECT_EQ(acl->authenticate("a", "Secret"), nullptr);
+  EXPECT_EQ(acl->authenticate("b", "one"), nullptr);
+  EXPECT_NE(acl->authenticate("b", "two"), nullptr);
+  EXPECT_NE(acl->authenticate("c", "anything"), nullptr);  // nopass after >x
+  EXPECT_EQ(acl->authenticate("d", "anything"), nullptr);  // >y after nopass clears nopass
+  EXPECT_NE(acl->authenticate("d", "y"), nullptr);
+  EXPECT_EQ(acl->authenticate("e", "z"), nullptr);  // off
+  EXPECT_EQ(acl->authenticate("f", "p"), nullptr);  // resetpass
+  EXPECT_EQ(acl->authenticate("nobody", ""), nullptr);
+  EXPECT_EQ(sha256("secret"), acl->find("a")->passwords[0]);
+}
+
+TEST(AclRuleTest, CommandsAndCategoriesInOrder) {
+  const auto acl = acl_of({
+      "user r on nopass +@read",
+      "user rw on nopass +@read +@write -@dangerous",
+      "user all on nopass allcommands -set",
+      "user none on nopass +@all nocommands +ping",
+      "user mixed on nopass -@all +@string -get +GET -append",
+      "user rs on nopass +@all reset on nopass",
+  });
+  const AclUser& r = *acl->find("r");
+  EXPECT_TRUE(may_run(r, "get"));
+  EXPECT_TRUE(may_run(r, "mget"));
+  EXPECT_FALSE(may_run(r, "set"));
+  const AclUser& rw = *acl->find("rw");
+  EXPECT_TRUE(may_run(rw, "set"));
+  EXPECT_FALSE(may_run(rw, "keys"));      // @dangerous
+  EXPECT_FALSE(may_run(rw, "flushall"));  // @dangerous
+  const AclUser& all = *acl->find("all");
+  EXPECT_FALSE(may_run(all, "set"));
+  EXPECT_TRUE(may_run(all, "get"));
+  EXPECT_FALSE(all.all_commands);
+  const AclUser& none = *acl->find("none");
+  EXPECT_TRUE(may_run(none, "ping"));
+  EXPECT_FALSE(may_run(none, "get"));
+  const AclUser& mixed = *acl->find("mixed");
+  EXPECT_TRUE(may_run(mixed, "get"));  // command names are case-insensitive
+  EXPECT_TRUE(may_run(mixed, "set"));
+  EXPECT_FALSE(may_run(mixed, "append"));
+  EXPECT_FALSE(may_run(mixed, "hget"));
+  const AclUser& rs = *acl->find("rs");
+  EXPECT_FALSE(may_run(rs, "get"));  // reset is -@all
+}
+
+TEST(AclRuleTest, KeyPatterns) {
+  const auto acl = acl_of({"user k on nopass +@all ~app:* ~user:[0-9]* ~h?llo",
+                           "user all on nopass +@all allkeys", "user tilde on nopass +@all ~*",
+                           "user rk on nopass +@all ~* resetkeys ~only"});
+  const AclUser& k = *acl->find("k");
+  EXPECT_TRUE(acl_key_allowed(k, "app:1"));
+  EXPECT_TRUE(acl_key_allowed(k, "user:7x"));
+  EXPECT_FALSE(acl_key_allowed(k, "user:x7"));
+  EXPECT_TRUE(acl_key_allowed(k, "hallo"));
+  EXPECT_FALSE(acl_key_allowed(k, "hllo"));
+  EXPECT_FALSE(acl_key_allowed(k, "other"));
+  EXPECT_TRUE(acl_key_allowed(*acl->find("all"), "anything"));
+  EXPECT_TRUE(acl->find("tilde")->all_keys);
+  EXPECT_TRUE(acl_key_allowed(*acl->find("rk"), "only"));
+  EXPECT_FALSE(acl_key_allowed(*acl->find("rk"), "other"));
+}
+
+TEST(AclRuleTest, AcceptedWithoutEffect) {
+  // Lines as `ACL LIST` / `ACL SAVE` of Redis 7 write them, channel rules included.
+  const auto acl = acl_of({
+      "user default on nopass sanitize-payload ~* &* +@all",
+      "user x on nopass resetchannels &news:* allchannels skip-sanitize-payload clearselectors "
+      "+@all -config|set +client|setname -debug",
+  });
+  EXPECT_TRUE(may_run(*acl->find("x"), "get"));
+}
+
+// Each bad rule, with Redis's message where Redis has one.
+TEST(AclRuleTest, BadRulesAreRefusedWithTheirReason) {
+  struct Case {
+    std::string line, rule, message;
+  };
+  const std::vector<Case> cases = {
+      {"user a on +@reed", "+@reed", "Unknown command or category name in ACL"},
+      {"user a on +nosuchcmd", "+nosuchcmd", "Unknown command or category name in ACL"},
+      {"user a on -nosuch|sub", "-nosuch|sub", "Unknown command or category name in ACL"},
+      {"user a on bogus", "bogus", "Syntax error"},
+      {"user a on +", "+", "Syntax error"},
+      {"user a on #abc", "#abc", "The password hash must be exactly 64 characters"},
+      {"user a on #" + std::string(64, 'A'), "#" + std::string(64, 'A'),
+       "The password hash must be exactly 64 characters"},
+      {"user a on <nope", "<nope", "The password you are trying to remove"},
+      {"user a on ~* ~app:*", "~app:*", "Adding a pattern after the * pattern"},
+      {"user a on allkeys ~x", "~x", "Adding a pattern after the * pattern"},
+      {"user a on %R~app:*", "%R~app:*", "not supported by chash-proxy"},
+      {"user a on (~x +get)", "(~x", "selectors"},
+  };
+  for (const Case& c : cases) {
+    try {
+      (void)acl_of({c.line});
+      ADD_FAILURE() << "accepted: " << c.line;
+    } catch (const AclError& e) {
+      EXPECT_EQ(e.rule, c.rule) << c.line;
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(acl_of({"alice on >pw"}), AclError);             // not a user line
+  EXPECT_THROW(acl_of({"user"}), AclError);                     // no name
+  EXPECT_THROW(acl_of({"user a on", "user a off"}), AclError);  // duplicate
+}
+
+// ---- Glob (Redis's stringmatchlen; compared with a real server in acl_e2e_test.cc) -----------
+
+TEST(GlobTest, RedisPatterns) {
+  struct Case {
+    const char* pattern;
+    const char* text;
+    bool match;
+  };
+  const Case cases[] = {
+      {"*", "", true},
+      {"*", "abc", true},
+      {"a*", "abc", true},
+      {"a*c", "abbbc", true},
+      {"a*c", "abcd", false},
+      {"a?c", "abc", true},
+      {"a?c", "ac", false},
+      {"[abc]x", "bx", true},
+      {"[abc]x", "dx", false},
+      {"[^abc]x", "dx", true},
+      {"[^abc]x", "ax", false},
+      {"[a-c]", "b", true},
+      {"[c-a]", "b", true},
+      {"[a-c]", "d", false},
+      {"\\*", "*", true},
+      {"\\*", "a", false},
+      {"a\\", "a\\", true},
+      {"[\\]]", "]", true},
+      {"[abc", "b", true},
+      {"*a*b*c*", "xaybzc", true},
+      {"*a*b*c*", "xaybz", false},
+      {"**", "x", true},
+      {"a**b", "ab", true},
+      {"", "", true},
+      {"", "a", false},
+      {"abc", "abc", true},
+      {"abc", "abd", false},
+      {"user:[0-9]*", "user:1", true},
+      {"h?llo", "hello", true},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(glob_match(c.pattern, c.text), c.match) << c.pattern << " vs " << c.text;
+  }
+  // A hostile pattern costs O(|p| * |s|), not exponential time.
+  EXPECT_FALSE(glob_match(std::string(50, '*') + "a*a*a*a*a*a*a*b", std::string(5000, 'a')));
+}
+
+// ---- Config ------------------------------------------------------------------------------------
+
+TEST(AclConfigTest, ParsesUsersAndServerUser) {
+  const auto cfg = parse_config(
+      "a:\n  listen: 127.0.0.1:1\n  redis: true\n  server_user: proxy\n  server_auth: pw\n"
+      "  acl:\n    - \"user alice on >secret ~app:* +@read +@write -@dangerous\"\n"
+      "    - user bob on nopass ~* +get\n"
+      "  servers:\n   - 127.0.0.1:1:1\n   - {server: \"127.0.0.1:2:1\", user: other, password: "
+      "x}\n",
+      "p.yml");
+  const PoolConfig& p = cfg.pools[0];
+  ASSERT_NE(p.acl, nullptr);
+  EXPECT_NE(p.acl->authenticate("alice", "secret"), nullptr);
+  EXPECT_NE(p.acl->authenticate("bob", "x"), nullptr);
+  EXPECT_FALSE(p.acl->auth_required());
+  EXPECT_EQ(p.server_user, "proxy");
+  EXPECT_EQ(p.servers[1].user, "other");
+  // client_auth without acl: one default user with that password.
+  const auto pw = parse_config(kPool + "  client_auth: x\n", "p.yml");
+  ASSERT_NE(pw.pools[0].acl, nullptr);
+  EXPECT_TRUE(pw.pools[0].acl->auth_required());
+  // Neither: no users, nothing checked.
+  EXPECT_EQ(parse_config(kPool, "p.yml").pools[0].acl, nullptr);
+}
+
+TEST(AclConfigTest, BadRuleNamesFileLineRuleAndUser) {
+  const std::string e = error_of(kPool +
+                                 "  acl:\n    - user alice on >pw ~app:*\n"
+                                 "    - user bob on >hunter2 +@reed\n");
+  EXPECT_EQ(e,
+            "p.yml:8: pool 'a': acl rule '+@reed' of user 'bob': Unknown command or category "
+            "name in ACL");
+  // A rule holding a password is never repeated.
+  const std::string pw = error_of(kPool + "  acl:\n    - user bob on <hunter2\n");
+  EXPECT_NE(pw.find("p.yml:7: pool 'a': acl rule '<***' of user 'bob'"), std::string::npos) << pw;
+  EXPECT_EQ(pw.find("hunter2"), std::string::npos) << pw;
+  EXPECT_NE(error_of(kPool + "  acl:\n    - alice on\n").find("p.yml:7: pool 'a': acl"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(kPool + "  acl: user alice on\n").find("p.yml:6: pool 'a': 'acl' must be a list"),
+      std::string::npos);
+  EXPECT_NE(error_of(kPool + "  acl:\n    - user a on\n    - user a off\n")
+                .find("p.yml:8: pool 'a': acl of user 'a': duplicate user 'a'"),
+            std::string::npos);
+  EXPECT_NE(error_of(kPool + "  acl:\n    - \"user a \\\">x\"\n").find("unbalanced quotes"),
+            std::string::npos);
+}
+
+TEST(AclConfigTest, ConflictsAndWrongPools) {
+  EXPECT_NE(error_of(kPool + "  client_auth: x\n  acl:\n    - user default on >y\n")
+                .find("p.yml:8: pool 'a': acl declares 'user default'"),
+            std::string::npos);
+  EXPECT_NE(error_of(kPool + "  server_user: u\n").find("has a user but no password"),
+            std::string::npos);
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  acl:\n    - user a on\n  servers:\n   - "
+                     "127.0.0.1:1:1\n")
+                .find("no AUTH"),
+            std::string::npos);
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  server_user: u\n  servers:\n   "
+                     "- 127.0.0.1:1:1\n")
+                .find("take no passwords"),
+            std::string::npos);
+}
+
+TEST(AdminAuthConfigTest, TokenBasicProtectAndLoopbackDefault) {
+  const auto dir = testing::make_test_dir("chash-acl");
+  const std::string token_file = (dir / "token").string();
+  std::ofstream(token_file) << "t0k3n\n";
+  const auto cfg = parse_config(
+      kPool + "chash_proxy:\n  admin: 22223\n  admin_auth:\n    token_file: " + token_file +
+          "\n    basic: ops:pa55\n    protect: all\n",
+      "p.yml");
+  ASSERT_TRUE(cfg.admin.has_value());
+  EXPECT_EQ(cfg.admin->text(), "127.0.0.1:22223");  // a bare port binds loopback
+  EXPECT_EQ(cfg.admin_auth.token, sha256("t0k3n"));
+  EXPECT_EQ(cfg.admin_auth.basic_user, "ops");
+  EXPECT_EQ(cfg.admin_auth.basic_password, sha256("pa55"));
+  EXPECT_TRUE(cfg.admin_auth.protect_all);
+  // user:#<sha256 hex> keeps the password out of the file.
+  const auto hashed = parse_config(
+      kPool +
+          "chash_proxy:\n  admin: 127.0.0.1:1\n  admin_auth:\n    basic: "
+          "\"ops:#2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b\"\n",
+      "p.yml");
+  EXPECT_EQ(hashed.admin_auth.basic_password, sha256("secret"));
+  EXPECT_FALSE(hashed.admin_auth.protect_all);
+  EXPECT_FALSE(parse_config(kPool, "p.yml").admin_auth.enabled());
+
+  const std::string g = kPool + "chash_proxy:\n  admin: 127.0.0.1:1\n  admin_auth:\n";
+  EXPECT_NE(
+      error_of(g + "    token: a\n    token_file: /x\n").find("p.yml:10: admin_auth: give one"),
+      std::string::npos);
+  EXPECT_NE(error_of(g + "    token_file: /nonexistent/t\n").find("cannot read token_file"),
+            std::string::npos);
+  EXPECT_NE(error_of(g + "    basic: nocolon\n").find("basic must be 'user:password'"),
+            std::string::npos);
+  EXPECT_NE(error_of(g + "    token: a\n    protect: some\n").find("protect must be"),
+            std::string::npos);
+  EXPECT_NE(error_of(g + "    tokn: a\n").find("(did you mean 'token'?)"), std::string::npos);
+  EXPECT_NE(error_of(g + "    protect: all\n").find("give a token"), std::string::npos);
+  EXPECT_NE(error_of(kPool + "chash_proxy:\n  admin_auth:\n    token: a\n").find("needs admin"),
+            std::string::npos);
+  EXPECT_EQ(error_of(g + "    token: supersecret\n    protect: nope\n").find("supersecret"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace chash::proxy::redis
