@@ -197,7 +197,8 @@ class Md5IntRingPreset final : public Preset {
     if (n == 0) return 0;
     while (n > 1) {
       const std::size_t half = n / 2;
-      base = base[half - 1] <= x ? base + half : base;
+      // A mask, not a conditional: GCC turns `cond ? base + half : base` back into a branch.
+      base += half & (std::size_t{0} - static_cast<std::size_t>(base[half - 1] <= x));
       n -= half;
     }
     return static_cast<std::size_t>(base - first) + (*base <= x ? 1 : 0);

@@ -193,3 +193,12 @@ def test_random_changes_track_uhashring(mode):
         if outcome(b.get_points) is None:  # a failed removal leaves uhashring's list stale
             assert a.get_points() == b.get_points()
         assert dict(a.nodes) == dict(b.nodes)
+
+
+@pytest.mark.parametrize("mode", MODES, ids=str)
+def test_keys_that_are_point_names_land_on_their_point(mode):
+    # "<node>-<i>" hashes to the point itself: the search's tie rule (bisect_right) decides.
+    keys = [f"{h}-{i}" for h in HOSTS for i in range(200)]
+    a, b = ours.HashRing(HOSTS, **mode), uhashring.HashRing(HOSTS, **mode)
+    assert a.get_nodes_many(keys) == [b.get_node(k) for k in keys]
+    assert [a.get_node(k) for k in keys] == [b.get_node(k) for k in keys]
