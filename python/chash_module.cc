@@ -11,8 +11,9 @@
 // The two hot calls are written against the CPython API directly (bench/python/bench.py,
 // docs/BENCHMARKS.md): route() is a METH_FASTCALL method descriptor installed on the class, not a
 // pybind11 binding, because pybind11's dispatch (argument loaders, overload loop, the instance's
-// value lookup) costs more than the lookup it wraps; route_many() reads keys in place (str's own
-// UTF-8 buffer, bytes' buffer) and answers with the Router's name objects, with no copies.
+// value lookup) costs more than the lookup it wraps; route_many() reads the keys' bytes in place
+// (str's own UTF-8, bytes' buffer; only a caller's list routed without the GIL is copied, into
+// one buffer: see KeyBatch) and answers with the Router's name objects, not new strings.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
