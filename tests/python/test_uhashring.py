@@ -202,3 +202,16 @@ def test_keys_that_are_point_names_land_on_their_point(mode):
     a, b = ours.HashRing(HOSTS, **mode), uhashring.HashRing(HOSTS, **mode)
     assert a.get_nodes_many(keys) == [b.get_node(k) for k in keys]
     assert [a.get_node(k) for k in keys] == [b.get_node(k) for k in keys]
+
+
+@pytest.mark.parametrize("mode", MODES, ids=str)
+@pytest.mark.parametrize("nodes", [[""], ["", "a", "b"], [1, "1", 2], [1, 2, 3]], ids=str)
+def test_node_names_chash_refuses_are_kept_in_python(mode, nodes):
+    # chash refuses an empty name and two nodes named alike ("1" twice once str()'d); uhashring
+    # takes both (the later node's points overwrite the earlier's).
+    a, b = ours.HashRing(list(nodes), **mode), uhashring.HashRing(list(nodes), **mode)
+    same(a, b, KEYS[:1000])
+    for r in (a, b):
+        r.add_node("c", {"weight": 2})
+        r.remove_node(nodes[0])
+    same(a, b, KEYS[:1000])

@@ -21,7 +21,8 @@ uhashring's at uhashring's speed:
   - ``hash_fn="ketama"`` with ``replicas`` other than 4, or nodes with different ``vnodes``;
   - the default mode after a node was reconfigured to fewer points and then removed: uhashring
     only ever adds points when a node is reconfigured, and removes the node's current count, so
-    the points above it stay in its ring, owned by a node it no longer lists.
+    the points above it stay in its ring, owned by a node it no longer lists;
+  - node names chash refuses: an empty name, or two nodes with the same str() (1 and "1").
 
 As in uhashring, a key is hashed as ``str(key)`` encoded as UTF-8 (so ``b"k"`` hashes as
 ``"b'k'"``), except by a callable ``hash_fn``, which gets the key itself.
@@ -153,7 +154,10 @@ class HashRing:
                 entries.append((str(node), k))
         if entries:
             # k points named <node>-0.. are the points of weight k with one point per weight.
-            self._router = Router(entries, preset="uhashring", vnodes=1)
+            try:
+                self._router = Router(entries, preset="uhashring", vnodes=1)
+            except ValueError:  # names chash refuses ("", two nodes whose str() is equal)
+                self._to_python()
 
     def _to_python(self):
         """Keep the default ring in Python from now on (its points are no longer prefixes)."""
@@ -189,8 +193,11 @@ class HashRing:
             for node, conf in self._nodes.items():
                 self._names[str(node)] = node
                 entries.append((str(node), conf["weight"]))
-            self._router = Router(entries, preset="uhashring-ketama", vnodes=vnodes.pop())
-            return
+            try:
+                self._router = Router(entries, preset="uhashring-ketama", vnodes=vnodes.pop())
+                return
+            except ValueError:  # names chash refuses: the ring below, as uhashring builds it
+                self._names = {}
         ring, keys = {}, []
         for node, conf in self._nodes.items():
             for w in range(conf["vnodes"] * n * conf["weight"] // total):
