@@ -178,7 +178,7 @@ class Md5IntRingPreset final : public Preset {
  private:
   // HashRing._get_pos: bisect (right) over the sorted positions, wrapping to 0 past the end.
   // The search runs on the high 64 bits alone, without branches (a comparison per step that
-  // goes either way half the time mispredicts half the time; with a conditional move the
+  // goes either way half the time mispredicts half the time; as a data dependency the
   // searches of a batch's keys overlap), then steps back over the points that tie the key's high
   // half and are above it in the low half: the same index as a 128-bit bisect_right. (A tie in
   // the high half is the key being a point's own name, "<node>-<i>", or a 64-bit collision.)
