@@ -5,16 +5,25 @@
 // Keys are str (hashed as their UTF-8 bytes, as uhashring and hash_ring hash them) or bytes.
 // Node names are kept as the objects the caller gave, so route() answers with the caller's own
 // str or bytes. A Router is immutable (a shared chash::Router); only its down set changes, and
-// route_many copies that set and the keys before it releases the GIL, so other threads may mark
-// nodes down or build new routers while a batch runs.
+// route_many copies that set and holds its keys before it releases the GIL, so other threads may
+// mark nodes down or build new routers while a batch runs.
+//
+// The two hot calls are written against the CPython API directly (bench/python/bench.py,
+// docs/BENCHMARKS.md): route() is a METH_FASTCALL method descriptor installed on the class, not a
+// pybind11 binding, because pybind11's dispatch (argument loaders, overload loop, the instance's
+// value lookup) costs more than the lookup it wraps; route_many() reads the keys' bytes in place
+// (str's own UTF-8, bytes' buffer; only a caller's list routed without the GIL is copied, into
+// one buffer: see KeyBatch) and answers with the Router's name objects, not new strings.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,20 +40,32 @@ namespace py = pybind11;
 
 namespace {
 
-// The bytes of a key or node name: str as UTF-8, bytes as they are. Anything else is a
-// TypeError naming `what`. The view lives as long as `obj`.
+// The bytes of a key or node name without a copy: str as UTF-8 (a compact ASCII str is its own
+// UTF-8; any other str caches its UTF-8 form in the object), bytes as they are. The pointer lives
+// as long as `obj`. nullptr with a Python error set: TypeError naming `what` for another type,
+// UnicodeEncodeError (a ValueError) for a str with lone surrogates.
+inline const char* key_data(PyObject* obj, Py_ssize_t* size, const char* what) noexcept {
+  if (PyUnicode_Check(obj)) {
+    if (PyUnicode_IS_COMPACT_ASCII(obj)) [[likely]] {
+      *size = PyUnicode_GET_LENGTH(obj);
+      return static_cast<const char*>(PyUnicode_DATA(obj));
+    }
+    return PyUnicode_AsUTF8AndSize(obj, size);
+  }
+  if (PyBytes_Check(obj)) {
+    *size = PyBytes_GET_SIZE(obj);
+    return PyBytes_AS_STRING(obj);
+  }
+  PyErr_Format(PyExc_TypeError, "%s must be str or bytes, not %.200s", what, Py_TYPE(obj)->tp_name);
+  return nullptr;
+}
+
+// key_data for pybind11 code: the error as a C++ exception.
 std::string_view bytes_of(py::handle obj, const char* what) {
-  if (PyUnicode_Check(obj.ptr())) {
-    Py_ssize_t size = 0;
-    const char* data = PyUnicode_AsUTF8AndSize(obj.ptr(), &size);
-    if (data == nullptr) throw py::error_already_set();  // lone surrogates: UnicodeEncodeError
-    return {data, static_cast<std::size_t>(size)};
-  }
-  if (PyBytes_Check(obj.ptr())) {
-    return {PyBytes_AS_STRING(obj.ptr()), static_cast<std::size_t>(PyBytes_GET_SIZE(obj.ptr()))};
-  }
-  throw py::type_error(std::string(what) + " must be str or bytes, not " +
-                       std::string(py::str(py::type::of(obj).attr("__name__"))));
+  Py_ssize_t size = 0;
+  const char* data = key_data(obj.ptr(), &size, what);
+  if (data == nullptr) throw py::error_already_set();
+  return {data, static_cast<std::size_t>(size)};
 }
 
 std::uint32_t weight_of(py::handle obj) {
@@ -116,28 +137,131 @@ NodeList parse_nodes(const py::object& nodes) {
   return out;
 }
 
-// Keys copied into one buffer, so the batch can run without the GIL (and without the objects).
-struct KeyBatch {
-  std::string bytes;
-  std::vector<std::string_view> views;
+// Batches shorter than this keep the GIL: releasing and taking it back costs about as much as
+// routing this many keys, and another thread holding it can keep this one waiting for a switch
+// interval (5 ms) to get it back.
+constexpr Py_ssize_t kReleaseGilFrom = 512;
 
-  explicit KeyBatch(const py::object& keys) {
-    if (py::isinstance<py::str>(keys) || py::isinstance<py::bytes>(keys)) {
+// A key batch's working memory: views of the keys' bytes, the bytes themselves when they have
+// to be copied, and the answers. Kept per thread between calls (up to kKeepKeys keys and
+// kKeepBytes bytes) so a steady stream of batches does not pay for fresh pages each time; a call
+// takes it out of the thread's slot and puts it back when done, so a call re-entered from a
+// destructor gets its own.
+struct BatchScratch {
+  std::vector<std::string_view> views;
+  std::vector<chash::NodeId> ids;
+  std::string bytes;
+};
+constexpr std::size_t kKeepKeys = std::size_t{1} << 18;
+constexpr std::size_t kKeepBytes = std::size_t{1} << 23;
+thread_local BatchScratch t_scratch;
+
+// The keys of one route_many/distribution call as views of their bytes. The views point into the
+// key objects themselves (str's UTF-8, bytes' buffer) when those stay alive for the whole batch:
+// a tuple (immutable; held), a list of our own (any other iterable, drawn into it), or the
+// caller's list when the batch keeps the GIL. A caller's list routed without the GIL may be
+// changed by another thread meanwhile, which could free a key: its bytes are copied (one
+// sequential copy is cheaper than taking and dropping a reference on every key object).
+class KeyBatch {
+ public:
+  explicit KeyBatch(py::handle keys) : scratch_(std::move(t_scratch)) {
+    PyObject* k = keys.ptr();
+    if (PyUnicode_Check(k) || PyBytes_Check(k)) {
       throw py::type_error("keys must be an iterable of str or bytes, not a single key");
     }
-    std::vector<std::size_t> ends;
-    if (py::hasattr(keys, "__len__")) ends.reserve(py::len(keys));
-    for (py::handle k : keys) {
-      bytes += bytes_of(k, "a key");
-      ends.push_back(bytes.size());
+    PyObject* const* items = nullptr;
+    Py_ssize_t n = 0;
+    bool copy = false;
+    if (PyTuple_CheckExact(k)) {
+      owner_ = py::reinterpret_borrow<py::object>(keys);
+      items = &PyTuple_GET_ITEM(k, 0);
+      n = PyTuple_GET_SIZE(k);
+    } else if (PyList_CheckExact(k)) {
+      items = &PyList_GET_ITEM(k, 0);
+      n = PyList_GET_SIZE(k);
+      copy = n >= kReleaseGilFrom;
+    } else {
+      owner_ = py::reinterpret_steal<py::object>(PySequence_List(k));
+      if (!owner_) throw py::error_already_set();
+      items = &PyList_GET_ITEM(owner_.ptr(), 0);
+      n = PyList_GET_SIZE(owner_.ptr());
     }
-    views.reserve(ends.size());
+    const auto count = static_cast<std::size_t>(n);
+    scratch_.views.resize(count);
+    scratch_.ids.resize(count);
+    std::string_view* views = scratch_.views.data();
+    if (!copy) {
+      for (std::size_t i = 0; i < count; ++i) views[i] = view_of(items[i]);
+      return;
+    }
+    // Copy: each view first holds its key's end offset in `bytes` (the buffer may move while it
+    // grows), then the views are pointed into the final buffer.
+    std::string& bytes = scratch_.bytes;
+    if (bytes.size() < bytes.capacity()) bytes.resize(bytes.capacity());
+    std::size_t used = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::string_view v = view_of(items[i]);
+      if (bytes.size() - used < v.size()) bytes.resize(std::max(2 * bytes.size(), used + v.size()));
+      copy_key(bytes.data() + used, v);
+      used += v.size();
+      views[i] = {nullptr, used};
+    }
     std::size_t begin = 0;
-    for (std::size_t end : ends) {
-      views.emplace_back(bytes.data() + begin, end - begin);
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t end = views[i].size();
+      views[i] = {bytes.data() + begin, end - begin};
       begin = end;
     }
   }
+  KeyBatch(const KeyBatch&) = delete;
+  KeyBatch& operator=(const KeyBatch&) = delete;
+  ~KeyBatch() {
+    if (t_scratch.views.capacity() != 0) return;  // a re-entered call put its own back
+    if (scratch_.views.capacity() > kKeepKeys) {
+      scratch_.views = {};
+      scratch_.ids = {};
+    }
+    if (scratch_.bytes.capacity() > kKeepBytes) scratch_.bytes = {};
+    t_scratch = std::move(scratch_);
+  }
+
+  std::span<const std::string_view> views() const noexcept { return scratch_.views; }
+  std::span<chash::NodeId> ids() noexcept { return scratch_.ids; }
+  std::size_t size() const noexcept { return scratch_.views.size(); }
+
+ private:
+  // memcpy for the short keys a batch is made of, inline: a call to the library's memmove per
+  // key costs more than the copy. Reads and writes exactly v.size() bytes.
+  static void copy_key(char* out, std::string_view v) noexcept {
+    const char* in = v.data();
+    const std::size_t n = v.size();
+    if (n >= 16 && n <= 32) {
+      std::memcpy(out, in, 16);
+      std::memcpy(out + n - 16, in + n - 16, 16);
+    } else if (n >= 8 && n < 16) {
+      std::memcpy(out, in, 8);
+      std::memcpy(out + n - 8, in + n - 8, 8);
+    } else if (n > 32) {
+      std::memcpy(out, in, n);
+    } else if (n >= 4) {
+      std::memcpy(out, in, 4);
+      std::memcpy(out + n - 4, in + n - 4, 4);
+    } else if (n != 0) {
+      out[0] = in[0];
+      out[n / 2] = in[n / 2];
+      out[n - 1] = in[n - 1];
+    }
+  }
+
+  static std::string_view view_of(PyObject* key) {
+    Py_ssize_t size = 0;
+    const char* data = key_data(key, &size, "a key");
+    if (data == nullptr) throw py::error_already_set();
+    return {data, static_cast<std::size_t>(size)};
+  }
+
+  BatchScratch scratch_;
+  py::object owner_;
 };
 
 class PyRouter {
@@ -147,6 +271,7 @@ class PyRouter {
     if (spec_.preset.empty() && spec_.algorithm.empty() && !spec_.ring) spec_.algorithm = "ring";
     router_ = std::make_shared<const chash::Router>(chash::Router::build(spec_, list.nodes));
     names_ = std::move(list.names);
+    for (const auto& n : names_) name_ptrs_.push_back(n.ptr());
   }
 
   static PyRouter make(const py::object& nodes, const py::object& algorithm,
@@ -196,11 +321,6 @@ class PyRouter {
     return names_[id];
   }
 
-  py::object route(py::handle key) const {
-    const std::string_view k = bytes_of(key, "a key");
-    return name_of(down_.empty() ? router_->route(k) : router_->route(k, down_));
-  }
-
   py::list route_n(py::handle key, const py::object& n_arg) const {
     long n = 0;
     if (n_arg.is_none()) {
@@ -224,36 +344,63 @@ class PyRouter {
     return out;
   }
 
-  std::vector<chash::NodeId> route_ids(const py::object& keys) const {
-    KeyBatch batch(keys);
-    const chash::DownSet down = down_;  // a copy: mark_down may run while the GIL is released
-    std::shared_ptr<const chash::Router> router = router_;
-    std::vector<chash::NodeId> ids(batch.views.size());
-    {
-      py::gil_scoped_release release;
-      router->route_batch(batch.views, ids);
+  // Routes the batch: without the GIL from kReleaseGilFrom keys on (the router and the down set
+  // are copies, so mark_down or a new Router elsewhere does not touch this batch).
+  void route_batch(KeyBatch& batch) const {
+    const std::shared_ptr<const chash::Router> router = router_;
+    const std::span<const std::string_view> views = batch.views();
+    const std::span<chash::NodeId> ids = batch.ids();
+    auto run = [&router, views, ids](const chash::DownSet& down) noexcept {
+      router->route_batch(views, ids);
       // A down node's keys walk on to their next choice that is up, as route(key, down) does.
-      for (std::size_t i = 0; i < ids.size() && !down.empty(); ++i) {
-        if (ids[i] != chash::kNoNode && down.contains(ids[i])) {
-          ids[i] = router->route(batch.views[i], down);
-        }
+      if (down.empty()) return;
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] != chash::kNoNode && down.contains(ids[i]))
+          ids[i] = router->route(views[i], down);
       }
+    };
+    if (batch.size() < static_cast<std::size_t>(kReleaseGilFrom)) {
+      run(down_);
+      return;
     }
-    return ids;
+    const chash::DownSet down = down_;
+    py::gil_scoped_release release;
+    run(down);
   }
 
-  py::list route_many(const py::object& keys) const {
-    const std::vector<chash::NodeId> ids = route_ids(keys);
-    py::list out(ids.size());
+  py::list route_many(py::handle keys) const {
+    KeyBatch batch(keys);
+    route_batch(batch);
+    // The answers are the Router's own name objects (one reference each), not new strings.
+    const std::span<chash::NodeId> ids = batch.ids();
+    PyObject* out = PyList_New(static_cast<Py_ssize_t>(ids.size()));
+    if (out == nullptr) throw py::error_already_set();
+    PyObject* const* names = name_ptrs_.data();
+    const std::size_t count = name_ptrs_.size();
     for (std::size_t i = 0; i < ids.size(); ++i) {
-      py::object name = name_of(ids[i]);
-      PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), name.release().ptr());
+      PyObject* name = ids[i] < count ? names[ids[i]] : Py_None;
+      Py_INCREF(name);
+      PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i), name);
     }
-    return out;
+    return py::reinterpret_steal<py::list>(out);
   }
 
-  py::dict distribution(const py::object& keys) const {
-    const std::vector<chash::NodeId> ids = route_ids(keys);
+  // route() for the fast entry point below: a new reference, or nullptr with a Python error set.
+  PyObject* route_raw(PyObject* key) const noexcept {
+    Py_ssize_t size = 0;
+    const char* data = key_data(key, &size, "a key");
+    if (data == nullptr) return nullptr;
+    const std::string_view k(data, static_cast<std::size_t>(size));
+    const chash::NodeId id = down_.empty() ? router_->route(k) : router_->route(k, down_);
+    PyObject* name = id < name_ptrs_.size() ? name_ptrs_[id] : Py_None;
+    Py_INCREF(name);
+    return name;
+  }
+
+  py::dict distribution(py::handle keys) const {
+    KeyBatch batch(keys);
+    route_batch(batch);
+    const std::span<chash::NodeId> ids = batch.ids();
     std::vector<std::size_t> counts(names_.size(), 0);
     std::size_t unrouted = 0;
     for (chash::NodeId id : ids) {
@@ -337,9 +484,53 @@ class PyRouter {
   chash::RoutingSpec spec_;
   std::shared_ptr<const chash::Router> router_;
   std::vector<py::object> names_;
+  std::vector<PyObject*> name_ptrs_;  // names_' objects (borrowed from names_), for the hot paths
   chash::DownSet down_;
   std::uint32_t replicas_ = 1;  // route_n's n when it is not given
 };
+
+// Router.route(key): the hottest call, so it skips pybind11. A METH_FASTCALL method descriptor
+// on the class is what CPython's own builtin methods are: `router.route(key)` loads it without a
+// bound-method object (LOAD_METHOD) and calls route_fast with the instance and the key in place.
+// The descriptor checks that self is a Router (or a subclass) before it calls in; the C++ object
+// is the pybind11 instance's value. The same errors as the other entry points (TypeError for a
+// key that is not str or bytes, UnicodeEncodeError for lone surrogates); `key=` is accepted.
+PyObject* route_fast(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                     PyObject* kwnames) noexcept {
+  PyObject* key = nullptr;
+  if (kwnames == nullptr && nargs == 1) [[likely]] {
+    key = args[0];
+  } else {
+    const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (nargs + nkw != 1) {
+      PyErr_Format(PyExc_TypeError, "route() takes exactly one argument (key), %zd given",
+                   nargs + nkw);
+      return nullptr;
+    }
+    if (nkw == 1 && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "key") != 0) {
+      PyErr_Format(PyExc_TypeError, "route() got an unexpected keyword argument '%U'",
+                   PyTuple_GET_ITEM(kwnames, 0));
+      return nullptr;
+    }
+    key = args[0];
+  }
+  auto* inst = reinterpret_cast<py::detail::instance*>(self);
+  const auto* router = inst->get_value_and_holder(nullptr, false).value_ptr<PyRouter>();
+  if (router == nullptr) {  // a subclass whose __init__ did not call Router.__init__
+    PyErr_SetString(PyExc_TypeError, "route() on a Router that was not initialised");
+    return nullptr;
+  }
+  return router->route_raw(key);
+}
+
+constexpr const char* kRouteDoc =
+    "route($self, key)\n--\n\n"
+    "The node that owns key (str as UTF-8, or bytes), skipping nodes marked down; None\n"
+    "when no node can take it (nginx-ip-hash given a key that is not an address).";
+
+PyMethodDef route_def = {"route",
+                         reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(route_fast)),
+                         METH_FASTCALL | METH_KEYWORDS, kRouteDoc};
 
 }  // namespace
 
@@ -355,7 +546,8 @@ PYBIND11_MODULE(_chash, m) {
     }
   });
 
-  py::class_<PyRouter>(m, "Router")
+  py::class_<PyRouter> router_class(m, "Router");
+  router_class
       .def(py::init(&PyRouter::make), py::arg("nodes"), py::kw_only(),
            py::arg("algorithm") = py::none(), py::arg("preset") = py::none(),
            py::arg("hash") = py::none(), py::arg("hash_tag") = py::none(),
@@ -376,15 +568,12 @@ PYBIND11_MODULE(_chash, m) {
            "message.\n\n"
            ">>> r = chash.Router({'cache-1': 1, 'cache-2': 2}, preset='twemproxy', hash_tag='{}')\n"
            ">>> r.route('{user:42}.profile') == r.route('{user:42}.cart')\nTrue")
-      .def("route", &PyRouter::route, py::arg("key"),
-           "The node that owns key (str as UTF-8, or bytes), skipping nodes marked down; None\n"
-           "when no node can take it (nginx-ip-hash given a key that is not an address).")
       .def("route_n", &PyRouter::route_n, py::arg("key"), py::arg("n") = py::none(),
            "Up to n distinct nodes in the key's preference order (replicas), route(key) first,\n"
            "skipping nodes marked down; n defaults to the Router's replicas.")
       .def("route_many", &PyRouter::route_many, py::arg("keys"),
-           "[route(k) for k in keys] in one call: the keys are copied, the GIL is released and\n"
-           "chash's batch lookup runs.")
+           "[route(k) for k in keys] in one call (keys: any iterable of str or bytes): chash's\n"
+           "batch lookup runs on the keys' own bytes, without the GIL from 512 keys on.")
       .def("distribution", &PyRouter::distribution, py::arg("keys"),
            "A dict node -> how many of keys it owns (every node, zeros included).")
       .def("mark_down", &PyRouter::mark_down, py::arg("name"),
@@ -405,6 +594,12 @@ PYBIND11_MODULE(_chash, m) {
       .def("__repr__", [](const PyRouter& r) {
         return "<chash.Router " + r.describe() + ", " + std::to_string(r.size()) + " nodes>";
       });
+  {
+    PyObject* descr =
+        PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(router_class.ptr()), &route_def);
+    if (descr == nullptr) throw py::error_already_set();
+    router_class.attr("route") = py::reinterpret_steal<py::object>(descr);
+  }
 
   m.def(
       "presets",

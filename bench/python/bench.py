@@ -4,7 +4,8 @@
 
 Same keys, same nodes, one run; every answer is checked against the peer's before timing.
   chash.Router.route         one key per call
-  chash.Router.route_many    the whole key list per call (GIL released, batch lookup)
+  chash.Router.route_many    the whole key list per call (GIL released, batch lookup); the
+                             native ring also with a tuple (its keys are read in place)
   chash.compat...HashRing    the uhashring drop-in's get_node (one key per call, Python wrapper)
   uhashring.HashRing         Debian python3-uhashring 2.1, get_node
   chash.Router(algorithm="ring")  a native table (xxh3), against uhashring's default mode
@@ -20,7 +21,7 @@ from chash.compat.uhashring import HashRing as DropIn
 
 NODES = int(sys.argv[1]) if len(sys.argv) > 1 else 10
 KEYS = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
-REPEAT = int(os.environ.get("REPEAT", "3"))
+REPEAT = int(os.environ.get("REPEAT", "5"))
 
 
 def best(fn):
@@ -64,9 +65,11 @@ def main():
     base = best(lambda: [peer.get_node(k) for k in keys])
     router = chash.Router(nodes, algorithm="ring")
     route = router.route
+    tkeys = tuple(keys)  # read in place; a list's keys are copied before the GIL is released
     rows += [("native", name, rate, rate / base) for name, rate in [
         ("chash.Router(algorithm='ring').route", best(lambda: [route(k) for k in keys])),
         ("chash.Router(algorithm='ring').route_many", best(lambda: router.route_many(keys))),
+        ("chash.Router(algorithm='ring').route_many(tuple)", best(lambda: router.route_many(tkeys))),
     ]]
 
     checkout = os.environ.get("HASH_RING")

@@ -130,11 +130,13 @@ class Md5IntRingPreset final : public Preset {
 
   Md5IntRingPreset(const std::vector<Point>& points, std::size_t node_count)
       : node_count_(node_count) {
-    positions_.reserve(points.size());
+    hi_.reserve(points.size());
+    lo_.reserve(points.size());
     owners_.reserve(points.size());
     std::vector<bool> has_point(node_count, false);
     for (const Point& p : points) {
-      positions_.push_back(p.position);
+      hi_.push_back(p.position.hi);
+      lo_.push_back(p.position.lo);
       owners_.push_back(p.node);
       has_point[p.node] = true;
     }
@@ -161,12 +163,12 @@ class Md5IntRingPreset final : public Preset {
     if (out.empty()) return 0;
     internal::SeenSet seen(node_count_);
     std::size_t i = index_of(md5_int(key));
-    for (std::size_t step = 0; step < positions_.size() && seen.size() < drawable_; ++step) {
+    for (std::size_t step = 0; step < hi_.size() && seen.size() < drawable_; ++step) {
       if (seen.insert(owners_[i])) {
         out[n++] = owners_[i];
         if (n == out.size()) break;
       }
-      if (++i == positions_.size()) i = 0;
+      if (++i == hi_.size()) i = 0;
     }
     return n;
   }
@@ -175,13 +177,36 @@ class Md5IntRingPreset final : public Preset {
 
  private:
   // HashRing._get_pos: bisect (right) over the sorted positions, wrapping to 0 past the end.
+  // The search runs on the high 64 bits alone, without branches (a comparison per step that
+  // goes either way half the time mispredicts half the time; as a data dependency the
+  // searches of a batch's keys overlap), then steps back over the points that tie the key's high
+  // half and are above it in the low half: the same index as a 128-bit bisect_right. (A tie in
+  // the high half is the key being a point's own name, "<node>-<i>", or a 64-bit collision.)
   std::size_t index_of(const Pos128& key) const noexcept {
-    const auto it = std::upper_bound(positions_.begin(), positions_.end(), key);
-    const auto i = static_cast<std::size_t>(it - positions_.begin());
-    return i == positions_.size() ? 0 : i;
+    std::size_t i = upper_bound_hi(key.hi);
+    while (i > 0 && hi_[i - 1] == key.hi && lo_[i - 1] > key.lo) --i;
+    return i == hi_.size() ? 0 : i;
   }
 
-  std::vector<Pos128> positions_;
+  // How many of the sorted high halves are <= x (bisect_right). Invariant: those before `base`
+  // are <= x, those from base + n on are > x.
+  std::size_t upper_bound_hi(std::uint64_t x) const noexcept {
+    const std::uint64_t* const first = hi_.data();
+    const std::uint64_t* base = first;
+    std::size_t n = hi_.size();
+    if (n == 0) return 0;
+    while (n > 1) {
+      const std::size_t half = n / 2;
+      // A mask, not a conditional: GCC turns `cond ? base + half : base` back into a branch.
+      base += half & (std::size_t{0} - static_cast<std::size_t>(base[half - 1] <= x));
+      n -= half;
+    }
+    return static_cast<std::size_t>(base - first) + (*base <= x ? 1 : 0);
+  }
+
+  // The points' positions split in halves (hi_[i], lo_[i]), sorted as 128-bit integers.
+  std::vector<std::uint64_t> hi_;
+  std::vector<std::uint64_t> lo_;
   std::vector<NodeId> owners_;
   std::size_t node_count_ = 0;
   std::size_t drawable_ = 0;

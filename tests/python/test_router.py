@@ -248,3 +248,110 @@ def test_replicas_is_route_n_default_and_survives_add_remove():
         chash.Router(nodes, replicas=0)
     with pytest.raises(TypeError):
         r.route_n("k", "3")
+
+
+# ---- the hand-written entry points (route's descriptor, route_many on the keys' own bytes) ----
+BIG = KEYS * 3 + [k.encode() for k in KEYS] + ["ключ-" + str(i) for i in range(600)]
+
+
+def test_route_takes_one_key_positionally_or_as_key_and_nothing_else():
+    r = chash.Router(NODES, preset="ketama")
+    assert r.route(key="user:1") == r.route("user:1") == chash.Router.route(r, "user:1")
+    with pytest.raises(TypeError, match="exactly one argument"):
+        r.route()
+    with pytest.raises(TypeError, match="exactly one argument"):
+        r.route("a", "b")
+    with pytest.raises(TypeError, match="exactly one argument"):
+        r.route("a", key="b")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'name'"):
+        r.route(name="a")
+    with pytest.raises(TypeError, match="a key must be str or bytes, not int"):
+        r.route(1)
+    with pytest.raises(TypeError):
+        chash.Router.route("not a router", "k")  # the descriptor checks self
+    assert "key" in chash.Router.route.__doc__ and "key" in str(
+        __import__("inspect").signature(chash.Router.route))
+
+
+def test_route_on_a_subclass_and_on_one_not_initialised():
+    class Mine(chash.Router):
+        pass
+
+    assert Mine(NODES).route("k") == chash.Router(NODES).route("k")
+
+    class Broken(chash.Router):
+        def __init__(self):  # does not call Router.__init__
+            pass
+
+    with pytest.raises(TypeError):
+        Broken().route("k")
+
+
+@pytest.mark.parametrize("kwargs", [dict(preset="ketama"), dict(preset="uhashring"),
+                                    dict(algorithm="ring"), dict(algorithm="jump")], ids=str)
+def test_route_many_reads_every_kind_of_sequence_the_same(kwargs):
+    r = chash.Router(NODES, **kwargs)
+    want = [r.route(k) for k in BIG]
+    assert len(BIG) >= 512  # past the size that releases the GIL (and copies a list's keys)
+    assert r.route_many(BIG) == want
+    assert r.route_many(tuple(BIG)) == want
+    assert r.route_many(iter(BIG)) == want
+    assert r.route_many(k for k in BIG) == want
+    assert r.route_many(BIG[:10]) == want[:10]  # short: the GIL is kept, keys read in place
+    assert r.route_many([]) == [] and r.route_many(()) == []
+    dist = r.distribution(BIG)
+    assert sum(dist.values()) == len(BIG)
+    assert all(dist[n] == want.count(n) for n in NODES)
+    # answers are the Router's own name objects
+    assert all(a is b for a, b in zip(r.route_many(BIG[:50]), [r.route(k) for k in BIG[:50]]))
+
+
+def test_route_many_errors_leave_the_next_call_intact():
+    r = chash.Router(NODES)
+    want = r.route_many(BIG)
+    for bad in (BIG + [3], BIG[:5] + [None], BIG[:600] + ["\ud800"], tuple(BIG) + (b"x", 1.5)):
+        with pytest.raises((TypeError, ValueError)):
+            r.route_many(bad)
+    with pytest.raises(TypeError):
+        r.route_many(7)
+    assert r.route_many(BIG) == want
+
+
+def test_route_many_survives_its_list_changing_in_another_thread():
+    # The list's keys are copied before the GIL is released: a thread replacing them meanwhile
+    # cannot free bytes the batch reads. Each answer is the route of the key before or after.
+    r = chash.Router(NODES, preset="ketama")
+    keys = [f"key-{i}" for i in range(20000)]
+    stop = threading.Event()
+
+    def mutate():
+        i = 0
+        while not stop.is_set():
+            keys[i % len(keys)] = f"other-{i}"
+            i += 1
+
+    t = threading.Thread(target=mutate)
+    t.start()
+    try:
+        for _ in range(20):
+            got = r.route_many(keys)
+            assert len(got) == len(keys) and set(got) <= set(NODES)
+    finally:
+        stop.set()
+        t.join(60)
+    assert r.route_many(keys) == [r.route(k) for k in keys]
+
+
+def test_route_many_copies_keys_of_every_length_exactly():
+    # A list of >= 512 keys is copied into one buffer (short keys by overlapping word copies):
+    # every length, str (ASCII and not) and bytes, routes as route() does.
+    r = chash.Router([f"n{i}" for i in range(7)])
+    keys = []
+    for n in range(0, 71):
+        keys += ["k" * n, "é" * (n // 2) + "a" * (n % 2), ("x%d" % n) * (n // 3 + 1),
+                 bytes(range(256))[:n]]
+    keys *= 3
+    assert len(keys) >= 512
+    want = [r.route(k) for k in keys]
+    assert r.route_many(keys) == want and r.route_many(tuple(keys)) == want
+    assert r.route_many(keys[:100]) == want[:100]
