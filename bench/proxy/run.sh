@@ -271,24 +271,30 @@ redis_bench() {  # redis_bench TARGET WORKERS PORT PGID|-
 # key_proxies PROTO BENCH FRONT PORT1 PORT2 PORT3: BENCH (redis_bench | mc_bench) direct to the
 # first backend, then through nutcracker and chash-proxy (each WORKERS count) on the same
 # nutcracker.yml: ketama, fnv1a_64, the three backends, listening on FRONT.
+# A nutcracker config (chash-proxy reads the same file): FILE POOL LISTEN_PORT REDIS(true|false)
+# TIMEOUT_MS NAME_PREFIX PORT1 PORT2 PORT3 — ketama with fnv1a_64 over three local servers.
+nutcracker_yml() {
+  cat >"$1" <<YML
+$2:
+  listen: $HOST:$3
+  hash: fnv1a_64
+  distribution: ketama
+  redis: $4
+  timeout: $5
+  server_connections: 1
+  auto_eject_hosts: false
+  servers:
+    - $HOST:$7:1 ${6}1
+    - $HOST:$8:1 ${6}2
+    - $HOST:$9:1 ${6}3
+YML
+}
+
 key_proxies() {
   local proto=$1 bench=$2 front=$3 redis=false prefix=m
   shift 3
   [ "$proto" = redis ] && redis=true prefix=r
-  cat >"$tmp/$proto.yml" <<YML
-$proto:
-  listen: $HOST:$front
-  hash: fnv1a_64
-  distribution: ketama
-  redis: $redis
-  timeout: 2000
-  server_connections: 1
-  auto_eject_hosts: false
-  servers:
-    - $HOST:$1:1 ${prefix}1
-    - $HOST:$2:1 ${prefix}2
-    - $HOST:$3:1 ${prefix}3
-YML
+  nutcracker_yml "$tmp/$proto.yml" "$proto" "$front" "$redis" 2000 "$prefix" "$1" "$2" "$3"
   "$bench" "direct (${prefix}1)" "" "$1" -
   local stats pid w
   stats=$(free_ports 1)
@@ -644,20 +650,7 @@ big_proxies() {
   big_names=() big_ports=() big_pids=()
   local i
   for i in 0 1 2; do
-    cat >"$tmp/big-$proto-$i.yml" <<YML
-$proto:
-  listen: $HOST:${fronts[$i]}
-  hash: fnv1a_64
-  distribution: ketama
-  redis: $redis
-  timeout: 5000
-  server_connections: 1
-  auto_eject_hosts: false
-  servers:
-    - $HOST:$1:1 ${prefix}1
-    - $HOST:$2:1 ${prefix}2
-    - $HOST:$3:1 ${prefix}3
-YML
+    nutcracker_yml "$tmp/big-$proto-$i.yml" "$proto" "${fronts[$i]}" "$redis" 5000 "$prefix" "$1" "$2" "$3"
   done
   local stats
   stats=$(free_ports 1)

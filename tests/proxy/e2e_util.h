@@ -123,6 +123,18 @@ inline bool closed_by_peer(int fd) {
   return false;
 }
 
+// A value for key i of the 10,000-key tests (Redis and memcached): every byte value, CR/LF inside,
+// lengths from 0 to 40 KiB (the large ones go to the client straight from the backend's read chunk,
+// the small ones are copied; net/buffer.h).
+inline std::string binary_value(int i) {
+  const std::size_t len = i % 1000 == 7 ? 40000 : static_cast<std::size_t>(i % 97) * 13;
+  std::string v(len, '\0');
+  for (std::size_t j = 0; j < len; ++j)
+    v[j] = static_cast<char>((j * 31 + static_cast<std::size_t>(i)) & 0xff);
+  if (len > 4) v.replace(len / 2, 2, "\r\n");
+  return v;
+}
+
 // A free TCP port on 127.0.0.1 (bound, read, released: racy in theory, fine on loopback tests).
 inline std::uint16_t free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

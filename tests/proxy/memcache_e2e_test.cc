@@ -407,6 +407,7 @@ TEST_F(MemcacheE2E, MultiGetAcrossBackendsInKeyOrderWithMisses) {
 }
 
 using testing::rss_kb;
+using testing::binary_value;
 
 TEST_F(MemcacheE2E, TooLargeValueIsRefusedAndTheConnectionStaysUsable) {
   start_proxy(yaml("  max_value_bytes: 1048576\n"));
@@ -481,22 +482,14 @@ TEST_F(MemcacheE2E, TenThousandKeyGetComesBackExactly) {
   start_proxy(yaml(""), 1);
   auto c = client();
   constexpr int kKeys = 10000;
-  auto data = [](int i) {
-    const std::size_t len = i % 1000 == 7 ? 40000 : static_cast<std::size_t>(i % 97) * 13;
-    std::string v(len, '\0');
-    for (std::size_t j = 0; j < len; ++j)
-      v[j] = static_cast<char>((j * 31 + static_cast<std::size_t>(i)) & 0xff);
-    if (len > 4) v.replace(len / 2, 2, "\r\n");
-    return v;
-  };
   std::string sets, get = "get", want;
   int stored = 0;
   for (int i = 0; i < kKeys; ++i) {
     const std::string key = "zk:" + std::to_string(i);
     get += " " + key;
     if (i % 3 == 1) continue;
-    sets += set(key, data(i));
-    want += value(key, data(i));
+    sets += set(key, binary_value(i));
+    want += value(key, binary_value(i));
     ++stored;
   }
   get += "\r\n";
@@ -515,7 +508,7 @@ TEST_F(MemcacheE2E, TenThousandKeyGetComesBackExactly) {
   }
   ASSERT_TRUE(c.send(get + "get zk:1007\r\n"));
   EXPECT_TRUE(c.read(true) == want);
-  EXPECT_TRUE(c.read(true) == value("zk:1007", data(1007)) + "END\r\n");
+  EXPECT_TRUE(c.read(true) == value("zk:1007", binary_value(1007)) + "END\r\n");
 }
 
 TEST_F(MemcacheE2E, PipeliningWithoutReadingIsBounded) {

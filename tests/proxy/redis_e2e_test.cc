@@ -35,6 +35,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using testing::binary_value;
 using testing::bulk;
 using testing::have_redis;
 using testing::RedisServer;
@@ -246,18 +247,6 @@ TEST_F(ProxyE2E, PipelinedMultiGetsMergeWhenRepliesShareAReadBuffer) {
   for (int r = 0; r < 40; ++r) got += c.read_reply();
   EXPECT_EQ(got, want);
   EXPECT_EQ(c.call({"PING"}), "+PONG\r\n");
-}
-
-// A value for key i of the 10,000-key tests: every byte value, CR/LF inside, lengths from 0
-// to 40 KiB (the large ones go to the client straight from the backend's read chunk, the small
-// ones are copied; net/buffer.h).
-std::string binary_value(int i) {
-  const std::size_t len = i % 1000 == 7 ? 40000 : static_cast<std::size_t>(i % 97) * 13;
-  std::string v(len, '\0');
-  for (std::size_t j = 0; j < len; ++j)
-    v[j] = static_cast<char>((j * 31 + static_cast<std::size_t>(i)) & 0xff);
-  if (len > 4) v.replace(len / 2, 2, "\r\n");
-  return v;
 }
 
 // Issue 15: a 10,000-key MGET over 3 backends, a third of the keys missing, binary values,
