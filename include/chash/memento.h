@@ -65,13 +65,11 @@ class BasicMementoTable {
 
   // pick() for every hash (out.size() >= hashes.size()), when the inner function has a batch
   // form: the inner buckets in one batch, then each removed one followed as pick() does.
-  void pick_batch(std::span<const std::uint64_t> hashes,
-                  std::span<NodeId> out) const noexcept requires
-      requires(std::span<const std::uint64_t> h, std::span<NodeId> o) {
-    Inner::bucket_batch(h, std::uint32_t{1}, o);
-  }
-  {
-    Inner::bucket_batch(hashes, size_, out);
+  // A member template, so that the class's explicit instantiation leaves it out where the
+  // function has no batch form (clang 14 instantiates a constrained non-template member anyway).
+  template <internal::BucketBatchFunction B = Inner>
+  void pick_batch(std::span<const std::uint64_t> hashes, std::span<NodeId> out) const noexcept {
+    B::bucket_batch(hashes, size_, out);
     if (replacer_.empty()) return;
     for (std::size_t k = 0; k < hashes.size(); ++k) out[k] = follow_removals(hashes[k], out[k]);
   }

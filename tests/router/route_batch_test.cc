@@ -246,6 +246,12 @@ TEST(RouteBatchTest, RingSpecsBatchEqualsRoute) {
   }
 }
 
+// The tables whose function has a batch form offer pick_batch (route_batch then uses it); the
+// others are looped by route_batch.
+static_assert(internal::HasPickBatch<JumpTable> && internal::HasPickBatch<MementoTable>);
+static_assert(!internal::HasPickBatch<JumpBackTable> &&
+              !internal::HasPickBatch<MementoJumpBackTable>);
+
 // JumpTable::pick_batch runs 8 keys in lockstep: equal to pick() at bucket counts from 1 up,
 // on hashes that make long and short chains.
 TEST(RouteBatchTest, JumpPickBatchEqualsPickAtEveryBucketCount) {

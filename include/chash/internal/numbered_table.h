@@ -17,6 +17,15 @@
 
 namespace chash::internal {
 
+// A bucket function with a batch form: bucket_batch(hashes, n, out) fills out[i] for each hash.
+// clang-format 14 mangles a concept's requirement body.
+// clang-format off
+template <class B>
+concept BucketBatchFunction = requires(std::span<const std::uint64_t> h, std::span<NodeId> o) {
+  B::bucket_batch(h, std::uint32_t{1}, o);
+};
+// clang-format on
+
 // Buckets: static constexpr const char* kName; static std::uint32_t bucket(std::uint64_t hash,
 // std::uint32_t n) noexcept; optionally static void bucket_batch(std::span<const std::uint64_t>,
 // std::uint32_t n, std::span<NodeId> out) noexcept, which gives the table a pick_batch.
@@ -34,13 +43,11 @@ class NumberedBucketTable {
   }
 
   // pick() for every hash (out.size() >= hashes.size()), when the function has a batch form.
-  void pick_batch(std::span<const std::uint64_t> hashes,
-                  std::span<NodeId> out) const noexcept requires
-      requires(std::span<const std::uint64_t> h, std::span<NodeId> o) {
-    Buckets::bucket_batch(h, std::uint32_t{1}, o);
-  }
-  {
-    Buckets::bucket_batch(hashes, buckets_, out);
+  // A member template, so that the class's explicit instantiation leaves it out where the
+  // function has no batch form (clang 14 instantiates a constrained non-template member anyway).
+  template <internal::BucketBatchFunction B = Buckets>
+  void pick_batch(std::span<const std::uint64_t> hashes, std::span<NodeId> out) const noexcept {
+    B::bucket_batch(hashes, buckets_, out);
     if (drained_.empty()) return;
     for (std::size_t k = 0; k < hashes.size(); ++k) {
       if (drained_[out[k]]) out[k] = pick_slow(hashes[k]);
