@@ -20,6 +20,7 @@ bootstrap:
 	@bash scripts/bootstrap.sh
 
 build: bootstrap
+	@echo "make: $@ starts at $$(date +%T)"
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
@@ -43,13 +44,21 @@ demo: release
 # Every test: the normal build, the unit tests under ASan+UBSan, the concurrency tests under TSan,
 # and each libFuzzer target for FUZZ_SECONDS.
 test: unit-test asan tsan fuzz
+	@echo "make: test ends at $$(date +%T)"
 
 unit-test: build
+	@echo "make: $@ starts at $$(date +%T)"
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-asan: bootstrap
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCHASH_SANITIZE=address,undefined \
+# One clang tree with ASan+UBSan holds both the sanitized unit and proxy tests and the libFuzzer
+# targets, so that libchash, the CLI's library and the proxy's are compiled once for both.
+SANITIZED_TREE = CC=clang CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \
+	  -DCHASH_SANITIZE=address,undefined -DCHASH_FUZZ=ON \
 	  -DCHASH_BUILD_BENCH=OFF -DCHASH_BUILD_EXAMPLES=OFF >/dev/null
+
+asan: bootstrap
+	@echo "make: $@ starts at $$(date +%T)"
+	$(SANITIZED_TREE)
 	cmake --build build-asan -j $(JOBS) --target chash_unit_tests chash_proxy_tests
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ./build-asan/tests/chash_unit_tests --gtest_brief=1
@@ -57,6 +66,7 @@ asan: bootstrap
 	  ./build-asan/tests/proxy/chash_proxy_tests --gtest_brief=1
 
 tsan: bootstrap
+	@echo "make: $@ starts at $$(date +%T)"
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHASH_SANITIZE=thread \
 	  -DCHASH_BUILD_BENCH=OFF -DCHASH_BUILD_EXAMPLES=OFF >/dev/null
 	cmake --build build-tsan -j $(JOBS) --target chash_concurrency_tests chash_proxy_tests
@@ -67,15 +77,14 @@ tsan: bootstrap
 
 # libFuzzer (clang) with ASan+UBSan over every parser of untrusted input; FUZZ_SECONDS each.
 fuzz: bootstrap
-	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DCHASH_SANITIZE=address,undefined -DCHASH_FUZZ=ON -DCHASH_BUILD_TESTS=OFF \
-	  -DCHASH_BUILD_BENCH=OFF -DCHASH_BUILD_EXAMPLES=OFF >/dev/null
-	cmake --build build-fuzz -j $(JOBS)
-	@set -e; for f in build-fuzz/*_fuzz; do \
-	  n=$$(basename $$f); mkdir -p build-fuzz/corpus/$$n; \
+	@echo "make: $@ starts at $$(date +%T)"
+	$(SANITIZED_TREE)
+	cmake --build build-asan -j $(JOBS) --target chash_fuzzers
+	@set -e; for f in build-asan/*_fuzz; do \
+	  n=$$(basename $$f); mkdir -p build-asan/corpus/$$n; \
 	  echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=0 \
-	    build-fuzz/corpus/$$n fuzz/corpus/$$n 2>&1 | grep -E "^Done|ERROR|SUMMARY" ; \
+	    build-asan/corpus/$$n fuzz/corpus/$$n 2>&1 | grep -E "^Done|ERROR|SUMMARY" ; \
 	  test $${PIPESTATUS[0]} -eq 0; \
 	done
 

@@ -30,22 +30,13 @@ struct MementoOptions {
 };
 
 namespace internal {
-struct MementoOverJump {
+// Memento's inner hash is the numbered table's bucket function (bucket(), and jump's batch form,
+// inherited); only the name its errors carry differs.
+struct MementoOverJump : JumpBuckets {
   static constexpr const char* kName = "memento";
-  static constexpr std::uint32_t bucket(std::uint64_t hash, std::uint32_t n) noexcept {
-    return jump_consistent_hash(hash, n);
-  }
-  // Jump's 8 keys in lockstep (chash/jump.h).
-  static void bucket_batch(std::span<const std::uint64_t> hashes, std::uint32_t n,
-                           std::span<NodeId> out) noexcept {
-    JumpBuckets::bucket_batch(hashes, n, out);
-  }
 };
-struct MementoOverJumpBack {
+struct MementoOverJumpBack : JumpBackBuckets {
   static constexpr const char* kName = "memento-jumpback";
-  static constexpr std::uint32_t bucket(std::uint64_t hash, std::uint32_t n) noexcept {
-    return jumpback_hash(hash, n);
-  }
 };
 }  // namespace internal
 

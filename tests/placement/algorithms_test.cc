@@ -82,43 +82,6 @@ TEST(JumpTest, TrailingDrainedNodeIsTrulyRemoved) {
 
 // ---- memento -------------------------------------------------------------------------------------
 
-TEST(MementoTest, WithoutRemovalsItIsJump) {
-  const auto m = MementoTable::build(nodes(37));
-  for (int k = 0; k < 5000; ++k) {
-    const auto h = hash::xxh3_64("k" + std::to_string(k));
-    ASSERT_EQ(m.pick(h), jump_consistent_hash(h, 37));
-  }
-}
-
-TEST(MementoTest, SuccessiveRemovalsMoveOnlyTheRemovedNodesKeys) {
-  // Remove 5 nodes one by one in arbitrary order; each step moves only that node's keys, and
-  // the removed node's keys spread over all the others.
-  std::vector<Node> ns = nodes(20);
-  std::vector<NodeId> order;
-  auto table = MementoTable::build(ns);
-  for (NodeId victim : {7u, 2u, 19u, 11u, 0u}) {
-    ns[victim].weight = 0;
-    order.push_back(victim);
-    MementoOptions opt;
-    opt.removal_order = order;
-    const auto next = MementoTable::build(ns, opt);
-    std::set<NodeId> receivers;
-    for (int k = 0; k < 20000; ++k) {
-      const auto h = hash::xxh3_64("k" + std::to_string(k));
-      const NodeId a = table.pick(h), b = next.pick(h);
-      ASSERT_NE(b, victim);
-      ASSERT_EQ(ns[b].weight, 1u) << "key mapped to a removed bucket";
-      if (a != victim) {
-        ASSERT_EQ(a, b);
-      } else {
-        receivers.insert(b);
-      }
-    }
-    EXPECT_GE(receivers.size(), 10u) << "a removed node's keys should spread";
-    table = next;
-  }
-}
-
 TEST(MementoTest, RemovalOrderIsValidated) {
   auto ns = nodes(4);
   MementoOptions opt;

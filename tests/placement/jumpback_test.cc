@@ -212,38 +212,7 @@ TEST(JumpBackTest, ThroughTheRuntimeChoice) {
   for (const std::uint64_t h : hashes(1000, 6)) ASSERT_EQ(pick(t, h), jumpback_hash(h, 9));
 }
 
-// ---- memento over JumpBackHash, and over jump unchanged ----------------------------------------
-
-TEST(MementoJumpBackTest, WithoutRemovalsItIsJumpBack) {
-  const auto m = MementoJumpBackTable::build(nodes(37));
-  for (const std::uint64_t h : hashes(5000, 7)) ASSERT_EQ(m.pick(h), jumpback_hash(h, 37));
-}
-
-TEST(MementoJumpBackTest, SuccessiveRemovalsMoveOnlyTheRemovedNodesKeys) {
-  std::vector<Node> ns = nodes(20);
-  std::vector<NodeId> order;
-  auto table = MementoJumpBackTable::build(ns);
-  const auto hs = hashes(20000, 8);
-  for (const NodeId victim : {7u, 2u, 19u, 11u, 0u}) {
-    ns[victim].weight = 0;
-    order.push_back(victim);
-    MementoOptions opt;
-    opt.removal_order = order;
-    const auto next = MementoJumpBackTable::build(ns, opt);
-    std::set<NodeId> receivers;
-    for (const std::uint64_t h : hs) {
-      const NodeId a = table.pick(h), b = next.pick(h);
-      ASSERT_EQ(ns[b].weight, 1u) << "key mapped to a removed bucket";
-      if (a != victim) {
-        ASSERT_EQ(a, b);
-      } else {
-        receivers.insert(b);
-      }
-    }
-    EXPECT_GE(receivers.size(), 10u) << "a removed node's keys should spread";
-    table = next;
-  }
-}
+// ---- memento over JumpBackHash, and over jump unchanged (the shared properties: memento_test.cc)
 
 TEST(MementoJumpBackTest, ErrorsNameTheAlgorithm) {
   auto ns = nodes(4);

@@ -55,11 +55,13 @@ class Recorder : public Pollable {
 TEST(EventLoopTest, TimersFireInDeadlineOrderNotInsertionOrder) {
   EventLoop loop;
   std::vector<int> fired;
-  loop.add_timer(milliseconds(30), [&] { fired.push_back(30); });
+  // Deadlines are absolute (now + after): 150 ms apart, so that a loaded machine (ASan, other
+  // jobs) pausing between two add_timer calls cannot reorder them.
+  loop.add_timer(milliseconds(300), [&] { fired.push_back(300); });
   loop.add_timer(milliseconds(1), [&] { fired.push_back(1); });
-  loop.add_timer(milliseconds(15), [&] { fired.push_back(15); });
+  loop.add_timer(milliseconds(150), [&] { fired.push_back(150); });
   run_until(loop, [&] { return fired.size() == 3; });
-  EXPECT_EQ(fired, (std::vector<int>{1, 15, 30}));
+  EXPECT_EQ(fired, (std::vector<int>{1, 150, 300}));
 }
 
 TEST(EventLoopTest, TimerDoesNotFireEarly) {
