@@ -52,5 +52,6 @@ void add_plot(CLI::App& app);
 void add_demo(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_detect(CLI::App& app);
+void add_rebalance(CLI::App& app);
 
 }  // namespace chash::cli

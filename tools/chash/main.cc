@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   chash::cli::add_bench(app);
   chash::cli::add_demo(app);
   chash::cli::add_detect(app);
+  chash::cli::add_rebalance(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -3,10 +3,10 @@
 // the least any placement could move, where they go (from -> to), and for rings the exact hash
 // ranges that change owner, as a plan a person can act on.
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <functional>
 
+#include "change.h"
 #include "chash/analysis.h"
 #include "chash/error.h"
 #include "report.h"
@@ -24,27 +24,6 @@ struct MigrateArgs {
   std::string after_nodes_file;
   bool all_ranges = false;
 };
-
-// "NAME=W" -> (NAME, W); the weight is after the last '='.
-std::pair<std::string, std::uint32_t> name_weight(const std::string& s, const char* flag,
-                                                  bool required) {
-  const auto eq = s.rfind('=');
-  if (eq == std::string::npos) {
-    if (required)
-      throw Error(ErrorCode::kParse, std::string(flag) + " takes NAME=WEIGHT, got \"" + s + "\"");
-    return {s, 1};
-  }
-  std::uint32_t w = 0;
-  const char* b = s.data() + eq + 1;
-  const char* e = s.data() + s.size();
-  const auto [p, ec] = std::from_chars(b, e, w);
-  if (ec != std::errc() || p != e || b == e || w > kMaxWeight) {
-    if (!required) return {s, 1};  // an '=' that is part of the name
-    throw Error(ErrorCode::kParse, std::string(flag) + ": weight in \"" + s + "\" is not 0.." +
-                                       std::to_string(kMaxWeight));
-  }
-  return {s.substr(0, eq), w};
-}
 
 std::string hex_pos(std::uint64_t v, bool wide) {
   char buf[24];
@@ -71,111 +50,23 @@ void run_migrate(const MigrateArgs& a) {
         "migrate", "give the change: --add/--remove/--reweight/--down, or --after-nodes-file");
   }
   require_key_input(a.keys);
-  const auto before_nodes = a.nodes.load();
-
-  // The two placements. Natives go through chash::Cluster, so remove/down/reweight have the
-  // library's membership semantics (stable positions, failover to the next choice).
-  std::vector<Node> after_nodes;      // names by the ids route_after returns
-  std::vector<Node> after_effective;  // for the optimum: down nodes with weight 0
-  std::shared_ptr<const Snapshot> snap_before, snap_after;
-  std::optional<Router> kr_before, kr_after;
-  std::vector<std::string> down_names;
-  kr_before = Router::build(a.spec, before_nodes);
-
-  if (!a.after_nodes_file.empty()) {
-    after_nodes = read_nodes_file(a.after_nodes_file);
-    kr_after = Router::build(a.spec, after_nodes);
-    after_effective = after_nodes;
-  } else if (!a.spec.algorithm.empty()) {
-    Cluster cluster(a.spec, before_nodes);
-    snap_before = cluster.snapshot();
-    for (const auto& r : a.remove) cluster.remove(r);
-    for (const auto& s : a.add) {
-      auto [name, w] = name_weight(s, "--add", false);
-      cluster.add({name, w});
-    }
-    for (const auto& s : a.reweight) {
-      auto [name, w] = name_weight(s, "--reweight", true);
-      cluster.set_weight(name, w);
-    }
-    for (const auto& d : a.down) cluster.mark_down(d);
-    snap_after = cluster.snapshot();
-    after_nodes.assign(snap_after->nodes().begin(), snap_after->nodes().end());
-    for (std::size_t i = 0; i < after_nodes.size(); ++i) {
-      Node n = after_nodes[i];
-      if (snap_after->is_removed(static_cast<NodeId>(i)) ||
-          snap_after->is_down(static_cast<NodeId>(i)))
-        n.weight = 0;
-      if (!snap_after->is_removed(static_cast<NodeId>(i))) after_effective.push_back(n);
-    }
-  } else {
-    // Presets: the peer rebuilt with the changed server list; a down server's keys go to the
-    // peer's next choice (route_n).
-    after_nodes = before_nodes;
-    for (const auto& r : a.remove) {
-      auto it = std::find_if(after_nodes.begin(), after_nodes.end(),
-                             [&](const Node& n) { return n.name == r; });
-      if (it == after_nodes.end())
-        throw Error(ErrorCode::kUnknownNode, "--remove: no node named " + r);
-      after_nodes.erase(it);
-    }
-    for (const auto& s : a.add) {
-      auto [name, w] = name_weight(s, "--add", false);
-      after_nodes.push_back({name, w});
-    }
-    for (const auto& s : a.reweight) {
-      const auto nw = name_weight(s, "--reweight", true);
-      auto it = std::find_if(after_nodes.begin(), after_nodes.end(),
-                             [&](const Node& n) { return n.name == nw.first; });
-      if (it == after_nodes.end())
-        throw Error(ErrorCode::kUnknownNode, "--reweight: no node named " + nw.first);
-      it->weight = nw.second;
-    }
-    kr_after = Router::build(a.spec, after_nodes);
-    after_effective = after_nodes;
-    for (const auto& d : a.down) {
-      auto it = std::find_if(after_effective.begin(), after_effective.end(),
-                             [&](const Node& n) { return n.name == d; });
-      if (it == after_effective.end())
-        throw Error(ErrorCode::kUnknownNode, "--down: no node named " + d);
-      it->weight = 0;
-    }
-    down_names = a.down;
-  }
-
-  const Router& kb = *kr_before;
-  // Presets: a down server's keys go to the peer's next choice that is up (the router's failover).
-  DownSet down_after;
-  for (const auto& d : down_names) {
-    const NodeId id = kr_after->find(d);
-    if (id != kNoNode) down_after.set(id, true);
-  }
-  // Owners before and after for a batch of keys (route_batch; a down node's keys then walk on
-  // to their next choice that is up, as route(key, down) does).
+  const Change c = build_change(
+      a.spec, a.nodes.load(), ChangeArgs{a.add, a.remove, a.reweight, a.down, a.after_nodes_file});
+  const auto& before_nodes = c.before_nodes;
+  const auto& after_nodes = c.after_nodes;
+  const auto& after_effective = c.after_effective;
+  const auto& snap_before = c.snap_before;
+  const auto& snap_after = c.snap_after;
+  const auto& kr_after = c.kr_after;
+  const Router& kb = *c.kr_before;
   auto after_of = [&](std::span<const std::string_view> keys, std::span<NodeId> out) {
-    if (snap_after) {
-      snap_after->route_batch(keys, out);
-      return;
-    }
-    kr_after->route_batch(keys, out);
-    if (down_after.empty()) return;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      if (out[i] != kNoNode && down_after.contains(out[i])) {
-        out[i] = kr_after->route(keys[i], down_after);
-      }
-    }
+    c.after_of(keys, out);
   };
   auto before_of = [&](std::span<const std::string_view> keys, std::span<NodeId> out) {
-    if (snap_before) {
-      snap_before->route_batch(keys, out);
-    } else {
-      kb.route_batch(keys, out);
-    }
+    c.before_of(keys, out);
   };
 
-  const std::vector<Node> names_before =
-      snap_before ? std::vector<Node>(snap_before->nodes().begin(), snap_before->nodes().end())
-                  : before_nodes;
+  const std::vector<Node>& names_before = c.names_before;
   MoveCounter moves(names_before, after_nodes);
   LoadCounter load_before(names_before.size()), load_after(after_nodes.size());
   {
