@@ -145,8 +145,9 @@ bool tcp_accepts(std::uint16_t port) {
 // A TLS-only redis-server (no plaintext port) with an aclfile: the proxy logs in as `proxy`.
 class TlsRedis {
  public:
-  TlsRedis(const fs::path& dir, const Certs& c, const std::string& name, const std::string& cert)
-      : port_(free_port()) {
+  TlsRedis(const fs::path& dir, const Certs& c, const std::string& name, const std::string& cert,
+           std::uint16_t port = 0)
+      : port_(port != 0 ? port : free_port()) {
     std::ofstream(dir / (name + ".acl")) << "user default off\nuser proxy on >ppw ~* +@all\n";
     ok_ = process_.start({"redis-server",
                           "--port",
@@ -327,6 +328,22 @@ TEST_F(TlsE2E, BackendVerificationFailuresNameTheBackend) {
                        std::to_string(expired.port()) + ":1 r1\n");
   RespClient cl(RespClient::dial_tcp(port));
   EXPECT_EQ(cl.call({"SET", "k", "v"}), "+OK\r\n");
+}
+
+// A TLS-only backend that was down comes back: the health probe (AUTH + PING) speaks TLS too.
+TEST_F(TlsE2E, HealthProbesSpeakTls) {
+  const auto rport = free_port(), port = free_port();
+  proxy.start(dir, "p:\n  listen: 127.0.0.1:" + std::to_string(port) +
+                       "\n  redis: true\n  timeout: 1000\n  auto_eject_hosts: true\n"
+                       "  server_failure_limit: 1\n  server_retry_timeout: 100\n"
+                       "  server_user: proxy\n  server_auth: ppw\n  server_tls: {ca: " +
+                       cert("ca") + "}\n  servers:\n    - 127.0.0.1:" + std::to_string(rport) +
+                       ":1 r1\n");
+  RespClient cl(RespClient::dial_tcp(port));
+  EXPECT_EQ(cl.call({"SET", "k", "v"}).substr(0, 4), "-ERR");  // not started yet: ejected
+  TlsRedis r(dir, *certs_, "r", "server", rport);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(eventually([&] { return cl.call({"SET", "k", "v"}) == "+OK\r\n"; }));
 }
 
 TEST_F(TlsE2E, RequireClientCert) {
