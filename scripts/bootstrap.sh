@@ -8,7 +8,8 @@ PACKAGES=(
   build-essential cmake pkg-config git
   clang libclang-rt-dev           # libFuzzer and sanitizer runtimes for clang
   libxxhash-dev xxhash            # xxh3/xxh64, and xxhsum for check values
-  libssl-dev                      # MD5 (OpenSSL EVP)
+  libssl-dev                      # MD5 (OpenSSL EVP); chash-proxy TLS (libssl)
+  openssl                         # the TLS tests and bench make their certificates with it
   zlib1g-dev                      # CRC32
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev

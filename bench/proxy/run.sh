@@ -5,6 +5,10 @@
 #   redis     redis-benchmark -> direct (one of the 3 redis-servers) | nutcracker | chash-proxy
 #   memcache  mcbench (bench/proxy/mcbench.c) -> direct (one of 3 memcached) | nutcracker | chash-proxy
 #   tcp       wrk -> direct (the nginx backend) | haproxy | nginx stream | chash-proxy
+#   tls       redis-benchmark --tls -> direct TLS to a redis-server | chash-proxy with TLS on both
+#             sides (tls: + server_tls:), and the same without TLS for reference (direct, chash-proxy
+#             plaintext); all up at once on the same 3 redis-servers (each with a plain and a TLS
+#             port), taken in turn for TLS_ROUNDS rounds; a row is the median of its rounds
 #   bigkeys   requests of BIG_KEYS (10,000) keys — redis MSET, MGET, DEL (redis-benchmark) and a
 #             memcached get (mcbench) — through nutcracker and chash-proxy (and, with
 #             CHASH_PROXY_BEFORE=<binary>, an older chash-proxy), all up at once on the same
@@ -17,7 +21,7 @@
 # and log in a temp dir, runs under `timeout`, and is stopped on exit. A side that does not start
 # or whose client fails becomes a "not available: <why>" row; the run goes on.
 #
-# Knobs (environment): PROTOCOLS="redis memcache tcp bigkeys", REQUESTS=200000 (per redis/memcache run),
+# Knobs (environment): PROTOCOLS="redis memcache tcp bigkeys tls", REQUESTS=200000 (per redis/memcache run),
 # CLIENTS=50, PIPELINES="1 16", WORKERS="1 2", KEYSPACE=100000, DATA_SIZE=3, MGET_KEYS=10,
 # REDIS_TESTS="set get mget", MC_TESTS="set get mget", REDIS_THREADS= (redis-benchmark --threads),
 # TCP_SECONDS=10, TCP_CONNECTIONS=50, TCP_THREADS=2, TCP_BALANCE=hash|round-robin,
@@ -29,12 +33,14 @@
 # BIG_WORKERS=1 (chash-proxy workers), BIG_REDIS_TESTS="mset mget del", BIG_MC_TESTS="get"
 # (set1 and get1 in either: single-key SET/GET, -d DATA_SIZE, the same alternation),
 # CHASH_PROXY_BEFORE=<a chash-proxy binary to measure beside this one>.
+# tls: TLS_REQUESTS=20000 (per run), TLS_ROUNDS=3, TLS_TESTS="get set", TLS_PIPELINES="1 16"
+# (chash-proxy with 1 worker; certificates made with openssl in the temp dir).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 CHASH_PROXY=${CHASH_PROXY:-$root/build-release/chash-proxy}
-PROTOCOLS=${PROTOCOLS:-redis memcache tcp bigkeys}
+PROTOCOLS=${PROTOCOLS:-redis memcache tcp bigkeys tls}
 BIG_KEYS=${BIG_KEYS:-10000}
 BIG_REQUESTS=${BIG_REQUESTS:-200}
 BIG_CLIENTS=${BIG_CLIENTS:-4}
@@ -43,6 +49,10 @@ BIG_WORKERS=${BIG_WORKERS:-1}
 BIG_REDIS_TESTS=${BIG_REDIS_TESTS:-mset mget del}
 BIG_MC_TESTS=${BIG_MC_TESTS:-get}
 CHASH_PROXY_BEFORE=${CHASH_PROXY_BEFORE:-}
+TLS_REQUESTS=${TLS_REQUESTS:-20000}
+TLS_ROUNDS=${TLS_ROUNDS:-3}
+TLS_TESTS=${TLS_TESTS:-get set}
+TLS_PIPELINES=${TLS_PIPELINES:-1 16}
 REQUESTS=${REQUESTS:-200000}
 CLIENTS=${CLIENTS:-50}
 PIPELINES=${PIPELINES:-1 16}
@@ -244,6 +254,7 @@ redis_once() {  # redis_once PGID|- PORT TEST PIPELINE
   args=(redis-benchmark -h "$HOST" -p "$port" -c "$CLIENTS" -n "$REQUESTS" -r "$KEYSPACE"
         -d "$DATA_SIZE" -P "$p" --csv)
   [ -n "$REDIS_THREADS" ] && args+=(--threads "$REDIS_THREADS")
+  [ -n "${tls_cacert:-}" ] && args+=(--tls --cacert "$tls_cacert")
   if [ "$t" = mget ]; then
     args+=(MGET)
     for ((i = 0; i < MGET_KEYS; i++)); do args+=("key:__rand_int__"); done
@@ -718,6 +729,81 @@ run_bigkeys() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# tls
+
+run_tls() {
+  echo "tls: 3 redis-servers (plain + TLS ports); redis-benchmark -c $CLIENTS -n $TLS_REQUESTS, $TLS_ROUNDS rounds" >&2
+  local d=$tmp/tls ports i k t p r target
+  mkdir -p "$d"
+  local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  if ! { openssl req -x509 "${ec[@]}" -keyout "$d/ca.key" -out "$d/ca.crt" -days 2 -subj /CN=bench-ca &&
+         openssl req -new "${ec[@]}" -keyout "$d/s.key" -out "$d/s.csr" -subj /CN=localhost &&
+         printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$d/s.ext" &&
+         openssl x509 -req -in "$d/s.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 2 \
+           -extfile "$d/s.ext" -out "$d/s.crt"; } >"$d/openssl.log" 2>&1; then
+    na tls "direct TLS (r1)" "" "openssl could not make certificates"
+    return 0
+  fi
+  read -r -a ports <<<"$(free_ports 8)"  # 0-2 plain, 3-5 TLS, 6 proxy TLS, 7 proxy plain
+  for i in 0 1 2; do
+    if ! start "tls-redis$i" "$PIN_BACKENDS" "${ports[$((i + 3))]}" redis-server --bind "$HOST" \
+         --port "${ports[$i]}" --tls-port "${ports[$((i + 3))]}" --tls-cert-file "$d/s.crt" \
+         --tls-key-file "$d/s.key" --tls-ca-cert-file "$d/ca.crt" --tls-auth-clients no \
+         --save "" --appendonly no --dir "$tmp" --protected-mode yes --daemonize no; then
+      na tls "direct TLS (r1)" "" "backends: $why"
+      return 0
+    fi
+  done
+  nutcracker_yml "$d/tls.yml" tls "${ports[6]}" true 2000 t "${ports[@]:3:3}"
+  printf '  tls: {cert: %s, key: %s}\n  server_tls: {ca: %s}\n' "$d/s.crt" "$d/s.key" "$d/ca.crt" >>"$d/tls.yml"
+  nutcracker_yml "$d/plain.yml" plain "${ports[7]}" true 2000 r "${ports[@]:0:3}"
+  local tls_pid plain_pid
+  if ! start chash-proxy-tls "$PIN_PROXY" "${ports[6]}" "$CHASH_PROXY" -c "$d/tls.yml" --workers 1 --log-level warn -s 0 -a "$HOST"; then
+    na tls "chash-proxy TLS" 1 "$why"
+    return 0
+  fi
+  tls_pid=$started
+  if ! start chash-proxy-plain "$PIN_PROXY" "${ports[7]}" "$CHASH_PROXY" -c "$d/plain.yml" --workers 1 --log-level warn -s 0 -a "$HOST"; then
+    na tls "chash-proxy" 1 "$why"
+    return 0
+  fi
+  plain_pid=$started
+  # Alternating: every round takes each target in turn, so drift on a shared machine hits all.
+  local REQUESTS=$TLS_REQUESTS runs=$d/runs
+  : >"$runs"
+  for ((k = 0; k < TLS_ROUNDS; k++)); do
+    for t in $TLS_TESTS; do
+      for p in $TLS_PIPELINES; do
+        for target in "direct TLS (r1)|-|${ports[3]}|-|$d/ca.crt" "chash-proxy TLS|1|${ports[6]}|$tls_pid|$d/ca.crt" \
+                      "direct (r1)|-|${ports[0]}|-|" "chash-proxy|1|${ports[7]}|$plain_pid|"; do
+          IFS='|' read -r name w port pid tls_cacert <<<"$target"
+          [ "$w" = - ] && w=""
+          if redis_once "$pid" "$port" "$t" "$p"; then
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t-\t%s\t\n' "$name" "$w" "$t" "$p" "$m_ops" "$m_p50" "$m_p99" "$cpu" >>"$runs"
+            echo "  $name $t P$p: $m_ops ops/s, p50 $m_p50 ms" >&2
+          else
+            echo "  $name $t P$p: not available: $why" >&2
+          fi
+        done
+      done
+    done
+  done
+  tls_cacert=""
+  # One row per target, test and depth: the round with the median ops/s.
+  python3 - "$runs" >>"$results" <<'PY'
+import sys
+groups = {}
+for line in open(sys.argv[1]):
+    f = line.rstrip("\n").split("\t")
+    groups.setdefault(tuple(f[:4]), []).append(f)
+for key, runs in groups.items():
+    runs.sort(key=lambda f: float(f[4]))
+    print("\t".join(["tls"] + runs[(len(runs) - 1) // 2]))
+PY
+  for r in ${pids[@]+"${pids[@]}"}; do stop "$r"; done
+}
+
+# ---------------------------------------------------------------------------------------------
 
 began=$(date +%s)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -727,7 +813,8 @@ for proto in $PROTOCOLS; do
     memcache) run_memcache ;;
     tcp) run_tcp ;;
     bigkeys) run_bigkeys ;;
-    *) echo "run.sh: unknown protocol '$proto' (redis memcache tcp bigkeys)" >&2; exit 2 ;;
+    tls) run_tls ;;
+    *) echo "run.sh: unknown protocol '$proto' (redis memcache tcp bigkeys tls)" >&2; exit 2 ;;
   esac
 done
 

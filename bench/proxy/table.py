@@ -19,6 +19,7 @@ TITLES = {
     "memcache": "memcache (bench/proxy/mcbench.c; direct = one of the 3 memcached)",
     "tcp": "tcp (wrk over HTTP keep-alive; direct = the nginx backend)",
     "redis-10k": "redis, bigkeys (redis-benchmark; the targets up at once, taken in turn)",
+    "tls": "redis over TLS (redis-benchmark --tls; chash-proxy with tls: and server_tls:; plaintext rows for reference; targets in turn, median of the rounds)",
     "memcache-10k": "memcache, bigkeys (bench/proxy/mcbench.c; the targets up at once, taken in turn)",
 }
 TESTS = {"set": "SET", "get": "GET", "mget": "MGET", "http": "HTTP GET", "mset": "MSET", "del": "DEL",

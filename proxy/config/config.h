@@ -38,6 +38,10 @@
 
 namespace chash::proxy {
 
+namespace net {
+class TlsContext;
+}
+
 // A listen address: "host:port", or a unix socket "/path" with an optional octal mode
 // ("/tmp/p.sock 0666"), as nutcracker's listen.
 struct Address {
@@ -122,6 +126,10 @@ struct PoolConfig {
   std::uint32_t health_check_interval_ms = 0;
   std::uint32_t rise = 1;
   std::vector<ServerConfig> servers;
+  // TLS (net/tls.h), built when the config loads: `tls:` accepts clients over TLS, `server_tls:`
+  // connects to the backends over TLS. Null: plaintext.
+  std::shared_ptr<const net::TlsContext> tls;
+  std::shared_ptr<const net::TlsContext> server_tls;
 
   bool address_is_tcp() const noexcept { return listen.unix_path.empty(); }
   // The routing nodes, in the order of `servers`.

@@ -33,7 +33,7 @@ inline constexpr std::string_view kPoolKeys[] = {
     "preset", "algorithm", "vnodes", "client_auth", "server_auth", "max_request_bytes",
     "max_pipeline", "protocol", "max_value_bytes", "balance", "proxy_protocol", "idle_timeout",
     "health_check_interval", "rise", "fall", "hash_balance_factor", "preset_options", "ring", "acl",
-    "server_user"};
+    "server_user", "tls", "server_tls"};
 
 inline constexpr std::string_view kGlobalKeys[] = {"workers", "admin",          "admin_auth",
                                                    "stats",   "stats_interval", "drain_timeout"};
@@ -74,6 +74,11 @@ struct Ctx {
 
 // "host:port:weight [name]" or "/path:weight [name]"; throws Error(kParse) naming `what`.
 ServerConfig parse_server(std::string_view text, std::string_view what);
+
+// A pool's `tls:` (to_clients) or `server_tls:` map, built into an SSL_CTX (config/tls_parser.cc);
+// a file that cannot be used fails at the map's line, naming the file.
+std::shared_ptr<const net::TlsContext> parse_tls(const Ctx& ctx, const YAML::Node& v,
+                                                 const std::string& where, bool to_clients);
 
 // One pool section (`name: body`), checked as a whole; `so_far` holds the pools before it
 // (listen addresses must differ).

@@ -177,6 +177,8 @@ class PoolParser {
         acl_lines_.push_back(ctx_.scalar(item, "acl"));
         acl_item_lines_.push_back(line_of(item));
       }
+    } else if (k == "tls" || k == "server_tls") {
+      (k == "tls" ? p_.tls : p_.server_tls) = parse_tls(ctx_, v, where_, k == "tls");
     } else if (k == "redis_db") {
       p_.redis_db = ctx_.number<int>(v, k, 0, 1 << 20);
     } else {
@@ -322,6 +324,12 @@ class PoolParser {
     if (p_.protocol == PoolProtocol::kTcp && passwords) {
       fail_at(ctx_.source, p_.line,
               where_ + ": tcp pools relay bytes and take no passwords, users or acl");
+    }
+    if (p_.protocol == PoolProtocol::kTcp && (p_.tls || p_.server_tls)) {
+      fail_at(ctx_.source, p_.line,
+              where_ +
+                  ": tcp pools pass TLS through untouched; terminating it (tls, server_tls) "
+                  "is not supported on tcp pools yet");
     }
     if (p_.protocol == PoolProtocol::kMemcache && passwords) {
       fail_at(ctx_.source, p_.line,

@@ -14,6 +14,7 @@
 #include "core/protocols.h"
 #include "core/resolver.h"
 #include "net/socket.h"
+#include "net/tls.h"
 
 namespace chash::proxy {
 
@@ -82,6 +83,14 @@ class HealthChecker::Probe : public net::Pollable {
     if (address != nullptr && address->source == address_.text()) {
       fd_ = net::connect_addr(address->addr, address->len, address->source, error);
     }
+    if (fd_ >= 0 && pool_->config.server_tls) {
+      // Probes speak TLS like the sessions do: a TLS-only backend must be able to come back up.
+      tls_ = net::TlsStream::connect(*pool_->config.server_tls, fd_, address_.host, error);
+      if (!tls_) {
+        ::close(fd_);
+        fd_ = -1;
+      }
+    }
     if (fd_ < 0 || !loop_.add(fd_, EPOLLIN | EPOLLOUT, this)) {
       finish(false, error);
       return;
@@ -102,31 +111,53 @@ class HealthChecker::Probe : public net::Pollable {
       finish(true, "");
       return;
     }
-    if ((events & EPOLLOUT) && !out_.empty()) {
-      const ssize_t n = ::send(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
+    // With TLS the request's write also drives the handshake, which needs the socket readable.
+    const std::uint32_t may_write = EPOLLOUT | (tls_ ? EPOLLIN : 0u);
+    if ((events & may_write) && !out_.empty()) {
+      const ssize_t n = tls_ ? tls_->send(out_.data(), out_.size())
+                             : ::send(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
       if (n < 0 && errno != EAGAIN) {
-        finish(false, std::string("write: ") + std::strerror(errno));
+        finish(false, io_error("write: "));
         return;
       }
       if (n > 0) out_.erase(0, static_cast<std::size_t>(n));
-      if (out_.empty()) loop_.modify(fd_, EPOLLIN, this);
     }
     if (events & (EPOLLIN | EPOLLHUP)) {
       char buf[4096];
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      const ssize_t n = tls_ ? tls_->recv(buf, sizeof buf) : ::recv(fd_, buf, sizeof buf, 0);
       if (n <= 0) {
-        if (n < 0 && errno == EAGAIN) return;
-        finish(false, "connection closed");
+        if (n < 0 && errno == EAGAIN) {
+          rearm();
+          return;
+        }
+        finish(false, n == 0 ? std::string("connection closed") : io_error("read: "));
         return;
       }
       in_.append(buf, static_cast<std::size_t>(n));
       std::string why;
       const ProbeVerdict v = check_->check(in_, why);
-      if (v != ProbeVerdict::kNeedMore) finish(v == ProbeVerdict::kUp, why);
+      if (v != ProbeVerdict::kNeedMore) {
+        finish(v == ProbeVerdict::kUp, why);
+        return;
+      }
     }
+    rearm();
   }
 
  private:
+  // EPOLLOUT only while there is something to write (plaintext) or TLS waits for it.
+  void rearm() {
+    const bool w = tls_ ? tls_->wants_write() : !out_.empty();
+    if (w == want_write_) return;
+    want_write_ = w;
+    loop_.modify(fd_, EPOLLIN | (w ? EPOLLOUT : 0u), this);
+  }
+
+  std::string io_error(const char* plain) const {
+    if (tls_ && errno == EPROTO && !tls_->error().empty()) return tls_->error();
+    return plain + std::string(std::strerror(errno));
+  }
+
   void finish(bool ok, const std::string& why) {
     if (done_) return;
     done_ = true;
@@ -144,6 +175,8 @@ class HealthChecker::Probe : public net::Pollable {
   std::string out_, in_;
   Address address_;
   int fd_ = -1;
+  std::unique_ptr<net::TlsStream> tls_;  // the pool's server_tls (null: plaintext)
+  bool want_write_ = true;
   bool done_ = false;
   bool was_down_ = false;
   net::EventLoop::TimerId timer_ = 0;

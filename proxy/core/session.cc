@@ -39,6 +39,25 @@ bool send_pending(int fd, const std::string& out, std::size_t& off) {
   return true;
 }
 
+ssize_t recv_append(net::TlsStream& tls, std::string& in) {
+  static thread_local char scratch[kReadChunk];
+  const ssize_t n = tls.recv(scratch, sizeof scratch);
+  if (n > 0) in.append(scratch, static_cast<std::size_t>(n));
+  return n;
+}
+
+bool send_pending(net::TlsStream& tls, const std::string& out, std::size_t& off) {
+  while (off < out.size()) {
+    const ssize_t n = tls.send(out.data() + off, out.size() - off);
+    if (n > 0) {
+      off += static_cast<std::size_t>(n);
+      continue;
+    }
+    return n < 0 && errno == EAGAIN;
+  }
+  return true;
+}
+
 bool backend_usable(const Pool& pool, NodeId node, std::string_view what, std::string& why) {
   if (node == kNoNode) {
     why = "no backend is up for " + std::string(what) + " (every candidate is down)";
@@ -83,8 +102,29 @@ ClientSession::ClientSession(Worker& worker, std::size_t pool_index, int fd)
       pool_(worker.pool(pool_index)),
       fd_(fd),
       last_input_(worker.loop().now()) {
+  if (const auto& ctx = pool_->config.tls) {
+    std::string error;
+    tls_ = net::TlsStream::accept(*ctx, fd_, error);
+    if (!tls_) {
+      // Out of memory in OpenSSL: never speak plaintext here; the EOF this makes closes us.
+      log(LogLevel::kWarn, "TLS accept failed", {{"pool", pool_->config.name}, {"reason", error}});
+      ::shutdown(fd_, SHUT_RDWR);
+    } else {
+      handshake_timer_ =
+          worker_.loop().add_timer(std::chrono::milliseconds(ctx->handshake_timeout_ms()),
+                                   [this] { on_handshake_timeout(); });
+    }
+  }
   worker_.loop().add(fd_, EPOLLIN, this);
   worker_.client_opened(this, pool_index_);
+}
+
+void ClientSession::on_handshake_timeout() {
+  handshake_timer_ = 0;
+  if (closed_ || tls_->handshake_done()) return;
+  log(LogLevel::kDebug, "TLS handshake timed out", {{"pool", pool_->config.name}});
+  saw_error_ = true;
+  close();
 }
 
 ClientSession::~ClientSession() {
@@ -103,6 +143,16 @@ void ClientSession::on_event(std::uint32_t events) {
     read();
     if (closed_) return;
   }
+  if (tls_ != nullptr) {
+    // TLS may need the other direction: a read waiting to write (handshake), a write waiting
+    // to read (key update). Retry both; each is a no-op when it has nothing to do.
+    if ((events & EPOLLOUT) && want_read_ && !read_closed_) {
+      read();
+      if (closed_) return;
+    }
+    if ((events & (EPOLLIN | EPOLLOUT)) && !out_.empty()) write();
+    return;
+  }
   if (events & EPOLLOUT) write();
 }
 
@@ -113,10 +163,14 @@ void ClientSession::read() {
     return;
   }
   for (int i = 0; i < kMaxReadsPerEvent && want_read_; ++i) {
-    const ssize_t n = recv_append(fd_, in_);
+    const ssize_t n = tls_ != nullptr ? recv_append(*tls_, in_) : recv_append(fd_, in_);
     if (n <= 0) {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n < 0 && tls_ != nullptr) {
+        log(LogLevel::kDebug, "TLS client failed",
+            {{"pool", pool_->config.name}, {"reason", tls_->error()}});
+      }
       // EOF (or reset): answer what was asked, then close.
       (n == 0 ? saw_eof_ : saw_error_) = true;
       read_closed_ = true;
@@ -223,7 +277,10 @@ void ClientSession::flush_output() {
 
 void ClientSession::write() {
   std::size_t sent = 0;
-  const bool ok = out_.send(fd_, sent);
+  const bool ok =
+      tls_ == nullptr
+          ? out_.send(fd_, sent)
+          : out_.send_with([this](const iovec* v, int n) { return tls_->writev(v, n); }, sent);
   if (sent != 0) pool_->shared->response_bytes.fetch_add(sent, std::memory_order_relaxed);
   if (!ok) {
     saw_error_ = true;
@@ -279,7 +336,7 @@ void ClientSession::update_events() {
     if (closed_) return;
     r = readable();
   }
-  const bool w = !out_.empty();
+  const bool w = !out_.empty() || (tls_ != nullptr && tls_->wants_write());
   if (r == want_read_ && w == want_write_) return;
   want_read_ = r;
   want_write_ = w;
@@ -298,7 +355,9 @@ void ClientSession::close() {
   pending_.clear();
   out_.clear();  // the backends' chunks it holds go now
   if (output_scheduled_) worker_.cancel_output(this);
+  if (handshake_timer_ != 0) worker_.loop().cancel_timer(handshake_timer_);
   worker_.loop().remove(fd_);
+  if (tls_ != nullptr) tls_->shutdown();
   ::close(fd_);
   fd_ = -1;
   worker_.client_closed(this);
@@ -397,6 +456,10 @@ bool BackendSession::start(std::string& error) {
   state_->active.fetch_add(1, std::memory_order_relaxed);
   worker_.metrics().backend_connects.fetch_add(1, std::memory_order_relaxed);
   if (pool_->config.tcpkeepalive) net::set_keepalive(fd_);
+  if (const auto& ctx = pool_->config.server_tls) {
+    tls_ = net::TlsStream::connect(*ctx, fd_, s.address.host, error);
+    if (!tls_) return false;
+  }
   want_write_ = true;
   if (!worker_.loop().add(fd_, EPOLLIN | EPOLLOUT, this)) {
     error = std::string("epoll: ") + std::strerror(errno);
@@ -430,7 +493,7 @@ void BackendSession::enqueue(std::initializer_list<std::string_view> bytes,
 
 void BackendSession::update_events() {
   if (closed_) return;
-  const bool w = connecting_ || out_off_ < out_.size();
+  const bool w = connecting_ || out_off_ < out_.size() || (tls_ != nullptr && tls_->wants_write());
   if (w == want_write_) return;
   want_write_ = w;
   worker_.loop().modify(fd_, EPOLLIN | (w ? EPOLLOUT : 0u), this);
@@ -439,13 +502,14 @@ void BackendSession::update_events() {
 void BackendSession::flush() {
   if (closed_ || connecting_) return;
   const std::size_t before = out_off_;
-  const bool ok = send_pending(fd_, out_, out_off_);
+  const bool ok =
+      tls_ == nullptr ? send_pending(fd_, out_, out_off_) : send_pending(*tls_, out_, out_off_);
   if (out_off_ != before) {
     sent_bytes_ += out_off_ - before;
     note_sent();
   }
   if (!ok) {
-    fail(std::string("write: ") + std::strerror(errno));
+    fail(io_error("write: "));
     return;
   }
   compact_sent(out_, out_off_);
@@ -472,12 +536,15 @@ void BackendSession::on_event(std::uint32_t events) {
 void BackendSession::read() {
   for (int i = 0; i < kMaxReadsPerEvent; ++i) {
     std::size_t asked = 0;
-    const ssize_t n = in_.recv_from(fd_, asked);
+    const ssize_t n =
+        tls_ == nullptr
+            ? in_.recv_from(fd_, asked)
+            : in_.read_with([this](char* b, std::size_t len) { return tls_->recv(b, len); }, asked);
     if (n <= 0) {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
       if (n == 0) fail("connection closed by the server", FailKind::kEof);
-      else fail(std::string("read: ") + std::strerror(errno));
+      else fail(io_error("read: "));
       return;
     }
     state_->response_bytes.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
@@ -486,6 +553,17 @@ void BackendSession::read() {
     if (static_cast<std::size_t>(n) < asked) break;
   }
   if (draining_ && queue_.empty()) close();
+}
+
+std::string BackendSession::io_error(const char* plain) const {
+  if (tls_ == nullptr || errno != EPROTO || tls_->error().empty()) {
+    return plain + std::string(std::strerror(errno));
+  }
+  const std::string why = tls_->error() + " (" + pool_->config.servers[node_].address.text() + ")";
+  // A refused certificate is a configuration problem a person must see, not a debug detail.
+  log(LogLevel::kWarn, "backend TLS failed",
+      {{"pool", pool_->config.name}, {"backend", name()}, {"reason", why}});
+  return why;
 }
 
 bool BackendSession::nothing_unasked(std::size_t parsed) {
@@ -547,6 +625,7 @@ void BackendSession::close() {
   if (closed_) return;
   closed_ = true;
   worker_.loop().remove(fd_);
+  if (tls_ != nullptr) tls_->shutdown();
   ::close(fd_);
   fd_ = -1;
   uncount_connection();

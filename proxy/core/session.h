@@ -23,6 +23,7 @@
 #include "core/topology.h"
 #include "net/buffer.h"
 #include "net/event_loop.h"
+#include "net/tls.h"
 
 namespace chash::proxy {
 
@@ -34,6 +35,10 @@ class ClientSession;
 bool send_pending(int fd, const std::string& out, std::size_t& off);
 // One recv() of up to kReadChunk bytes appended to `in`; returns recv()'s result.
 ssize_t recv_append(int fd, std::string& in);
+// The same through TLS (net/tls.h); the sessions call these only when a connection has a
+// TlsStream, so the plaintext path stays a direct recv()/send().
+bool send_pending(net::TlsStream& tls, const std::string& out, std::size_t& off);
+ssize_t recv_append(net::TlsStream& tls, std::string& in);
 
 // Whether `node` (Pool::route's answer for `what`) can take a request; if not, `why` says so
 // ("no backend is up for key 'k' ..." / "backend r1 is down ..."), without the protocol's prefix.
@@ -167,6 +172,8 @@ class ClientSession : public ClientConn {
   void run_process();
   void write();
   void update_events();
+  // TLS: the handshake has not finished within the pool's handshake_timeout.
+  void on_handshake_timeout();
   // Draining and between requests (nothing unanswered, unsent, half-read or arriving): close.
   bool close_if_drained();
 
@@ -176,9 +183,11 @@ class ClientSession : public ClientConn {
   net::Clock::time_point last_input_;  // accepted, or last bytes read
   bool processing_ = false;            // inside process(): do not re-enter it from a completion
   bool want_write_ = false;
-  bool output_scheduled_ = false;  // in the worker's list for flush_output()
-  bool closing_ = false;           // a close_after reply is queued: nothing more is written
-  net::OutQueue out_;              // replies in order, gathered from the backends' chunks
+  bool output_scheduled_ = false;        // in the worker's list for flush_output()
+  bool closing_ = false;                 // a close_after reply is queued: nothing more is written
+  net::OutQueue out_;                    // replies in order, gathered from the backends' chunks
+  std::unique_ptr<net::TlsStream> tls_;  // the pool's `tls:` (null: plaintext)
+  net::EventLoop::TimerId handshake_timer_ = 0;
 };
 
 class BackendSession : public BackendConn {
@@ -244,9 +253,12 @@ class BackendSession : public BackendConn {
   // Takes every queued request out of the queue gauges (the connection is going).
   void unqueue_all() noexcept;
   void uncount_connection() noexcept;
+  // Why a TLS call failed, naming the backend's address (errno EPROTO), else `plain`.
+  std::string io_error(const char* plain) const;
 
   int fd_ = -1;
-  bool counted_ = false;  // in BackendState::active
+  std::unique_ptr<net::TlsStream> tls_;  // the pool's `server_tls:` (null: plaintext)
+  bool counted_ = false;                 // in BackendState::active
   std::uint64_t enqueued_bytes_ = 0, sent_bytes_ = 0;
   std::size_t written_ = 0;  // queue_'s first written_ requests are wholly written
   bool connecting_ = true;

@@ -105,6 +105,16 @@ class RecvBuffer {
   bool empty() const noexcept { return end_ == begin_; }
   // One recv() into the free space; `asked` is how much it could take. Returns recv()'s result.
   ssize_t recv_from(int fd, std::size_t& asked);
+  // The same with another reader (TLS: net/tls.h): `r(char* buf, size_t len)` returns what
+  // recv() would.
+  template <class Reader>
+  ssize_t read_with(Reader&& r, std::size_t& asked) {
+    make_room(kMinRecv);
+    asked = chunk_->capacity() - end_;
+    const ssize_t n = r(chunk_->data() + end_, asked);
+    if (n > 0) end_ += static_cast<std::size_t>(n);
+    return n;
+  }
   // Appends bytes (tests and fuzzers; the sessions read with recv_from).
   void append(std::string_view bytes);
   // Drops the first n bytes of view().
