@@ -195,6 +195,9 @@ class BackendSession : public BackendConn {
   void flush() override;
   void check_timeout(net::Clock::time_point now) override;
   void drain() override;
+  bool stale() const override {
+    return epoch_ != state_->address_epoch.load(std::memory_order_relaxed);
+  }
   void on_event(std::uint32_t events) override;
   const std::string& name() const noexcept { return state_->name; }
 
@@ -246,7 +249,8 @@ class BackendSession : public BackendConn {
   void uncount_connection() noexcept;
 
   int fd_ = -1;
-  bool counted_ = false;  // in BackendState::active
+  std::uint64_t epoch_ = 0;  // BackendState::address_epoch when the address was read
+  bool counted_ = false;     // in BackendState::active
   std::uint64_t enqueued_bytes_ = 0, sent_bytes_ = 0;
   std::size_t written_ = 0;  // queue_'s first written_ requests are wholly written
   bool connecting_ = true;
