@@ -268,8 +268,10 @@ BackendConn* Worker::backend(std::size_t pool_index, NodeId node, std::string& e
     const BackendState& st = *wp.pool->states[node];
     if (!resolved_for(st, wp.pool->config.servers[node].address)) {
       // Not a failure of the backend's: the resolver marks a name that does not resolve down.
-      error =
-          st.resolving.load() ? "its address is being resolved" : "its address does not resolve";
+      error = !wp.pool->config.servers[node].sentinel_master.empty()
+                  ? "no master known yet (no majority of its Sentinels has named one)"
+              : st.resolving.load() ? "its address is being resolved"
+                                    : "its address does not resolve";
       return nullptr;
     }
     auto b = make_backend(*this, wp.pool, node);

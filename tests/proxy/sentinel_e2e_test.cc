@@ -361,7 +361,7 @@ TEST(SentinelE2E, DisagreeingUnreachableAndLateSentinels) {
   const std::uint16_t port = proxy->port(std::size_t{0});
   const auto t0 = Clock::now();
   const std::string early = call(port, {"SET", "k", "v"});
-  EXPECT_TRUE(early.starts_with("-ERR")) << early;
+  EXPECT_NE(early.find("no master known yet"), std::string::npos) << early;
   EXPECT_LT(Clock::now() - t0, 1s);
   EXPECT_NE(proxy->status_json().find("no sentinel reachable"), std::string::npos);
 
