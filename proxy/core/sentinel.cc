@@ -462,7 +462,11 @@ void SentinelWatcher::run() {
         it = subs_.erase(it);
         continue;
       }
-      if (it->second.fd < 0 && it->second.retry_at <= now) open_subscription(it->second, now);
+      Subscription& sub = it->second;
+      if (sub.fd < 0 && sub.retry_at <= now) open_subscription(sub, now);
+      // A connect that neither succeeds nor fails (a Sentinel behind a black hole): give up.
+      if (sub.fd >= 0 && !sub.connected && now >= sub.connect_deadline)
+        close_subscription(sub, now);
       ++it;
     }
     check_due(false);
@@ -484,6 +488,7 @@ void SentinelWatcher::open_subscription(Subscription& s, std::int64_t now) {
   if (!net::resolve(s.address, ss, len, error)) return;
   s.fd = net::connect_addr(ss, len, s.address.text(), error);
   s.connected = false;
+  s.connect_deadline = now + options_.io_timeout.count();
   s.in.clear();
 }
 

@@ -110,6 +110,7 @@ class SentinelWatcher {
     bool connected = false;
     std::string in;
     std::int64_t retry_at = 0;
+    std::int64_t connect_deadline = 0;
   };
 
   void run();

@@ -408,5 +408,33 @@ TEST(SentinelE2E, DisagreeingUnreachableAndLateSentinels) {
   EXPECT_TRUE(write_lands_on(port, b.port(), "k"));
 }
 
+// A "master" that is a replica answers -READONLY: the proxy passes the error on and asks the
+// Sentinels again at once (not at its next one-second check).
+TEST(SentinelE2E, ReadonlyReplyTriggersRediscovery) {
+  ASSERT_TRUE(have_redis());
+  const fs::path dir = make_test_dir("chash-sentinel");
+  TcpServer a, r;
+  ASSERT_TRUE(a.redis(dir, "a"));
+  ASSERT_TRUE(r.redis(dir, "r", {"--replicaof", "127.0.0.1", std::to_string(a.port())}));
+  FakeSentinel f1(free_port()), f2(free_port());
+  f1.set_master(r.address());
+  f2.set_master(r.address());
+  f1.start();
+  f2.start();
+  ProxyRunner proxy;
+  proxy.start(dir, pool_yaml({f1.port(), f2.port()}, ""));
+  const std::uint16_t port = proxy->port(std::size_t{0});
+  ASSERT_EQ(followed_master(*proxy), r.address());
+  f1.set_master(a.address());
+  f2.set_master(a.address());
+  const auto t0 = Clock::now();
+  const std::string readonly = call(port, {"SET", "k", "v"});
+  EXPECT_TRUE(readonly.starts_with("-READONLY")) << readonly;
+  ASSERT_TRUE(eventually([&] { return followed_master(*proxy) == a.address(); }));
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  EXPECT_LT(ms, 500);  // the periodic check comes every 1000 ms
+  EXPECT_TRUE(write_lands_on(port, a.port(), "k"));
+}
+
 }  // namespace
 }  // namespace chash::proxy::testing
