@@ -16,6 +16,7 @@ PACKAGES=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
   librsvg2-bin                    # rsvg-convert: render SVG plots to PNG to look at them
   redis-server redis-tools        # chash-proxy tests run real redis-server and redis-benchmark
+  redis-sentinel                  # chash-proxy Sentinel tests run three real Sentinels
   memcached                       # chash-proxy memcache pools are tested against real memcached
   nutcracker haproxy nginx libnginx-mod-stream wrk libmemcached-tools  # make bench-proxy peers and load
   python3 python3-dev pybind11-dev  # the Python package chash (python/, docs/PYTHON.md)

@@ -41,6 +41,12 @@ std::string Address::text() const {
   return host + ":" + std::to_string(port);
 }
 
+Address sentinel_placeholder(std::string_view master) {
+  Address a;
+  a.host = "sentinel/" + std::string(master);
+  return a;
+}
+
 Address parse_address(std::string_view text, std::string_view what) {
   Address a;
   if (!text.empty() && text.front() == '/') {

@@ -61,8 +61,15 @@ struct ServerConfig {
   std::string name;  // the routing node's name: the given name, else host:port or the path
   std::optional<std::string> password;  // overrides the pool's server password
   std::optional<std::string> user;      // overrides the pool's server_user (AUTH user pass)
+  // Sentinel-managed (core/sentinel.h): the master group whose current master this server is;
+  // `address` is then a placeholder (sentinel_placeholder) the sentinel watcher resolves.
+  std::string sentinel_master;
   int line = 0;
 };
+
+// The placeholder address of a server managed by Sentinel ("sentinel/<master>:0"): never
+// connected to; core/sentinel.h binds it to the master the Sentinels agree on.
+Address sentinel_placeholder(std::string_view master);
 
 enum class PoolProtocol : std::uint8_t { kRedis, kMemcache, kTcp };
 const char* protocol_name(PoolProtocol p) noexcept;
@@ -125,6 +132,8 @@ struct PoolConfig {
   // a row (= server_failure_limit) take them down before a client sees an error.
   std::uint32_t health_check_interval_ms = 0;
   std::uint32_t rise = 1;
+  // Redis pools: the Sentinels that watch the servers given as {sentinel_master: ...}.
+  std::vector<Address> sentinels;
   std::vector<ServerConfig> servers;
   // TLS (net/tls.h), built when the config loads: `tls:` accepts clients over TLS, `server_tls:`
   // connects to the backends over TLS. Null: plaintext.

@@ -33,7 +33,7 @@ inline constexpr std::string_view kPoolKeys[] = {
     "preset", "algorithm", "vnodes", "client_auth", "server_auth", "max_request_bytes",
     "max_pipeline", "protocol", "max_value_bytes", "balance", "proxy_protocol", "idle_timeout",
     "health_check_interval", "rise", "fall", "hash_balance_factor", "preset_options", "ring", "acl",
-    "server_user", "tls", "server_tls"};
+    "server_user", "tls", "server_tls", "sentinels"};
 
 inline constexpr std::string_view kGlobalKeys[] = {"workers", "admin",          "admin_auth",
                                                    "stats",   "stats_interval", "drain_timeout"};

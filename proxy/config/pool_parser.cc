@@ -32,7 +32,7 @@ class PoolParser {
         if (!(listen_key(k, kv.second) || protocol_key(k, kv.second, line) ||
               routing_key(k, kv.second, line) || auth_key(k, kv.second) ||
               health_key(k, kv.second) || tcp_key(k, kv.second, line) ||
-              servers_key(k, kv.second, line))) {
+              servers_key(k, kv.second, line) || sentinels_key(k, kv.second, line))) {
           std::vector<std::string_view> all(std::begin(kPoolKeys), std::end(kPoolKeys));
           fail_at(ctx_.source, line, where_ + ": unknown key '" + k + "'" + suggest(k, all));
         }
@@ -42,6 +42,7 @@ class PoolParser {
       }
     }
     finish_protocol();
+    finish_sentinels();
     finish_routing();
     finish_passwords();
     check_builds();
@@ -271,7 +272,8 @@ class PoolParser {
   }
 
   ServerConfig server_map(const YAML::Node& item, int line) {
-    std::optional<std::string> spec, password, user;
+    std::optional<std::string> spec, password, user, name, master;
+    std::optional<std::uint32_t> weight;
     for (const auto& skv : item) {
       const std::string sk = skv.first.Scalar();
       if (sk == "server") {
@@ -280,18 +282,78 @@ class PoolParser {
         password = ctx_.scalar(skv.second, sk);
       } else if (sk == "user") {
         user = ctx_.scalar(skv.second, sk);
+      } else if (sk == "sentinel_master") {
+        master = ctx_.scalar(skv.second, sk);
+      } else if (sk == "name") {
+        name = ctx_.scalar(skv.second, sk);
+      } else if (sk == "weight") {
+        weight = ctx_.number<std::uint32_t>(skv.second, sk, 1, 1000000);
       } else {
         fail_at(ctx_.source, line_of(skv.first),
-                where_ + ": unknown server key '" + sk + "' (server, password, user)");
+                where_ + ": unknown server key '" + sk +
+                    "' (server, password, user, sentinel_master, name, weight)");
       }
     }
+    if (master) {
+      // A master group's name goes into SENTINEL commands: one printable word.
+      const bool word = !master->empty() && master->size() <= 128 &&
+                        std::all_of(master->begin(), master->end(),
+                                    [](unsigned char c) { return c > 0x20 && c < 0x7f; });
+      if (!word) {
+        fail_at(ctx_.source, line,
+                where_ + ": 'sentinel_master' must be one printable word of at most 128 bytes");
+      }
+      if (spec) {
+        fail_at(
+            ctx_.source, line,
+            where_ + ": a server has either 'server' (an address) or 'sentinel_master', not both");
+      }
+      ServerConfig s;
+      s.sentinel_master = *master;
+      s.address = sentinel_placeholder(*master);
+      // The name is what the ring hashes: the shard keeps its keys whichever master serves it.
+      s.name = name ? *name : *master;
+      s.weight = weight.value_or(1);
+      s.password = password;
+      s.user = user;
+      return s;
+    }
+    if (name || weight) {
+      fail_at(ctx_.source, line,
+              where_ + ": 'name' and 'weight' belong in the 'server' spec (host:port:weight name)");
+    }
     if (!spec) {
-      fail_at(ctx_.source, line, where_ + ": a server map needs 'server: host:port:weight [name]'");
+      fail_at(
+          ctx_.source, line,
+          where_ + ": a server map needs 'server: host:port:weight [name]' or 'sentinel_master'");
     }
     ServerConfig s = parse_server(*spec, "server");
     s.password = password;
     s.user = user;
     return s;
+  }
+
+  // `sentinels:`, the Sentinels (host:port) that watch the pool's sentinel_master servers.
+  bool sentinels_key(const std::string& k, const YAML::Node& v, int line) {
+    if (k != "sentinels") return false;
+    if (!v.IsSequence() || v.size() == 0 || v.size() > 64) {
+      fail_at(ctx_.source, line, where_ + ": 'sentinels' must be a list of 1 to 64 host:port");
+    }
+    for (const auto& item : v) {
+      Address a = parse_address(ctx_.scalar(item, "sentinels"), "sentinel");
+      if (!a.unix_path.empty() || a.port == 0) {
+        fail_at(ctx_.source, line_of(item), where_ + ": a sentinel is host:port with a port");
+      }
+      for (const auto& b : p_.sentinels) {
+        if (b.text() == a.text()) {
+          fail_at(ctx_.source, line_of(item),
+                  where_ + ": sentinel " + a.text() + " is listed twice");
+        }
+      }
+      p_.sentinels.push_back(std::move(a));
+    }
+    sentinels_line_ = line;
+    return true;
   }
 
   // ---- The pool as a whole ----
@@ -340,6 +402,34 @@ class PoolParser {
         fail_at(ctx_.source, s.line,
                 where_ + ": a server's password/user applies to redis pools only");
       }
+    }
+  }
+
+  // Sentinel-managed servers need a redis pool that lists its Sentinels, and vice versa.
+  void finish_sentinels() {
+    bool managed = false;
+    for (std::size_t i = 0; i < p_.servers.size(); ++i) {
+      const auto& s = p_.servers[i];
+      if (s.sentinel_master.empty()) continue;
+      managed = true;
+      for (std::size_t j = 0; j < i; ++j) {
+        if (p_.servers[j].sentinel_master == s.sentinel_master) {
+          fail_at(ctx_.source, s.line,
+                  where_ + ": master group '" + s.sentinel_master + "' is named by two servers");
+        }
+      }
+      if (p_.protocol != PoolProtocol::kRedis) {
+        fail_at(ctx_.source, s.line, where_ + ": 'sentinel_master' applies to redis pools only");
+      }
+      if (p_.sentinels.empty()) {
+        fail_at(ctx_.source, s.line,
+                where_ + ": server '" + s.name +
+                    "' names a sentinel_master but the pool lists no 'sentinels'");
+      }
+    }
+    if (!p_.sentinels.empty() && !managed) {
+      fail_at(ctx_.source, sentinels_line_,
+              where_ + ": 'sentinels' is given but no server names a 'sentinel_master'");
     }
   }
 
@@ -477,6 +567,7 @@ class PoolParser {
   std::optional<PoolProtocol> redis_flag_, protocol_;
   std::optional<std::uint32_t> fall_;
   std::optional<int> balance_line_, hash_balance_factor_line_;
+  int sentinels_line_ = 0;
 };
 
 }  // namespace

@@ -44,6 +44,9 @@ class BackendConn : public net::Pollable {
   virtual void check_timeout(net::Clock::time_point now) = 0;
   // The backend left the topology: close once nothing is in flight.
   virtual void drain() = 0;
+  // Opened to an address the backend no longer has (a Sentinel failover moved its master,
+  // BackendState::address_epoch): the worker drains it and connects afresh.
+  virtual bool stale() const { return false; }
 
   bool dirty() const noexcept { return dirty_; }
   void set_dirty(bool d) noexcept { dirty_ = d; }

@@ -58,6 +58,10 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
   topology_ = build_topology(config_, nullptr, version_);
   // Names are looked up here, before any worker runs (workers never resolve).
   resolver_->resolve_now(*topology_);
+  // Sentinel-managed masters likewise (core/sentinel.h); none reachable is logged, not fatal:
+  // the watcher keeps asking.
+  sentinel_ = std::make_unique<SentinelWatcher>([this] { return topology(); });
+  sentinel_->discover_now();
   std::string error;
   if (!open_listeners(config_, listen_, error)) throw std::runtime_error(error);
   if (config_.admin) {
@@ -112,6 +116,7 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
 
 Proxy::~Proxy() {
   stop();
+  sentinel_.reset();  // its thread reads topology()
   workers_.clear();
   health_.reset();
   signals_.reset();
@@ -192,6 +197,7 @@ void Proxy::run() {
     serve_handover();
   }
   health_->start();
+  sentinel_->start();
   {
     std::lock_guard lock(run_mu_);
     running_ = true;
@@ -391,7 +397,9 @@ StatsHeader Proxy::stats_header() const {
   return h;
 }
 
-std::string Proxy::prometheus() const { return render_prometheus(metrics_, *topology()); }
+std::string Proxy::prometheus() const {
+  return render_prometheus(metrics_, *topology()) + sentinel_->prometheus();
+}
 
 std::uint64_t Proxy::applied_version() const {
   std::uint64_t v = topology()->version;
@@ -400,7 +408,11 @@ std::uint64_t Proxy::applied_version() const {
 }
 
 std::string Proxy::status_json() const {
-  return render_status_json(metrics_, *topology(), applied_version(), worker_count_);
+  std::string o = render_status_json(metrics_, *topology(), applied_version(), worker_count_);
+  const std::string sentinel = sentinel_->status_json();
+  // Only with Sentinel-managed servers: "sentinel":[...] before the closing "}\n".
+  if (sentinel != "\"sentinel\":[]" && o.size() >= 2) o.insert(o.size() - 2, "," + sentinel);
+  return o;
 }
 
 }  // namespace chash::proxy

@@ -28,6 +28,7 @@
 #include "core/health.h"
 #include "core/metrics.h"
 #include "core/resolver.h"
+#include "core/sentinel.h"
 #include "core/signals.h"
 #include "core/stats_port.h"
 #include "core/topology.h"
@@ -124,6 +125,7 @@ class Proxy {
   std::unique_ptr<StatsPort> stats_;
   std::unique_ptr<SignalHandler> signals_;
   std::unique_ptr<HealthChecker> health_;
+  std::unique_ptr<SentinelWatcher> sentinel_;
   std::vector<std::unique_ptr<Worker>> workers_;
   mutable std::mutex mu_;  // topology_, config_ across threads; serializes reloads
   std::shared_ptr<const Topology> topology_;

@@ -439,7 +439,9 @@ void BackendSession::uncount_connection() noexcept {
 
 bool BackendSession::start(std::string& error) {
   const ServerConfig& s = pool_->config.servers[node_];
-  // The resolver's address (core/resolver.h): a worker never looks a name up itself.
+  // The resolver's address (core/resolver.h): a worker never looks a name up itself. The
+  // epoch first (core/sentinel.h publishes the address, then the epoch).
+  epoch_ = state_->address_epoch.load();
   const auto address = state_->resolved();
   if (address == nullptr) {
     error = "its address is not resolved";

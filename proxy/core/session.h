@@ -204,6 +204,9 @@ class BackendSession : public BackendConn {
   void flush() override;
   void check_timeout(net::Clock::time_point now) override;
   void drain() override;
+  bool stale() const override {
+    return epoch_ != state_->address_epoch.load(std::memory_order_relaxed);
+  }
   void on_event(std::uint32_t events) override;
   const std::string& name() const noexcept { return state_->name; }
 
@@ -258,6 +261,7 @@ class BackendSession : public BackendConn {
 
   int fd_ = -1;
   std::unique_ptr<net::TlsStream> tls_;  // the pool's `server_tls:` (null: plaintext)
+  std::uint64_t epoch_ = 0;              // BackendState::address_epoch when the address was read
   bool counted_ = false;                 // in BackendState::active
   std::uint64_t enqueued_bytes_ = 0, sent_bytes_ = 0;
   std::size_t written_ = 0;  // queue_'s first written_ requests are wholly written

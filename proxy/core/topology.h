@@ -74,6 +74,11 @@ struct BackendState {
   // Steady-clock ms of the last probe of a backend that is up (health_check_interval).
   std::atomic<std::int64_t> last_check_ms{0};
   std::atomic<bool> resolving{false};  // a lookup of its name is queued or running
+  // Sentinel-managed backends (core/sentinel.h): bumped when the master moves; a connection
+  // opened under an older epoch is drained by its worker (BackendConn::stale).
+  std::atomic<std::uint64_t> address_epoch{0};
+  // A reply said this "master" is a replica (-READONLY): the sentinel watcher asks again now.
+  std::atomic<bool> rediscover{false};
 
  private:
   mutable std::mutex address_mu_;

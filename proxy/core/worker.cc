@@ -234,6 +234,15 @@ void Worker::tick() {
   bool any_timeout = false;
   for (const auto& p : pools_)
     any_timeout |= p.pool != nullptr && p.pool->config.timeout_ms.has_value();
+  // Idle connections to a master that moved close too (Worker::backend drains busy ones on use).
+  for (BackendConn* b : std::vector<BackendConn*>(all_backends_.begin(), all_backends_.end())) {
+    if (!all_backends_.count(b) || !b->stale()) continue;
+    for (auto& wp : pools_) {
+      for (auto& conns : wp.backends)
+        std::replace(conns.begin(), conns.end(), b, static_cast<BackendConn*>(nullptr));
+    }
+    b->drain();
+  }
   if (any_timeout) {
     const auto now = net::Clock::now();
     for (BackendConn* b : std::vector<BackendConn*>(all_backends_.begin(), all_backends_.end())) {
@@ -248,12 +257,21 @@ BackendConn* Worker::backend(std::size_t pool_index, NodeId node, std::string& e
   auto& slots = wp.backends[node];
   if (slots.empty()) slots.assign(wp.pool->config.server_connections, nullptr);
   BackendConn*& slot = slots[wp.next_conn++ % slots.size()];
+  if (slot != nullptr && slot->stale()) {
+    // The backend's master moved (core/sentinel.h): finish what is in flight there, send the
+    // rest to the new address.
+    BackendConn* old = slot;
+    slot = nullptr;
+    old->drain();
+  }
   if (slot == nullptr) {
     const BackendState& st = *wp.pool->states[node];
     if (!resolved_for(st, wp.pool->config.servers[node].address)) {
       // Not a failure of the backend's: the resolver marks a name that does not resolve down.
-      error =
-          st.resolving.load() ? "its address is being resolved" : "its address does not resolve";
+      error = !wp.pool->config.servers[node].sentinel_master.empty()
+                  ? "no master known yet (no majority of its Sentinels has named one)"
+              : st.resolving.load() ? "its address is being resolved"
+                                    : "its address does not resolve";
       return nullptr;
     }
     auto b = make_backend(*this, wp.pool, node);

@@ -204,6 +204,9 @@ void Backend::on_input() {
     const std::string_view raw = parser_.span().in(in_.view());
     record_success(*state_);
     if (p.msg) {
+      // A "master" that answers -READONLY is a replica now: core/sentinel.h asks again.
+      if (parser_.type() == '-' && raw.starts_with("-READONLY"))
+        state_->rediscover.store(true, std::memory_order_relaxed);
       auto& m = static_cast<Msg&>(*p.msg);
       // The reply stays in the read chunk: the Msg holds a slice of it (no copy).
       m.complete_part(p.part, in_.slice(parser_.start(), raw.size()), parser_.type(),
