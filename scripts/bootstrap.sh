@@ -22,6 +22,7 @@ PACKAGES=(
   python3 python3-dev pybind11-dev  # the Python package chash (python/, docs/PYTHON.md)
   python3-pytest python3-uhashring  # its tests; uhashring also regenerates tests/compat vectors
   python3-redis                   # chash-proxy ACL tests drive the proxy with redis-py (RESP2 AUTH user pass)
+  python3-pymemcache              # chash-proxy client tests drive the memcache pool with pymemcache
   clang-format                    # .clang-format (developers: clang-format -i; not needed to build)
 )
 
@@ -32,7 +33,19 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
+# The Node.js clients the proxy tests drive (ioredis, node-redis; tests/clients/node): node and
+# npm come with the machine (Node 20), the packages from the lockfile, once.
+install_node_clients() {
+  local dir
+  dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/clients/node"
+  if [ ! -d "$dir/node_modules" ] && command -v npm >/dev/null 2>&1; then
+    echo "bootstrap: npm ci in $dir" >&2
+    npm ci --prefix "$dir" --no-audit --no-fund >/dev/null
+  fi
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
+  install_node_clients
   exit 0
 fi
 
@@ -42,3 +55,4 @@ echo "bootstrap: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_node_clients

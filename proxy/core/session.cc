@@ -346,6 +346,7 @@ void ClientSession::update_events() {
 void ClientSession::close() {
   if (closed_) return;
   closed_ = true;
+  on_closing();
   if (saw_error_) {
     pool_->shared->client_err.fetch_add(1, std::memory_order_relaxed);
   } else if (saw_eof_) {
@@ -631,6 +632,7 @@ void BackendSession::close() {
   ::close(fd_);
   fd_ = -1;
   uncount_connection();
+  on_closed();
   worker_.backend_closed(this);  // hands ownership to the loop's deferred delete
 }
 

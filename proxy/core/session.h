@@ -112,6 +112,9 @@ class ClientSession : public ClientConn {
   // Parses and dispatches the requests buffered in in_ while can_take_more(); called with
   // pool_ refreshed. Sets nothing else; may close the connection (check closed_).
   virtual void process() = 0;
+  // The connection is closing (before its requests are dropped): a protocol releases what it
+  // holds beyond them (redis: a WATCH connection).
+  virtual void on_closing() {}
 
   bool can_take_more() const noexcept {
     return !read_closed_ && pending_.size() < pool_->config.max_pipeline;
@@ -227,6 +230,9 @@ class BackendSession : public BackendConn {
   virtual void on_input() = 0;
   // The protocol's error reply for every request lost with this connection.
   virtual std::string failure_reply(const std::string& why) const = 0;
+  // The connection has just closed (failed, drained or timed out), before it is freed: a
+  // protocol that lent it to one client (redis WATCH) tells that client here.
+  virtual void on_closed() {}
 
   // Queues a request's bytes; its reply completes msg's part `part` (msg null: handshake).
   void enqueue(std::initializer_list<std::string_view> bytes, std::shared_ptr<Reply> msg,

@@ -265,29 +265,43 @@ BackendConn* Worker::backend(std::size_t pool_index, NodeId node, std::string& e
     old->drain();
   }
   if (slot == nullptr) {
-    const BackendState& st = *wp.pool->states[node];
-    if (!resolved_for(st, wp.pool->config.servers[node].address)) {
-      // Not a failure of the backend's: the resolver marks a name that does not resolve down.
-      error = !wp.pool->config.servers[node].sentinel_master.empty()
-                  ? "no master known yet (no majority of its Sentinels has named one)"
-              : st.resolving.load() ? "its address is being resolved"
-                                    : "its address does not resolve";
-      return nullptr;
-    }
-    auto b = make_backend(*this, wp.pool, node);
-    if (b == nullptr) {
-      error = std::string("protocol ") + protocol_name(wp.pool->config.protocol) +
-              " has no backend connections";
-      return nullptr;
-    }
-    if (!b->start(error)) {
-      record_failure(*wp.pool->states[node], wp.pool->config, error);
-      return nullptr;
-    }
+    auto b = open_backend(wp, node, error);
+    if (b == nullptr) return nullptr;
     slot = b.release();
     all_backends_.insert(slot);
   }
   return slot;
+}
+
+BackendConn* Worker::dedicated_backend(std::size_t pool_index, NodeId node, std::string& error) {
+  auto b = open_backend(pools_[pool_index], node, error);
+  if (b == nullptr) return nullptr;
+  BackendConn* conn = b.release();
+  all_backends_.insert(conn);
+  return conn;
+}
+
+std::unique_ptr<BackendConn> Worker::open_backend(WorkerPool& wp, NodeId node, std::string& error) {
+  const BackendState& st = *wp.pool->states[node];
+  if (!resolved_for(st, wp.pool->config.servers[node].address)) {
+    // Not a failure of the backend's: the resolver marks a name that does not resolve down.
+    error = !wp.pool->config.servers[node].sentinel_master.empty()
+                ? "no master known yet (no majority of its Sentinels has named one)"
+            : st.resolving.load() ? "its address is being resolved"
+                                  : "its address does not resolve";
+    return nullptr;
+  }
+  auto b = make_backend(*this, wp.pool, node);
+  if (b == nullptr) {
+    error = std::string("protocol ") + protocol_name(wp.pool->config.protocol) +
+            " has no backend connections";
+    return nullptr;
+  }
+  if (!b->start(error)) {
+    record_failure(*wp.pool->states[node], wp.pool->config, error);
+    return nullptr;
+  }
+  return b;
 }
 
 void Worker::client_opened(ClientConn* c, std::size_t pool_index) {

@@ -91,6 +91,10 @@ class Worker {
   // A connection to backend `node` of pool `pool_index` (connecting if needed); nullptr when a
   // connection cannot even be started (the error says why).
   BackendConn* backend(std::size_t pool_index, NodeId node, std::string& error);
+  // A new connection to backend `node` that no other client shares (redis WATCH ... EXEC): the
+  // worker flushes it, times it out and frees it when it closes, as its own; the caller
+  // drain()s it when done. nullptr (with `error`) when it cannot be started.
+  BackendConn* dedicated_backend(std::size_t pool_index, NodeId node, std::string& error);
   // Backends with queued output are flushed once per batch of client input.
   void mark_dirty(BackendConn* b);
   void flush_dirty();
@@ -118,6 +122,7 @@ class Worker {
   void drain_slot(std::size_t slot);
   void release_pool(WorkerPool& wp);
   void tick();
+  std::unique_ptr<BackendConn> open_backend(WorkerPool& wp, NodeId node, std::string& error);
 
   unsigned index_;
   Metrics& metrics_;

@@ -19,11 +19,15 @@ enum class Route : std::uint8_t {
   kSplitKeys,     // MGET, DEL, EXISTS, UNLINK, TOUCH: split per backend, merged in order
   kSplitPairs,    // MSET: key/value pairs split per backend, +OK when every part is OK
   kEval,          // EVAL/EVALSHA script numkeys key...: by the first key; all keys on one backend
-  kLocal,         // answered by the proxy: PING, ECHO, QUIT, AUTH, COMMAND ...
+  kLocal,         // answered by the proxy: PING, ECHO, QUIT, AUTH, COMMAND, CLIENT, HELLO ...
+  kTransaction,   // MULTI, EXEC, DISCARD, WATCH (keys key_first..), UNWATCH:
+                  // proto/redis/transaction.h
   kUnsupported,   // cannot be sharded: -ERR naming the command, the connection stays open
 };
 
-enum class Merge : std::uint8_t { kNone, kArray, kSum, kAllOk };
+// How a request's parts' replies make the client's reply. kLast: a transaction (MULTI, the
+// queued commands, EXEC): the last part's reply, EXEC's, whatever the others said.
+enum class Merge : std::uint8_t { kNone, kArray, kSum, kAllOk, kLast };
 
 struct Command {
   std::string_view name;  // lower case

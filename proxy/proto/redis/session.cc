@@ -2,9 +2,10 @@
 #include "proto/redis/session.h"
 
 #include <algorithm>
+#include <atomic>
 
-#include "chash/version.h"
 #include "core/worker.h"
+#include "proto/redis/local_replies.h"
 
 namespace chash::proxy::redis {
 
@@ -32,6 +33,12 @@ std::string error_reply(std::string_view text) {
   return out;
 }
 
+// CLIENT ID / HELLO's id: unique in the process, never 0, as Redis numbers its clients.
+std::atomic<std::uint64_t> next_client_id{1};
+
+constexpr std::string_view kBadClientName =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+
 }  // namespace
 
 // ---- Msg ----------------------------------------------------------------------------------------
@@ -58,6 +65,12 @@ void Msg::fail_part(std::uint32_t part, std::string_view error) {
 }
 
 void Msg::finish() {
+  if (merge == redis::Merge::kLast) {  // a transaction: EXEC's reply (or the failure's)
+    whole_ = true;
+    whole_part_ = static_cast<std::uint32_t>(parts.size() - 1);
+    finish_now();
+    return;
+  }
   // The first error answers the whole request (as a single backend would have).
   for (Part& p : parts) {
     if (p.type == '-') {
@@ -108,13 +121,15 @@ void Msg::finish() {
     case redis::Merge::kAllOk:
       redis::append_status(reply, "OK");
       break;
+    case redis::Merge::kLast:
+      break;  // above
   }
   finish_now();
 }
 
 void Msg::emit(net::OutQueue& out) {
   if (whole_) {
-    out.append(parts[0].raw);
+    out.append(parts[whole_part_].raw);
   } else if (merged_) {
     std::string header;
     redis::append_array_header(header, key_map.size());
@@ -177,6 +192,13 @@ void Backend::handshake() {
   }
 }
 
+void Backend::on_closed() {
+  if (owner_ == nullptr) return;
+  Client* c = owner_;
+  owner_ = nullptr;
+  c->dedicated_closed(this);
+}
+
 std::string Backend::failure_reply(const std::string& why) const {
   return error_reply("ERR backend " + name() + ": " + why);
 }
@@ -230,9 +252,19 @@ void Backend::on_input() {
 Client::Client(Worker& worker, std::size_t pool_index, int fd)
     : ClientSession(worker, pool_index, fd),
       parser_(redis::ParserLimits{pool_->config.max_request_bytes, std::size_t{1} << 20,
-                                  std::size_t{64} << 10, 64}) {
+                                  std::size_t{64} << 10, 64}),
+      id_(next_client_id.fetch_add(1, std::memory_order_relaxed)),
+      created_(worker.loop().now()) {
   refresh_acl();
 }
+
+Client::~Client() {
+  // Closed connections have released it (on_closing); a worker being destroyed frees every
+  // backend connection itself.
+  if (dedicated_ != nullptr) dedicated_->set_owner(nullptr);
+}
+
+void Client::on_closing() { release_dedicated(); }
 
 void Client::refresh_acl() {
   // Same users as last time (the usual case: one pointer compare). A new client starts with
@@ -275,7 +307,7 @@ bool Client::permitted(const redis::Command& cmd, std::size_t argc) {
   if (user_ == nullptr) return true;  // no acl (an unauthenticated client never gets here)
   const AclUser& u = *user_;
   if (!u.all_commands && !redis::acl_command_allowed(u, redis::acl_command_index(cmd.name))) {
-    reply_local(error_reply(redis::noperm_command_reply(cmd.name)), true);
+    reject(redis::noperm_command_reply(cmd.name));
     return false;
   }
   if (u.all_keys) return true;
@@ -285,6 +317,10 @@ bool Client::permitted(const redis::Command& cmd, std::size_t argc) {
     case redis::Route::kLocal:
     case redis::Route::kUnsupported:
       return true;
+    case redis::Route::kTransaction:  // WATCH's keys
+      if (cmd.key_first == 0) return true;
+      last = argc - 1;
+      break;
     case redis::Route::kKey:
       last = 1;
       break;
@@ -314,7 +350,7 @@ bool Client::permitted(const redis::Command& cmd, std::size_t argc) {
   }
   for (std::size_t i = first; i <= last && i < argc; i += step) {
     if (!redis::acl_key_allowed(u, parser_.arg(in_, i))) {
-      reply_local(error_reply(redis::kNopermKeyReply), true);
+      reject(redis::kNopermKeyReply);
       return false;
     }
   }
@@ -351,7 +387,7 @@ bool Client::usable_or_fail(NodeId node, std::string_view what, const std::share
 
 void Client::forward_one(NodeId node, const std::shared_ptr<Msg>& m) {
   std::string error;
-  BackendConn* b = worker_.backend(pool_index_, node, error);
+  BackendConn* b = connection(node, error);
   if (b == nullptr) {
     count_forward_error();
     fail_msg(m, "ERR backend " + pool_->states[node]->name + ": " + error, false);
@@ -377,30 +413,35 @@ void Client::dispatch() {
   const std::string_view name = parser_.arg(in_, 0);
   const redis::Command* cmd = redis::find_command(name);
   // Redis's order (server.c processCommand): unknown command, arity, NOAUTH, then the ACL.
+  // Inside MULTI each of these errors also aborts the transaction (reject()), as in Redis.
   if (cmd == nullptr) {
-    reply_local(error_reply("ERR unknown or unsupported command '" + upper(name) + "'"), true);
+    reject("ERR unknown or unsupported command '" + upper(name) + "'");
     return;
   }
   if (!arity_ok(*cmd, argc)) {
-    reply_local(
-        error_reply("ERR wrong number of arguments for '" + std::string(cmd->name) + "' command"),
-        true);
+    reject("ERR wrong number of arguments for '" + std::string(cmd->name) + "' command");
     return;
   }
   if (!authed() && cmd->name != "auth" && cmd->name != "hello" && cmd->name != "quit") {
-    reply_local(error_reply(redis::kNoAuthReply), true);
+    reject(redis::kNoAuthReply);
     return;
   }
   if (cmd->route == redis::Route::kUnsupported) {
-    reply_local(error_reply("ERR unsupported command '" + upper(name) +
-                            "': " + std::string(cmd->why) + " (chash-proxy)"),
-                true);
+    reject("ERR unsupported command '" + upper(name) + "': " + std::string(cmd->why) +
+           " (chash-proxy)");
     return;
   }
   if (!permitted(*cmd, argc)) return;
+  if (tx_.active() && cmd->route != redis::Route::kTransaction && cmd->name != "quit") {
+    queue_in_transaction(*cmd, argc);
+    return;
+  }
   switch (cmd->route) {
     case redis::Route::kLocal:
       run_local(*cmd, argc);
+      return;
+    case redis::Route::kTransaction:
+      run_transaction(*cmd, argc);
       return;
     case redis::Route::kKey: {
       auto m = new_msg();
@@ -432,9 +473,12 @@ void Client::dispatch() {
 void Client::run_local(const redis::Command& cmd, std::size_t argc) {
   using Handler = void (Client::*)(std::size_t argc);
   static constexpr std::pair<std::string_view, Handler> kHandlers[] = {
-      {"auth", &Client::local_auth}, {"command", &Client::local_command},
-      {"echo", &Client::local_echo}, {"hello", &Client::local_hello},
-      {"ping", &Client::local_ping}, {"quit", &Client::local_quit},
+      {"auth", &Client::local_auth},         {"client", &Client::local_client},
+      {"command", &Client::local_command},   {"echo", &Client::local_echo},
+      {"hello", &Client::local_hello},       {"info", &Client::local_info},
+      {"ping", &Client::local_ping},         {"quit", &Client::local_quit},
+      {"readonly", &Client::local_readonly}, {"readwrite", &Client::local_readonly},
+      {"select", &Client::local_select},
   };
   for (const auto& [local_name, handler] : kHandlers) {
     if (local_name == cmd.name) {
@@ -487,8 +531,8 @@ void Client::local_auth(std::size_t argc) {
 // HELLO [protover [AUTH user pass] [SETNAME name]] (Redis 6+). Only RESP2 is proxied: HELLO 3
 // gets Redis's own answer to a protocol it does not speak (-NOPROTO), on which clients
 // (go-redis, Lettuce, redis-py's protocol=3) fall back to RESP2 and AUTH. HELLO 2 AUTH user
-// pass authenticates as AUTH does; SETNAME is accepted and not passed on (client names would
-// have to be set on every shared backend connection).
+// pass authenticates as AUTH does; SETNAME names the client as CLIENT SETNAME does (kept by the
+// proxy, not passed on: names would have to be set on every shared backend connection).
 void Client::local_hello(std::size_t argc) {
   std::int64_t version = 2;
   if (argc >= 2) {
@@ -504,8 +548,8 @@ void Client::local_hello(std::size_t argc) {
       return;
     }
   }
-  std::string_view user, password;
-  bool auth = false;
+  std::string_view user, password, setname;
+  bool auth = false, has_setname = false;
   for (std::size_t j = 2; j < argc; ++j) {
     const std::string opt = upper(parser_.arg(in_, j));
     const std::size_t more = argc - j - 1;
@@ -515,6 +559,8 @@ void Client::local_hello(std::size_t argc) {
       password = parser_.arg(in_, j + 2);
       j += 2;
     } else if (opt == "SETNAME" && more >= 1) {
+      setname = parser_.arg(in_, j + 1);
+      has_setname = true;
       j += 1;
     } else {
       reply_local(error_reply("ERR Syntax error in HELLO option '" +
@@ -535,28 +581,15 @@ void Client::local_hello(std::size_t argc) {
         true);
     return;
   }
-  // Redis's HELLO map, flattened as RESP2 does; the server is named for what it is.
-  std::string out;
-  redis::append_array_header(out, 14);
-  redis::append_bulk(out, "server");
-  redis::append_bulk(out, "chash-proxy");
-  redis::append_bulk(out, "version");
-  redis::append_bulk(out, CHASH_VERSION_STRING);
-  redis::append_bulk(out, "proto");
-  redis::append_int(out, 2);
-  redis::append_bulk(out, "id");
-  redis::append_int(out, 0);
-  redis::append_bulk(out, "mode");
-  redis::append_bulk(out, "standalone");
-  redis::append_bulk(out, "role");
-  redis::append_bulk(out, "master");
-  redis::append_bulk(out, "modules");
-  redis::append_array_header(out, 0);
-  reply_local(std::move(out));
+  if (has_setname) {
+    if (!redis::valid_client_name(setname)) {
+      reply_local(error_reply(kBadClientName), true);
+      return;
+    }
+    name_ = std::string(setname);
+  }
+  reply_local(redis::hello_reply(id_));
 }
-
-// COMMAND: clients (redis-cli) ask on connect; an empty table is a valid answer.
-void Client::local_command(std::size_t) { reply_local("*0\r\n"); }
 
 // ---- Several keys that must live on one backend (kKeysSameNode, kEval) -----------------------
 
@@ -638,7 +671,7 @@ void Client::split(const redis::Command& cmd) {
   bool counted_error = false;
   for (std::uint32_t p = 0; p < part_node.size(); ++p) {
     std::string error;
-    BackendConn* b = worker_.backend(pool_index_, part_node[p], error);
+    BackendConn* b = connection(part_node[p], error);
     if (b == nullptr) {
       if (!counted_error) count_forward_error();
       counted_error = true;

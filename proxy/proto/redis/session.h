@@ -24,6 +24,7 @@
 #include "proto/redis/acl.h"
 #include "proto/redis/commands.h"
 #include "proto/redis/resp.h"
+#include "proto/redis/transaction.h"
 
 namespace chash::proxy::redis {
 
@@ -51,28 +52,40 @@ struct Msg final : Reply {
 
  private:
   bool merged_ = false;  // emit() gathers the kArray merge (else `reply`, or parts[0] as is)
-  bool whole_ = false;   // emit() sends parts[0].raw
+  bool whole_ = false;   // emit() sends parts[whole_part_].raw
+  std::uint32_t whole_part_ = 0;
 };
 
 class Backend final : public BackendSession {
  public:
   Backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node);
 
+  // A dedicated connection (WATCH) tells `owner` when it closes; null: nobody (any more).
+  void set_owner(Client* owner) noexcept { owner_ = owner; }
+
  private:
   void handshake() override;  // AUTH / SELECT
+  void on_closed() override;
   void on_input() override;
   std::string failure_reply(const std::string& why) const override;
 
   ReplyParser parser_;
   bool parser_started_ = false;
+  Client* owner_ = nullptr;
 };
 
 class Client final : public ClientSession {
  public:
   Client(Worker& worker, std::size_t pool_index, int fd);
+  ~Client() override;
+
+  // The dedicated (WATCH) connection closed before EXEC: its WATCH state is gone with it, so
+  // the transaction can no longer be checked; EXEC answers a null reply, as for a touched key.
+  void dedicated_closed(Backend* b) noexcept;
 
  private:
   void process() override;
+  void on_closing() override;
   void dispatch();
   std::shared_ptr<Msg> new_msg();
 
@@ -84,6 +97,30 @@ class Client final : public ClientSession {
   void local_hello(std::size_t argc);
   void local_ping(std::size_t argc);
   void local_quit(std::size_t argc);
+  void local_client(std::size_t argc);
+  void local_info(std::size_t argc);
+  void local_select(std::size_t argc);
+  void local_readonly(std::size_t argc);  // READONLY / READWRITE
+
+  // Transactions (proto/redis/transaction.cc): MULTI/EXEC/DISCARD/WATCH/UNWATCH, and every
+  // command queued between MULTI and EXEC.
+  void run_transaction(const Command& cmd, std::size_t argc);
+  void queue_in_transaction(const Command& cmd, std::size_t argc);
+  void exec();
+  void watch(std::size_t argc);
+  // Drains the dedicated connection (it closes once its replies are in) and forgets it.
+  void release_dedicated();
+  // The backend of every key of the request being dispatched; kNoNode with `error` set when
+  // they map to several backends or the request names its keys wrongly.
+  NodeId keys_node(const Command& cmd, std::size_t argc, std::string& error);
+  // The request being dispatched as RESP bytes (an inline request is re-encoded into scratch).
+  std::string_view request_bytes(std::string& scratch);
+  // The connection for `node`: the dedicated one while it is the WATCHed backend (so that the
+  // client's commands on it stay in order with its WATCH), else a shared one.
+  BackendConn* connection(NodeId node, std::string& error);
+  // An error reply for the request being dispatched; inside MULTI it also aborts the
+  // transaction (Redis's flagTransaction).
+  void reject(std::string_view error);
 
   // Forwarded commands.
   void same_node(const Command& cmd, std::size_t argc);  // kKeysSameNode, kEval
@@ -112,6 +149,17 @@ class Client final : public ClientSession {
   const AclUser* user_ = nullptr;  // in *acl_; null: not authenticated (or no acl)
   std::string user_name_;          // the user's name, to find it again after a reload
   RequestParser parser_;
+
+  // CLIENT ID / SETNAME / SETINFO: what the client said of itself (kept by the proxy, not sent
+  // to the shared backend connections).
+  std::uint64_t id_;
+  net::Clock::time_point created_;
+  std::string name_, lib_name_, lib_ver_;
+
+  Transaction tx_;
+  Backend* dedicated_ = nullptr;  // WATCH ... EXEC/DISCARD/UNWATCH: this client's own connection
+  NodeId dedicated_node_ = kNoNode;
+  bool watch_lost_ = false;  // the dedicated connection closed while WATCHing
 };
 
 }  // namespace chash::proxy::redis

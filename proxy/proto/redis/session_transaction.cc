@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: Apache-2.0
+// chash-proxy — MULTI / EXEC / DISCARD / WATCH / UNWATCH for one Redis client (the design is in
+// proto/redis/transaction.h; docs/PROXY.md "Transactions" has the rules).
+#include "core/worker.h"
+#include "proto/redis/session.h"
+
+namespace chash::proxy::redis {
+
+namespace {
+
+std::string error_text(std::string_view text) {
+  std::string out;
+  append_error(out, text);
+  return out;
+}
+
+constexpr std::string_view kMultiBytes = "*1\r\n$5\r\nMULTI\r\n";
+constexpr std::string_view kExecBytes = "*1\r\n$4\r\nEXEC\r\n";
+
+}  // namespace
+
+void Client::reject(std::string_view error) {
+  if (tx_.active()) tx_.abort();
+  reply_local(error_text(error), true);
+}
+
+BackendConn* Client::connection(NodeId node, std::string& error) {
+  if (dedicated_ != nullptr && node == dedicated_node_) return dedicated_;
+  return worker_.backend(pool_index_, node, error);
+}
+
+std::string_view Client::request_bytes(std::string& scratch) {
+  if (!parser_.is_inline()) {
+    return std::string_view(in_).substr(parser_.start(), parser_.end() - parser_.start());
+  }
+  std::vector<std::string_view> argv;
+  for (std::size_t i = 0; i < parser_.argc(); ++i) argv.push_back(parser_.arg(in_, i));
+  append_command(scratch, argv);
+  return scratch;
+}
+
+NodeId Client::keys_node(const Command& cmd, std::size_t argc, std::string& error) {
+  std::size_t first = 1, last = 1, step = 1;
+  switch (cmd.route) {
+    case Route::kKey:
+      break;
+    case Route::kKeysSameNode:
+    case Route::kTransaction:  // WATCH
+      first = static_cast<std::size_t>(cmd.key_first);
+      last = cmd.key_last < 0 ? argc - 1 : static_cast<std::size_t>(cmd.key_last);
+      step = static_cast<std::size_t>(cmd.key_step);
+      break;
+    case Route::kSplitKeys:
+      last = argc - 1;
+      break;
+    case Route::kSplitPairs:
+      last = argc - 1;
+      step = 2;
+      break;
+    case Route::kEval: {
+      std::int64_t numkeys = 0;
+      if (!parse_int(parser_.arg(in_, 2), numkeys) || numkeys < 0 ||
+          static_cast<std::uint64_t>(numkeys) > argc - 3) {
+        error = "ERR Number of keys can't be greater than number of args";
+        return kNoNode;
+      }
+      if (numkeys == 0) {
+        error = "ERR " + std::string(cmd.name) + " with no keys cannot be routed by chash-proxy";
+        return kNoNode;
+      }
+      first = 3;
+      last = 2 + static_cast<std::size_t>(numkeys);
+      break;
+    }
+    case Route::kLocal:
+    case Route::kUnsupported:
+      error = "ERR chash-proxy: this command has no keys to route";
+      return kNoNode;
+  }
+  if (step == 2 && (argc - 1) % 2 != 0) {
+    error = "ERR wrong number of arguments for '" + std::string(cmd.name) + "' command";
+    return kNoNode;
+  }
+  const NodeId node = pool_->route(parser_.arg(in_, first));
+  for (std::size_t i = first + step; i <= last && i < argc; i += step) {
+    if (pool_->route(parser_.arg(in_, i)) != node) {
+      error = std::string(kCrossBackendTransaction);
+      return kNoNode;
+    }
+  }
+  std::string why;
+  if (!backend_usable(*pool_, node, "these keys", why)) {
+    error = "ERR " + why;
+    return kNoNode;
+  }
+  return node;
+}
+
+void Client::run_transaction(const Command& cmd, std::size_t argc) {
+  if (cmd.name == "multi") {
+    if (tx_.active()) {  // refused, and the transaction goes on (as Redis 7.0)
+      reply_local(error_text("ERR MULTI calls can not be nested"), true);
+      return;
+    }
+    tx_.begin(dedicated_ != nullptr ? dedicated_node_ : kNoNode, pool_->config.max_request_bytes);
+    reply_local("+OK\r\n");
+  } else if (cmd.name == "exec") {
+    exec();
+  } else if (cmd.name == "discard") {
+    if (!tx_.active()) {
+      reply_local(error_text("ERR DISCARD without MULTI"), true);
+      return;
+    }
+    tx_.reset();
+    release_dedicated();  // DISCARD unwatches every key
+    watch_lost_ = false;
+    reply_local("+OK\r\n");
+  } else if (cmd.name == "watch") {
+    watch(argc);
+  } else if (cmd.name == "unwatch") {
+    if (tx_.active()) {  // queued, as Redis does (harmless: EXEC unwatches anyway)
+      queue_in_transaction(cmd, argc);
+      return;
+    }
+    watch_lost_ = false;
+    if (dedicated_ == nullptr) {
+      reply_local("+OK\r\n");
+      return;
+    }
+    auto m = new_msg();
+    forward_one(dedicated_node_, m);  // on the dedicated connection, then let it go
+    release_dedicated();
+  }
+}
+
+// WATCH key ...: the keys must map to one backend, and to the same one as earlier WATCHes; the
+// client gets a connection to it of its own until EXEC, DISCARD or UNWATCH.
+void Client::watch(std::size_t argc) {
+  if (tx_.active()) {  // refused, and the transaction goes on (as Redis 7.0)
+    reply_local(error_text("ERR WATCH inside MULTI is not allowed"), true);
+    return;
+  }
+  std::string error;
+  const NodeId node = keys_node(*find_command("watch"), argc, error);
+  if (node == kNoNode) {
+    reply_local(error_text(error), true);
+    return;
+  }
+  if (dedicated_ != nullptr && node != dedicated_node_) {
+    reply_local(error_text(kCrossBackendTransaction), true);
+    return;
+  }
+  auto m = new_msg();
+  if (dedicated_ == nullptr) {
+    BackendConn* b = worker_.dedicated_backend(pool_index_, node, error);
+    if (b == nullptr) {
+      count_forward_error();
+      fail_msg(m, "ERR backend " + pool_->states[node]->name + ": " + error, false);
+      return;
+    }
+    // A redis pool's connections are redis::Backends (core/protocols.cc make_backend).
+    dedicated_ = static_cast<Backend*>(b);
+    dedicated_->set_owner(this);
+    dedicated_node_ = node;
+  }
+  forward_one(node, m);
+}
+
+void Client::queue_in_transaction(const Command& cmd, std::size_t argc) {
+  NodeId node = kNoNode;
+  if (cmd.route == Route::kLocal || cmd.name == "unwatch") {
+    // Key-less commands a backend answers the same way go with the others; the rest are
+    // answered by the proxy and cannot be part of what the backend executes.
+    if (cmd.name != "ping" && cmd.name != "echo" && cmd.name != "unwatch") {
+      reject("ERR chash-proxy: '" + std::string(cmd.name) +
+             "' cannot be queued in a transaction (send it before MULTI)");
+      return;
+    }
+  } else {
+    std::string error;
+    node = keys_node(cmd, argc, error);
+    if (node == kNoNode) {
+      reject(error);
+      return;
+    }
+  }
+  std::string scratch;
+  const std::string_view error = tx_.queue(node, request_bytes(scratch));
+  if (!error.empty()) {
+    reply_local(error_text(error), true);  // (the transaction is aborted)
+    return;
+  }
+  reply_local("+QUEUED\r\n");
+}
+
+// EXEC: MULTI, the queued commands and EXEC go out back to back on one connection (the
+// dedicated one after WATCH); the client's reply is the backend's reply to EXEC.
+void Client::exec() {
+  if (!tx_.active()) {
+    reply_local(error_text("ERR EXEC without MULTI"), true);
+    return;
+  }
+  const auto finish = [&] {
+    tx_.reset();
+    release_dedicated();  // EXEC unwatches every key
+    watch_lost_ = false;
+  };
+  if (tx_.aborted()) {
+    finish();
+    reply_local(error_text(kExecAbort), true);
+    return;
+  }
+  if (watch_lost_) {
+    // The WATCH connection closed: whether a watched key changed is unknown, so the
+    // transaction is not run and the client is told as for a changed key (it retries).
+    finish();
+    reply_local("*-1\r\n");
+    return;
+  }
+  NodeId node = tx_.node();
+  if (node == kNoNode && dedicated_ != nullptr) node = dedicated_node_;
+  if (node == kNoNode && tx_.size() == 0) {
+    finish();
+    reply_local("*0\r\n");
+    return;
+  }
+  if (node == kNoNode) node = pool_->route("");  // only key-less commands (PING ...): anywhere
+  auto m = new_msg();
+  std::string error;
+  BackendConn* b = nullptr;
+  if (usable_or_fail(node, "the transaction's keys", m, true)) {
+    b = connection(node, error);
+    if (b == nullptr) {
+      count_forward_error();
+      fail_msg(m, "ERR backend " + pool_->states[node]->name + ": " + error, false);
+    }
+  }
+  if (b == nullptr) {
+    finish();
+    return;
+  }
+  const std::size_t n = tx_.size();
+  m->merge = Merge::kLast;
+  m->parts.resize(n + 2);
+  m->outstanding = static_cast<std::uint32_t>(n + 2);
+  b->send({kMultiBytes}, m, 0);
+  for (std::size_t i = 0; i < n; ++i)
+    b->send({tx_.command(i)}, m, static_cast<std::uint32_t>(i + 1));
+  b->send({kExecBytes}, m, static_cast<std::uint32_t>(n + 1));
+  finish();
+}
+
+void Client::release_dedicated() {
+  if (dedicated_ == nullptr) return;
+  Backend* b = dedicated_;
+  dedicated_ = nullptr;
+  dedicated_node_ = kNoNode;
+  b->set_owner(nullptr);
+  b->drain();  // closes once the replies sent on it are in
+}
+
+void Client::dedicated_closed(Backend* b) noexcept {
+  if (b != dedicated_) return;
+  dedicated_ = nullptr;
+  dedicated_node_ = kNoNode;
+  watch_lost_ = true;
+}
+
+}  // namespace chash::proxy::redis
