@@ -64,6 +64,9 @@ struct ServerConfig {
   // Sentinel-managed (core/sentinel.h): the master group whose current master this server is;
   // `address` is then a placeholder (sentinel_placeholder) the sentinel watcher resolves.
   std::string sentinel_master;
+  // TLS towards this server (net/tls.h): its own `server_tls:` over the pool's, else the pool's;
+  // null: plaintext. What every connection and health probe to it uses.
+  std::shared_ptr<const net::TlsContext> tls;
   int line = 0;
 };
 
@@ -136,7 +139,9 @@ struct PoolConfig {
   std::vector<Address> sentinels;
   std::vector<ServerConfig> servers;
   // TLS (net/tls.h), built when the config loads: `tls:` accepts clients over TLS, `server_tls:`
-  // connects to the backends over TLS. Null: plaintext.
+  // connects to the backends over TLS (ServerConfig::tls is what each server uses). Null:
+  // plaintext. tcp pools terminate (tls) and originate (server_tls) TLS too; without either they
+  // relay a client's TLS session untouched.
   std::shared_ptr<const net::TlsContext> tls;
   std::shared_ptr<const net::TlsContext> server_tls;
 

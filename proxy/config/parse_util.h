@@ -75,10 +75,14 @@ struct Ctx {
 // "host:port:weight [name]" or "/path:weight [name]"; throws Error(kParse) naming `what`.
 ServerConfig parse_server(std::string_view text, std::string_view what);
 
-// A pool's `tls:` (to_clients) or `server_tls:` map, built into an SSL_CTX (config/tls_parser.cc);
-// a file that cannot be used fails at the map's line, naming the file.
+// A pool's `tls:` map, built into an SSL_CTX (config/tls_parser.cc); a file that cannot be used
+// fails at the map's line, naming the file.
 std::shared_ptr<const net::TlsContext> parse_tls(const Ctx& ctx, const YAML::Node& v,
-                                                 const std::string& where, bool to_clients);
+                                                 const std::string& where);
+// A `server_tls:` map (a pool's, or a server's over its pool's `base`), built likewise.
+std::shared_ptr<const net::TlsContext> parse_server_tls(const Ctx& ctx, const YAML::Node& v,
+                                                        const std::string& where,
+                                                        const YAML::Node* base = nullptr);
 
 // One pool section (`name: body`), checked as a whole; `so_far` holds the pools before it
 // (listen addresses must differ).

@@ -42,6 +42,7 @@ class PoolParser {
       }
     }
     finish_protocol();
+    finish_tls();
     finish_sentinels();
     finish_routing();
     finish_passwords();
@@ -178,8 +179,10 @@ class PoolParser {
         acl_lines_.push_back(ctx_.scalar(item, "acl"));
         acl_item_lines_.push_back(line_of(item));
       }
-    } else if (k == "tls" || k == "server_tls") {
-      (k == "tls" ? p_.tls : p_.server_tls) = parse_tls(ctx_, v, where_, k == "tls");
+    } else if (k == "tls") {
+      p_.tls = parse_tls(ctx_, v, where_);
+    } else if (k == "server_tls") {
+      server_tls_ = v;  // built in finish_tls, with the servers' own server_tls over it
     } else if (k == "redis_db") {
       p_.redis_db = ctx_.number<int>(v, k, 0, 1 << 20);
     } else {
@@ -266,6 +269,8 @@ class PoolParser {
       }
       s.line = sl;
       p_.servers.push_back(std::move(s));
+      server_tls_nodes_.push_back(item.IsMap() && item["server_tls"] ? std::optional(item["server_tls"])
+                                                                    : std::nullopt);
     }
     have_servers_ = true;
     return true;
@@ -288,10 +293,12 @@ class PoolParser {
         name = ctx_.scalar(skv.second, sk);
       } else if (sk == "weight") {
         weight = ctx_.number<std::uint32_t>(skv.second, sk, 1, 1000000);
+      } else if (sk == "server_tls") {
+        // Read in finish_tls (over the pool's server_tls, which may come later in the file).
       } else {
         fail_at(ctx_.source, line_of(skv.first),
                 where_ + ": unknown server key '" + sk +
-                    "' (server, password, user, sentinel_master, name, weight)");
+                    "' (server, password, user, sentinel_master, name, weight, server_tls)");
       }
     }
     if (master) {
@@ -387,12 +394,6 @@ class PoolParser {
       fail_at(ctx_.source, p_.line,
               where_ + ": tcp pools relay bytes and take no passwords, users or acl");
     }
-    if (p_.protocol == PoolProtocol::kTcp && (p_.tls || p_.server_tls)) {
-      fail_at(ctx_.source, p_.line,
-              where_ +
-                  ": tcp pools pass TLS through untouched; terminating it (tls, server_tls) "
-                  "is not supported on tcp pools yet");
-    }
     if (p_.protocol == PoolProtocol::kMemcache && passwords) {
       fail_at(ctx_.source, p_.line,
               where_ + ": memcached's text protocol has no AUTH; remove the password keys");
@@ -402,6 +403,29 @@ class PoolParser {
         fail_at(ctx_.source, s.line,
                 where_ + ": a server's password/user applies to redis pools only");
       }
+    }
+  }
+
+  // Each server's TLS towards it: its own server_tls (over the pool's, key by key; `false`: none),
+  // else the pool's. Every backend connection and probe uses ServerConfig::tls.
+  void finish_tls() {
+    if (server_tls_) p_.server_tls = parse_server_tls(ctx_, *server_tls_, where_);
+    for (std::size_t i = 0; i < p_.servers.size(); ++i) {
+      ServerConfig& s = p_.servers[i];
+      const auto& own = server_tls_nodes_[i];
+      if (!own) {
+        s.tls = p_.server_tls;
+        continue;
+      }
+      const std::string where = where_ + ": server '" + s.name + "'";
+      if (own->IsScalar()) {
+        if (ctx_.boolean(*own, "server_tls")) {
+          fail_at(ctx_.source, line_of(*own),
+                  where + ": server_tls is a map {ca, verify, sni, cert, key} or false");
+        }
+        continue;  // false: plaintext to this server
+      }
+      s.tls = parse_server_tls(ctx_, *own, where, server_tls_ ? &*server_tls_ : nullptr);
     }
   }
 
@@ -558,7 +582,8 @@ class PoolParser {
   PoolConfig p_;
   std::string where_;
   bool have_listen_ = false, have_servers_ = false;
-  std::optional<YAML::Node> distribution_, preset_, algorithm_, ring_;
+  std::optional<YAML::Node> distribution_, preset_, algorithm_, ring_, server_tls_;
+  std::vector<std::optional<YAML::Node>> server_tls_nodes_;  // by server: its own server_tls
   std::optional<std::string> redis_auth_, client_auth_, server_auth_;
   bool acl_given_ = false;
   int acl_line_ = 0;

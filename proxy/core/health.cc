@@ -70,7 +70,8 @@ class HealthChecker::Probe : public net::Pollable {
         state_(pool_->states[node]),
         check_(make_probe_check(pool_->config, pool_->config.servers[node])),
         out_(check_->request()),
-        address_(pool_->config.servers[node].address) {}
+        address_(pool_->config.servers[node].address),
+        tls_ctx_(pool_->config.servers[node].tls) {}
   ~Probe() override {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -83,9 +84,9 @@ class HealthChecker::Probe : public net::Pollable {
     if (address != nullptr && address->source == address_.text()) {
       fd_ = net::connect_addr(address->addr, address->len, address->source, error);
     }
-    if (fd_ >= 0 && pool_->config.server_tls) {
+    if (fd_ >= 0 && tls_ctx_) {
       // Probes speak TLS like the sessions do: a TLS-only backend must be able to come back up.
-      tls_ = net::TlsStream::connect(*pool_->config.server_tls, fd_, address_.host, error);
+      tls_ = net::TlsStream::connect(*tls_ctx_, fd_, address_.host, error);
       if (!tls_) {
         ::close(fd_);
         fd_ = -1;
@@ -106,9 +107,19 @@ class HealthChecker::Probe : public net::Pollable {
       finish(false, std::string("connect: ") + std::strerror(net::socket_error(fd_)));
       return;
     }
-    // Nothing to ask (tcp): the connect completing is the answer.
-    if ((events & EPOLLOUT) && check_->request().empty()) {
-      finish(true, "");
+    // Nothing to ask (tcp): the connect completing is the answer; over TLS, the handshake
+    // (the certificate is checked as the relays check it).
+    if (check_->request().empty()) {
+      if (tls_ == nullptr) {
+        if (events & EPOLLOUT) finish(true, "");
+        return;
+      }
+      const int h = tls_->handshake();
+      if (h != 0) {
+        finish(h == 1, h == 1 ? "" : tls_->error());
+        return;
+      }
+      rearm();
       return;
     }
     // With TLS the request's write also drives the handshake, which needs the socket readable.
@@ -175,7 +186,8 @@ class HealthChecker::Probe : public net::Pollable {
   std::string out_, in_;
   Address address_;
   int fd_ = -1;
-  std::unique_ptr<net::TlsStream> tls_;  // the pool's server_tls (null: plaintext)
+  std::shared_ptr<const net::TlsContext> tls_ctx_;  // the server's server_tls (null: plaintext)
+  std::unique_ptr<net::TlsStream> tls_;
   bool want_write_ = true;
   bool done_ = false;
   bool was_down_ = false;

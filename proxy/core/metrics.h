@@ -32,6 +32,8 @@ struct Metrics {
   std::atomic<std::uint64_t> requests{0};         // commands received, every pool (/status)
   std::atomic<std::uint64_t> protocol_errors{0};  // malformed clients (closed)
   std::atomic<std::uint64_t> auth_failures{0};
+  // Client TLS handshakes that failed or timed out (every pool with `tls:`).
+  std::atomic<std::uint64_t> tls_handshake_failures{0};
   std::atomic<std::uint64_t> clients_accepted{0};
   std::atomic<std::int64_t> clients_open{0};
   std::atomic<std::uint64_t> clients_rejected{0};  // over client_connections

@@ -123,6 +123,7 @@ void ClientSession::on_handshake_timeout() {
   handshake_timer_ = 0;
   if (closed_ || tls_->handshake_done()) return;
   log(LogLevel::kDebug, "TLS handshake timed out", {{"pool", pool_->config.name}});
+  worker_.metrics().tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
   saw_error_ = true;
   close();
 }
@@ -170,6 +171,8 @@ void ClientSession::read() {
       if (n < 0 && tls_ != nullptr) {
         log(LogLevel::kDebug, "TLS client failed",
             {{"pool", pool_->config.name}, {"reason", tls_->error()}});
+        if (!tls_->handshake_done())
+          worker_.metrics().tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
       }
       // EOF (or reset): answer what was asked, then close.
       (n == 0 ? saw_eof_ : saw_error_) = true;
@@ -459,7 +462,7 @@ bool BackendSession::start(std::string& error) {
   state_->active.fetch_add(1, std::memory_order_relaxed);
   worker_.metrics().backend_connects.fetch_add(1, std::memory_order_relaxed);
   if (pool_->config.tcpkeepalive) net::set_keepalive(fd_);
-  if (const auto& ctx = pool_->config.server_tls) {
+  if (const auto& ctx = s.tls) {
     tls_ = net::TlsStream::connect(*ctx, fd_, s.address.host, error);
     if (!tls_) return false;
   }

@@ -266,7 +266,7 @@ class BackendSession : public BackendConn {
   std::string io_error(const char* plain) const;
 
   int fd_ = -1;
-  std::unique_ptr<net::TlsStream> tls_;  // the pool's `server_tls:` (null: plaintext)
+  std::unique_ptr<net::TlsStream> tls_;  // the server's `server_tls:` (null: plaintext)
   std::uint64_t epoch_ = 0;              // BackendState::address_epoch when the address was read
   bool counted_ = false;                 // in BackendState::active
   std::uint64_t enqueued_bytes_ = 0, sent_bytes_ = 0;

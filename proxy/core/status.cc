@@ -198,6 +198,8 @@ std::string render_prometheus(const Metrics& m, const Topology& t) {
   scalar(o, "chash_proxy_protocol_errors_total", "Clients closed for malformed requests.",
          m.protocol_errors.load());
   scalar(o, "chash_proxy_auth_failures_total", "Failed AUTH attempts.", m.auth_failures.load());
+  scalar(o, "chash_proxy_tls_handshake_failures_total",
+         "Client TLS handshakes that failed or timed out.", m.tls_handshake_failures.load());
   scalar(o, "chash_proxy_clients_accepted_total", "Client connections accepted.",
          m.clients_accepted.load());
   scalar(o, "chash_proxy_clients_rejected_total", "Client connections over client_connections.",

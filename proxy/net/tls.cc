@@ -237,6 +237,27 @@ TlsStream::~TlsStream() { SSL_free(ssl_); }
 
 bool TlsStream::handshake_done() const noexcept { return SSL_is_init_finished(ssl_) == 1; }
 
+int TlsStream::handshake() {
+  if (handshake_done()) return 1;
+  ERR_clear_error();
+  const int r = SSL_do_handshake(ssl_);
+  if (r == 1) {
+    wants_write_ = false;
+    return 1;
+  }
+  if (fail(r) == 0) {  // close_notify during the handshake: a failure here
+    error_ = "TLS: the peer closed the connection during the handshake";
+    errno = ECONNRESET;
+    return -1;
+  }
+  return errno == EAGAIN ? 0 : -1;
+}
+
+std::size_t TlsStream::pending() const noexcept {
+  const int n = SSL_pending(ssl_);
+  return n > 0 ? static_cast<std::size_t>(n) : 0;
+}
+
 ssize_t TlsStream::fail(int r) {
   const int e = SSL_get_error(ssl_, r);
   switch (e) {

@@ -88,6 +88,13 @@ class TlsStream {
   // Writes the pieces in order, each with one SSL_write; stops at the first that blocks.
   ssize_t writev(const iovec* iov, int count);
 
+  // Runs the handshake (a relay that must finish it before anything else flows): 1 done, 0
+  // blocked (wants_write() says on which direction), -1 failed (error() says why).
+  int handshake();
+  // Decrypted bytes OpenSSL holds that a recv() would return without reading the socket (epoll
+  // cannot report them: a reader that stops early must look here).
+  std::size_t pending() const noexcept;
+
   bool wants_write() const noexcept { return wants_write_; }
   bool handshake_done() const noexcept;
   // Why the last call failed ("TLS certificate verify failed: certificate has expired", ...).

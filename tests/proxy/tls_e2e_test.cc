@@ -6,7 +6,9 @@
 // certificate for another name, or one from another CA refused with an error naming the
 // backend; require_client_cert; hostile handshakes (garbage, silence, truncated ClientHello,
 // huge records) closed while other clients keep working; a reload with a new certificate; a
-// tcp pool passing TLS through untouched; config errors naming the file.
+// tcp pool passing TLS through untouched, terminating it, originating it, failing over from a
+// refused backend certificate and spending no backend on hostile handshakes; a server's own
+// server_tls over its pool's; config errors naming the file.
 #include <gtest/gtest.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -15,6 +17,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -142,16 +145,17 @@ bool tcp_accepts(std::uint16_t port) {
   return true;
 }
 
-// A TLS-only redis-server (no plaintext port) with an aclfile: the proxy logs in as `proxy`.
+// A TLS-only redis-server (no plaintext port unless `plain`) with an aclfile: the proxy logs in
+// as `proxy`.
 class TlsRedis {
  public:
   TlsRedis(const fs::path& dir, const Certs& c, const std::string& name, const std::string& cert,
-           std::uint16_t port = 0)
-      : port_(port != 0 ? port : free_port()) {
+           std::uint16_t port = 0, bool plain = false)
+      : port_(port != 0 ? port : free_port()), plain_port_(plain ? free_port() : 0) {
     std::ofstream(dir / (name + ".acl")) << "user default off\nuser proxy on >ppw ~* +@all\n";
     ok_ = process_.start({"redis-server",
                           "--port",
-                          "0",
+                          std::to_string(plain_port_),
                           "--tls-port",
                           std::to_string(port_),
                           "--bind",
@@ -178,9 +182,10 @@ class TlsRedis {
   }
   bool ok() const { return ok_; }
   std::uint16_t port() const { return port_; }
+  std::uint16_t plain_port() const { return plain_port_; }
 
  private:
-  std::uint16_t port_;
+  std::uint16_t port_, plain_port_;
   bool ok_ = false;
   ChildProcess process_;
 };
@@ -430,6 +435,145 @@ TEST_F(TlsE2E, TcpPoolPassesTlsThrough) {
   ASSERT_TRUE(c.handshake_ok());
   EXPECT_EQ(c.peer_cn(), "server");
   EXPECT_EQ(c.call("AUTH proxy ppw\r\nPING\r\n", "PONG\r\n"), "+OK\r\n+PONG\r\n");
+}
+
+// tcp pools terminate TLS (tls:), originate it (server_tls:), or both: redis-server behind each,
+// with values large enough for many records and backpressure both ways.
+TEST_F(TlsE2E, TcpPoolTerminatesAndOriginatesTls) {
+  TlsRedis r(dir, *certs_, "r", "server", 0, /*plain=*/true);
+  ASSERT_TRUE(r.ok());
+  const auto pa = free_port(), pb = free_port(), pc = free_port();
+  const std::string tls_port = std::to_string(r.port()), plain = std::to_string(r.plain_port());
+  proxy.start(dir, "a:\n  listen: 127.0.0.1:" + std::to_string(pa) + "\n  protocol: tcp\n" +
+                       tls_map("server") + "  servers:\n    - 127.0.0.1:" + plain + ":1 r\n" +
+                       "b:\n  listen: 127.0.0.1:" + std::to_string(pb) + "\n  protocol: tcp\n" +
+                       tls_map("server2") + "  server_tls: {ca: " + cert("ca") +
+                       "}\n  servers:\n    - 127.0.0.1:" + tls_port + ":1 r\n" +
+                       "c:\n  listen: 127.0.0.1:" + std::to_string(pc) + "\n  protocol: tcp\n" +
+                       "  server_tls: {ca: " + cert("ca") + "}\n  servers:\n    - 127.0.0.1:" +
+                       tls_port + ":1 r\n");
+  const std::string big(300000, 'v');
+  const std::string set_big = "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$300000\r\n" + big + "\r\n";
+  const std::string got_big = "$300000\r\n" + big + "\r\n";
+  for (const auto& [port, cn] : {std::pair{pa, "server"}, std::pair{pb, "server2"}}) {
+    TlsClient c(port, cert("ca"));
+    ASSERT_TRUE(c.handshake_ok()) << port;
+    EXPECT_EQ(c.peer_cn(), cn);  // the proxy's certificate, not the backend's
+    EXPECT_EQ(c.call("AUTH proxy ppw\r\nPING\r\n", "PONG\r\n"), "+OK\r\n+PONG\r\n");
+    EXPECT_EQ(c.call(set_big), "+OK\r\n");
+    EXPECT_EQ(c.call("GET big\r\n", big + "\r\n"), got_big);
+  }
+  RespClient plain_client(RespClient::dial_tcp(pc));  // plaintext in, TLS out
+  EXPECT_EQ(plain_client.call({"AUTH", "proxy", "ppw"}), "+OK\r\n");
+  EXPECT_EQ(plain_client.call({"GET", "big"}), got_big);
+  EXPECT_EQ(plain_client.call({"SET", "k", "v"}), "+OK\r\n");
+  EXPECT_EQ(plain_client.call({"GET", "k"}), "$1\r\nv\r\n");
+}
+
+// A backend whose certificate is refused counts as that backend's failure and the relay tries
+// the next one; with no good backend left the client is closed. Health probes of a tcp pool with
+// server_tls shake hands, so they keep the bad backend down.
+TEST_F(TlsE2E, TcpPoolRefusedBackendCertificateFailsOver) {
+  TlsRedis good(dir, *certs_, "good", "server"), bad(dir, *certs_, "bad", "expired");
+  ASSERT_TRUE(good.ok() && bad.ok());
+  const auto port = free_port(), only_bad = free_port();
+  proxy.start(dir, "t:\n  listen: 127.0.0.1:" + std::to_string(port) +
+                       "\n  protocol: tcp\n  balance: round-robin\n  timeout: 2000\n"
+                       "  server_failure_limit: 100\n  server_tls: {ca: " +
+                       cert("ca") + "}\n  servers:\n    - 127.0.0.1:" + std::to_string(bad.port()) +
+                       ":1 bad\n    - 127.0.0.1:" + std::to_string(good.port()) + ":1 good\n" +
+                       "u:\n  listen: 127.0.0.1:" + std::to_string(only_bad) +
+                       "\n  protocol: tcp\n  timeout: 2000\n  health_check_interval: 50\n"
+                       "  server_failure_limit: 2\n  server_tls: {ca: " +
+                       cert("ca") + "}\n  servers:\n    - 127.0.0.1:" + std::to_string(bad.port()) +
+                       ":1 bad\n");
+  for (int i = 0; i < 4; ++i) {
+    RespClient c(RespClient::dial_tcp(port));
+    EXPECT_EQ(c.call({"AUTH", "proxy", "ppw"}), "+OK\r\n") << i;
+    EXPECT_EQ(c.call({"PING"}), "+PONG\r\n") << i;
+  }
+  const auto t = proxy->topology();
+  EXPECT_GE(t->pools[0]->states[0]->errors.load(), 2u);  // round robin tried `bad` twice
+  EXPECT_EQ(t->pools[0]->states[1]->errors.load(), 0u);
+  RespClient refused(RespClient::dial_tcp(only_bad));
+  refused.send({"PING"});
+  EXPECT_TRUE(refused.closed_by_peer());
+  // The probes' handshakes fail too: the backend goes down without client traffic.
+  EXPECT_TRUE(eventually([&] { return proxy->topology()->pools[1]->states[0]->down.load(); }));
+}
+
+// tls: on a tcp pool: a hostile or silent client is closed (silence at handshake_timeout) and
+// no backend connection is made for it; a good client connected before keeps working.
+TEST_F(TlsE2E, TcpPoolHostileHandshakesCostNoBackend) {
+  TlsRedis r(dir, *certs_, "r", "server", 0, /*plain=*/true);
+  ASSERT_TRUE(r.ok());
+  const auto port = free_port();
+  proxy.start(dir, "t:\n  listen: 127.0.0.1:" + std::to_string(port) + "\n  protocol: tcp\n" +
+                       tls_map("server", ", handshake_timeout: 300") +
+                       "  servers:\n    - 127.0.0.1:" + std::to_string(r.plain_port()) + ":1 r\n");
+  TlsClient good(port, cert("ca"));
+  ASSERT_TRUE(good.handshake_ok());
+  EXPECT_EQ(good.call("AUTH proxy ppw\r\n"), "+OK\r\n");
+  const auto& state = *proxy->topology()->pools[0]->states[0];
+  const auto connects = state.requests.load();
+  EXPECT_EQ(connects, 1u);
+  const std::vector<std::string> hostile = {"PING\r\n", std::string(5000, '\x16'), ""};
+  for (const auto& h : hostile) {
+    const int fd = dial_tcp(port);
+    ASSERT_GE(fd, 0);
+    if (!h.empty()) send_all(fd, h);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(closed_by_peer(fd)) << h.size();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+    ::close(fd);
+    EXPECT_EQ(good.call("PING\r\n"), "+PONG\r\n");
+  }
+  EXPECT_EQ(state.requests.load(), connects);
+  EXPECT_GE(proxy->metrics().tls_handshake_failures.load(), 3u);
+  EXPECT_NE(proxy->prometheus().find("chash_proxy_tls_handshake_failures_total"),
+            std::string::npos);
+}
+
+// A server's own server_tls overrides its pool's key by key (here the name checked), and
+// `server_tls: false` reaches one server in plaintext.
+TEST_F(TlsE2E, PerServerServerTls) {
+  TlsRedis r1(dir, *certs_, "r1", "server"), r2(dir, *certs_, "r2", "server", 0, true);
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  const auto port = free_port();
+  proxy.start(dir, "p:\n  listen: 127.0.0.1:" + std::to_string(port) +
+                       "\n  redis: true\n  timeout: 2000\n  server_user: proxy\n"
+                       "  server_auth: ppw\n  server_tls: {ca: " +
+                       cert("ca") + ", sni: wrong.example}\n  servers:\n" +
+                       "    - {server: \"127.0.0.1:" + std::to_string(r1.port()) +
+                       ":1 r1\", server_tls: {sni: localhost}}\n" +
+                       "    - {server: \"127.0.0.1:" + std::to_string(r2.plain_port()) +
+                       ":1 r2\", server_tls: false}\n");
+  const auto t = proxy->topology();
+  std::set<NodeId> seen;
+  for (int i = 0; i < 20; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    seen.insert(t->pools[0]->route(k));
+    RespClient c(RespClient::dial_tcp(port));
+    EXPECT_EQ(c.call({"SET", k, "v"}), "+OK\r\n") << k;
+    EXPECT_EQ(c.call({"GET", k}), "$1\r\nv\r\n") << k;
+  }
+  EXPECT_EQ(seen.size(), 2u);  // both servers answered
+  const auto load = [](const std::string& yaml) {
+    try {
+      parse_config(yaml, "t.yml");
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(load("p:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n"
+                 "    - {server: \"127.0.0.1:2:1 a\", server_tls: true}\n"),
+            "t.yml:5: pool 'p': server 'a': server_tls is a map {ca, verify, sni, cert, key} or "
+            "false");
+  EXPECT_NE(load("p:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n"
+                 "    - {server: \"127.0.0.1:2:1 a\", server_tls: {sni: x, bogus: 1}}\n")
+                .find("unknown server_tls key 'bogus'"),
+            std::string::npos);
 }
 
 TEST_F(TlsE2E, ConfigErrorsNameTheFile) {

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string_view>
@@ -54,8 +55,9 @@ Relay::Relay(Worker& worker, std::size_t pool_index, int fd, const sockaddr_stor
 
 Relay::~Relay() {
   // Only the worker's destructor deletes an open relay: release what we hold, no callbacks.
-  if (connect_timer_ != 0) worker_.loop().cancel_timer(connect_timer_);
-  if (idle_timer_ != 0) worker_.loop().cancel_timer(idle_timer_);
+  for (const auto t : {connect_timer_, idle_timer_, handshake_timer_, resume_timer_}) {
+    if (t != 0) worker_.loop().cancel_timer(t);
+  }
   if (client_fd_ >= 0) ::close(client_fd_);
   if (backend_fd_ >= 0) ::close(backend_fd_);
   if (counted_) counted_->active.fetch_sub(1, std::memory_order_relaxed);
@@ -65,7 +67,47 @@ void Relay::start() {
   worker_.client_opened(this, pool_index_);
   last_activity_ = worker_.loop().now();
   down_.dst_ready = true;  // a fresh socket has room
+  if (const auto& ctx = pool_->config.tls) {
+    std::string error;
+    client_tls_ = net::TlsStream::accept(*ctx, client_fd_, error);
+    if (!client_tls_) {
+      log(LogLevel::kWarn, "TLS accept failed", {{"pool", pool_->config.name}, {"reason", error}});
+      close("client TLS accept failed");
+      return;
+    }
+    client_handshaking_ = true;
+    handshake_timer_ =
+        worker_.loop().add_timer(std::chrono::milliseconds(ctx->handshake_timeout_ms()), [this] {
+          handshake_timer_ = 0;
+          worker_.metrics().tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
+          close("client TLS handshake timed out");
+        });
+    update_events();  // the ClientHello; the backend is chosen once the handshake is done
+    return;
+  }
   // Client bytes sent before the backend answers wait in up_ (and survive a retry).
+  update_events();
+  if (closed_) return;
+  connect_next();
+}
+
+void Relay::client_handshake() {
+  const int h = client_tls_->handshake();
+  if (h < 0) {
+    log(LogLevel::kDebug, "TLS client failed",
+        {{"pool", pool_->config.name}, {"reason", client_tls_->error()}});
+    worker_.metrics().tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
+    close("client TLS handshake failed");
+    return;
+  }
+  if (h == 0) {
+    update_events();
+    return;
+  }
+  worker_.loop().cancel_timer(handshake_timer_);
+  handshake_timer_ = 0;
+  client_handshaking_ = false;
+  up_.src_ready = true;  // application data may already be here
   update_events();
   if (closed_) return;
   connect_next();
@@ -124,6 +166,7 @@ void Relay::connect_failed(const std::string& why, bool timed_out) {
   const std::shared_ptr<BackendState> st = counted_;
   close_backend_fd();
   connecting_ = false;
+  backend_handshaking_ = false;
   if (st) {
     (timed_out ? st->timeouts : st->conn_errors).fetch_add(1, std::memory_order_relaxed);
     record_failure(*st, pool_->config, why);
@@ -151,39 +194,137 @@ void Relay::connected() {
 
 void Relay::on_event(std::uint32_t events) {
   if (closed_) return;
-  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) up_.src_ready = true;
-  if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) down_.dst_ready = true;
+  if (client_handshaking_) {
+    client_handshake();
+    return;
+  }
+  constexpr std::uint32_t in = EPOLLIN | EPOLLHUP | EPOLLERR, out = EPOLLOUT | EPOLLHUP | EPOLLERR;
+  if ((events & in) || ((events & out) && client_wait_.read_wants_write)) up_.src_ready = true;
+  if ((events & out) || ((events & in) && client_wait_.write_wants_read)) down_.dst_ready = true;
   if (pump()) update_events();
 }
 
 void Relay::on_backend_event(std::uint32_t events) {
   if (closed_) return;
   if (connecting_) {
+    if (backend_handshaking_) {
+      backend_handshake();
+      return;
+    }
     int err = net::socket_error(backend_fd_);
     if (err == 0 && (events & (EPOLLERR | EPOLLHUP))) err = ECONNRESET;
     if (err != 0) {
       connect_failed(std::string("connect: ") + std::strerror(err), false);
       return;
     }
-    if (events & EPOLLOUT) connected();
+    if (!(events & EPOLLOUT)) return;
+    const auto& ctx = pool_->config.servers[node_].tls;
+    if (ctx == nullptr) {
+      connected();
+      return;
+    }
+    // The PROXY header travels in the clear, before the ClientHello (as HAProxy sends it).
+    while (header_off_ < header_.size()) {
+      const ssize_t n = ::send(backend_fd_, header_.data() + header_off_,
+                               header_.size() - header_off_, MSG_NOSIGNAL);
+      if (n > 0) {
+        header_off_ += static_cast<std::size_t>(n);
+      } else if (n < 0 && would_block(errno)) {
+        return;  // EPOLLOUT again
+      } else if (n < 0 && errno != EINTR) {
+        connect_failed(std::string("write: ") + std::strerror(errno), false);
+        return;
+      }
+    }
+    std::string error;
+    backend_tls_ = net::TlsStream::connect(*ctx, backend_fd_,
+                                           pool_->config.servers[node_].address.host, error);
+    if (!backend_tls_) {
+      connect_failed(error, false);
+      return;
+    }
+    backend_handshaking_ = true;
+    backend_handshake();
     return;
   }
-  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) down_.src_ready = true;
-  if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) up_.dst_ready = true;
+  constexpr std::uint32_t in = EPOLLIN | EPOLLHUP | EPOLLERR, out = EPOLLOUT | EPOLLHUP | EPOLLERR;
+  if ((events & in) || ((events & out) && backend_wait_.read_wants_write)) down_.src_ready = true;
+  if ((events & out) || ((events & in) && backend_wait_.write_wants_read)) up_.dst_ready = true;
   if (pump()) update_events();
+}
+
+void Relay::backend_handshake() {
+  const int h = backend_tls_->handshake();
+  if (h == 0) {
+    update_events();
+    return;
+  }
+  if (h < 0) {
+    // Named, at warn: a refused certificate is a configuration problem someone must see.
+    const std::string why =
+        backend_tls_->error() + " (" + pool_->config.servers[node_].address.text() + ")";
+    log(LogLevel::kWarn, "backend TLS handshake failed",
+        {{"pool", pool_->config.name}, {"backend", counted_->name}, {"reason", why}});
+    connect_failed(why, false);
+    return;
+  }
+  backend_handshaking_ = false;
+  connected();
 }
 
 // ---- Copying ------------------------------------------------------------------------------------
 
 bool Relay::pump() {
-  if (!pump_one(up_, client_fd_, backend_fd_, true)) return false;
-  if (connecting_) return true;
-  if (!pump_one(down_, backend_fd_, client_fd_, false)) return false;
+  resume_ = false;
+  if (!pump_one(up_, true)) return false;
+  if (connecting_) {
+    if (resume_) schedule_resume();
+    return true;
+  }
+  if (!pump_one(down_, false)) return false;
   if (up_.shut && down_.shut) {
     close("done");
     return false;
   }
+  if (resume_) schedule_resume();
   return true;
+}
+
+void Relay::schedule_resume() {
+  if (resume_timer_ != 0) return;
+  resume_timer_ = worker_.loop().add_timer(std::chrono::milliseconds(0), [this] {
+    resume_timer_ = 0;
+    if (!closed_ && pump()) update_events();
+  });
+}
+
+ssize_t Relay::recv_side(bool client, char* buf, std::size_t len) {
+  net::TlsStream* tls = client ? client_tls_.get() : backend_tls_.get();
+  if (tls == nullptr) return ::recv(client ? client_fd_ : backend_fd_, buf, len, 0);
+  const ssize_t n = tls->recv(buf, len);
+  (client ? client_wait_ : backend_wait_).read_wants_write =
+      n < 0 && errno == EAGAIN && tls->wants_write();
+  if (n < 0 && errno != EAGAIN && errno != EINTR) {
+    log(LogLevel::kDebug, client ? "TLS client failed" : "TLS backend failed",
+        {{"pool", pool_->config.name}, {"reason", tls->error()}});
+  }
+  return n;
+}
+
+ssize_t Relay::send_side(bool client, const char* buf, std::size_t len) {
+  net::TlsStream* tls = client ? client_tls_.get() : backend_tls_.get();
+  if (tls == nullptr) return ::send(client ? client_fd_ : backend_fd_, buf, len, MSG_NOSIGNAL);
+  // One record at a time: a write retried after EAGAIN then has the same length (OpenSSL's rule).
+  const ssize_t n = tls->send(buf, std::min<std::size_t>(len, 16384));
+  (client ? client_wait_ : backend_wait_).write_wants_read =
+      n < 0 && errno == EAGAIN && !tls->wants_write();
+  return n;
+}
+
+void Relay::shut_side(bool client) {
+  net::TlsStream* tls = client ? client_tls_.get() : backend_tls_.get();
+  if (tls != nullptr) tls->shutdown();  // close_notify: the TLS end of the stream
+  ::shutdown(client ? client_fd_ : backend_fd_, SHUT_WR);
 }
 
 void Relay::count_bytes(bool to_backend, std::uint64_t n) noexcept {
@@ -195,8 +336,10 @@ void Relay::count_bytes(bool to_backend, std::uint64_t n) noexcept {
   }
 }
 
-bool Relay::pump_one(Pipe& p, int src, int dst, bool to_backend) {
+bool Relay::pump_one(Pipe& p, bool to_backend) {
   const bool can_write = !(to_backend && connecting_);
+  // A TLS source returns at most one record per read: a short read says nothing of the socket.
+  const bool src_tls = (to_backend ? client_tls_ : backend_tls_) != nullptr;
   bool moved = false;
   for (int round = 0; round < kRoundsPerEvent; ++round) {
     bool progress = false;
@@ -208,12 +351,12 @@ bool Relay::pump_one(Pipe& p, int src, int dst, bool to_backend) {
       }
       if (p.len < kBufferBytes) {
         const std::size_t room = kBufferBytes - p.len;
-        const ssize_t n = ::recv(src, p.buf.get() + p.len, room, 0);
+        const ssize_t n = recv_side(to_backend, p.buf.get() + p.len, room);
         if (n > 0) {
           p.len += static_cast<std::size_t>(n);
           count_bytes(to_backend, static_cast<std::uint64_t>(n));
           // A short read drained the socket: wait for epoll rather than a recv that says EAGAIN.
-          if (static_cast<std::size_t>(n) < room) p.src_ready = false;
+          if (static_cast<std::size_t>(n) < room && !src_tls) p.src_ready = false;
           progress = moved = true;
         } else if (n == 0) {
           p.eof = true;
@@ -228,8 +371,8 @@ bool Relay::pump_one(Pipe& p, int src, int dst, bool to_backend) {
     }
     if (can_write && p.dst_ready) {
       if (to_backend && header_off_ < header_.size()) {
-        const ssize_t n =
-            ::send(dst, header_.data() + header_off_, header_.size() - header_off_, MSG_NOSIGNAL);
+        const ssize_t n = ::send(backend_fd_, header_.data() + header_off_,
+                                 header_.size() - header_off_, MSG_NOSIGNAL);
         if (n > 0) {
           header_off_ += static_cast<std::size_t>(n);
           progress = true;
@@ -241,7 +384,7 @@ bool Relay::pump_one(Pipe& p, int src, int dst, bool to_backend) {
         }
       }
       if ((!to_backend || header_off_ == header_.size()) && p.dst_ready && p.pending()) {
-        const ssize_t n = ::send(dst, p.buf.get() + p.off, p.len - p.off, MSG_NOSIGNAL);
+        const ssize_t n = send_side(!to_backend, p.buf.get() + p.off, p.len - p.off);
         if (n > 0) {
           p.off += static_cast<std::size_t>(n);
           if (p.off == p.len) {
@@ -259,12 +402,13 @@ bool Relay::pump_one(Pipe& p, int src, int dst, bool to_backend) {
       }
     }
     if (!progress) break;
+    if (round + 1 == kRoundsPerEvent && src_tls && p.src_ready && !p.eof) resume_ = true;
   }
   if (moved) last_activity_ = worker_.loop().now();
   // The source ended and everything it sent is written: pass the EOF on (half-close).
   if (can_write && p.eof && !p.shut && !p.pending() &&
       (!to_backend || header_off_ == header_.size())) {
-    ::shutdown(dst, SHUT_WR);
+    shut_side(!to_backend);
     p.shut = true;
   }
   return true;
@@ -276,12 +420,27 @@ bool Relay::pump_one(Pipe& p, int src, int dst, bool to_backend) {
 void Relay::update_events() {
   if (closed_) return;
   auto room = [](const Pipe& p) { return !p.eof && (p.len < kBufferBytes || p.off > 0); };
-  const std::uint32_t client = (room(up_) ? EPOLLIN : 0u) | (down_.pending() ? EPOLLOUT : 0u);
+  // A handshake waits for the direction OpenSSL asked for.
+  auto handshake = [](const net::TlsStream& t) -> std::uint32_t {
+    return t.wants_write() ? EPOLLOUT : EPOLLIN;
+  };
+  const std::uint32_t client =
+      client_handshaking_
+          ? handshake(*client_tls_)
+          : (room(up_) || client_wait_.write_wants_read ? EPOLLIN : 0u) |
+                (down_.pending() || client_wait_.read_wants_write ? EPOLLOUT : 0u);
   std::uint32_t backend = 0;
   if (backend_fd_ >= 0) {
-    backend = connecting_ ? EPOLLOUT
-                          : (room(down_) ? EPOLLIN : 0u) |
-                                (up_.pending() || header_off_ < header_.size() ? EPOLLOUT : 0u);
+    if (backend_handshaking_) {
+      backend = handshake(*backend_tls_);
+    } else if (connecting_) {
+      backend = EPOLLOUT;
+    } else {
+      backend = (room(down_) || backend_wait_.write_wants_read ? EPOLLIN : 0u) |
+                (up_.pending() || header_off_ < header_.size() || backend_wait_.read_wants_write
+                     ? EPOLLOUT
+                     : 0u);
+    }
   }
   set_events(client_fd_, client, client_events_, this);
   if (!closed_ && backend_fd_ >= 0)
@@ -328,6 +487,8 @@ void Relay::on_idle_timer() {
 // ---- Closing ------------------------------------------------------------------------------------
 
 void Relay::close_backend_fd() {
+  backend_tls_.reset();
+  backend_wait_ = {};
   if (backend_fd_ >= 0) {
     if (backend_events_ != 0) worker_.loop().remove(backend_fd_);
     ::close(backend_fd_);
@@ -343,9 +504,11 @@ void Relay::close_backend_fd() {
 void Relay::close(const char* why) {
   if (closed_) return;
   closed_ = true;
-  if (connect_timer_ != 0) worker_.loop().cancel_timer(connect_timer_);
-  if (idle_timer_ != 0) worker_.loop().cancel_timer(idle_timer_);
-  connect_timer_ = idle_timer_ = 0;
+  for (const auto t : {connect_timer_, idle_timer_, handshake_timer_, resume_timer_}) {
+    if (t != 0) worker_.loop().cancel_timer(t);
+  }
+  connect_timer_ = idle_timer_ = handshake_timer_ = resume_timer_ = 0;
+  client_tls_.reset();
   if (client_events_ != 0) worker_.loop().remove(client_fd_);
   ::close(client_fd_);
   client_fd_ = -1;

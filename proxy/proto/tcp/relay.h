@@ -16,6 +16,16 @@
 // side closes both. With idle_timeout, a relay that moved no byte either way for that long is
 // closed. BackendState::active counts relays connecting or open (least-conn, /metrics);
 // BackendState::requests counts connects tried (errors and timeouts: the failed ones).
+//
+// TLS (net/tls.h). Without `tls:`/`server_tls:` the bytes are relayed as they are, a client's
+// TLS session included (the backend terminates it). With `tls:` the relay terminates TLS: the
+// client's handshake completes (within handshake_timeout) before a backend is chosen, so a
+// client that never finishes one costs no backend connection. With the server's `server_tls:`
+// the relay speaks TLS to the backend: the handshake is part of connecting (bounded by the
+// same timeout), and a refused certificate counts as that backend's failure, is logged naming
+// it, and the next candidate is tried. A PROXY header goes before the backend's handshake, as
+// HAProxy sends it. A TLS read may need the socket writable and a write readable: each side
+// remembers which (TlsWait) and asks epoll for it.
 #pragma once
 
 #include <sys/socket.h>
@@ -27,6 +37,7 @@
 #include "core/connection.h"
 #include "core/topology.h"
 #include "net/event_loop.h"
+#include "net/tls.h"
 #include "proto/tcp/balance.h"
 
 namespace chash::proxy {
@@ -72,13 +83,29 @@ class Relay final : public ClientConn {
     bool pending() const noexcept { return len > off; }
   };
 
+  // A TLS call that returned EAGAIN because it needs the socket's other direction.
+  struct TlsWait {
+    bool read_wants_write = false;
+    bool write_wants_read = false;
+  };
+
   void on_backend_event(std::uint32_t events);
+  void client_handshake();
+  void backend_handshake();
   void connect_next();
   void connect_failed(const std::string& why, bool timed_out);
   void connected();
   // Moves bytes in both directions; false when the relay closed.
   bool pump();
-  bool pump_one(Pipe& p, int src, int dst, bool to_backend);
+  bool pump_one(Pipe& p, bool to_backend);
+  // The client's (client) or the backend's socket, through TLS when that side has it: recv(),
+  // send() and shutdown(SHUT_WR)'s contract.
+  ssize_t recv_side(bool client, char* buf, std::size_t len);
+  ssize_t send_side(bool client, const char* buf, std::size_t len);
+  void shut_side(bool client);
+  // Reads stopped at kRoundsPerEvent with decrypted bytes held by OpenSSL, which epoll cannot
+  // report: pump again from a timer.
+  void schedule_resume();
   // n bytes read from the client (to_backend) or from the backend: the pool's request/response
   // bytes and, once a backend is chosen, the backend's.
   void count_bytes(bool to_backend, std::uint64_t n) noexcept;
@@ -94,6 +121,12 @@ class Relay final : public ClientConn {
   std::shared_ptr<const Pool> pool_;
   int client_fd_;
   int backend_fd_ = -1;
+  std::unique_ptr<net::TlsStream> client_tls_;   // the pool's `tls:` (null: as it is)
+  std::unique_ptr<net::TlsStream> backend_tls_;  // the server's `server_tls:` (null: as it is)
+  bool client_handshaking_ = false;   // before the backend is chosen
+  bool backend_handshaking_ = false;  // part of connecting
+  TlsWait client_wait_, backend_wait_;
+  bool resume_ = false;  // set by pump_one: see schedule_resume
   std::uint32_t client_events_ = 0, backend_events_ = 0;  // registered with epoll (0: not)
   BackendSide backend_side_{*this};
   Chooser chooser_;
@@ -107,6 +140,8 @@ class Relay final : public ClientConn {
   Pipe down_;  // backend -> client
   net::EventLoop::TimerId connect_timer_ = 0;
   net::EventLoop::TimerId idle_timer_ = 0;
+  net::EventLoop::TimerId handshake_timer_ = 0;
+  net::EventLoop::TimerId resume_timer_ = 0;
   net::Clock::time_point last_activity_;
   sockaddr_storage peer_{};
   sockaddr_storage local_{};
