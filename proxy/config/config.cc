@@ -196,7 +196,7 @@ void parse_admin_auth(const Ctx& ctx, const YAML::Node& body, AdminAuth& auth) {
 void parse_global_section(const Ctx& ctx, const YAML::Node& name, const YAML::Node& body,
                           ProxyConfig& cfg) {
   if (!body.IsMap()) fail_at(ctx.source, line_of(name), "'chash_proxy' must be a map");
-  std::optional<int> admin_auth_line;
+  std::optional<int> admin_auth_line, admin_tls_line;
   for (const auto& kv : body) {
     const std::string k = kv.first.Scalar();
     if (k == "workers") {
@@ -216,6 +216,9 @@ void parse_global_section(const Ctx& ctx, const YAML::Node& name, const YAML::No
     } else if (k == "admin_auth") {
       parse_admin_auth(ctx, kv.second, cfg.admin_auth);
       admin_auth_line = line_of(kv.first);
+    } else if (k == "admin_tls") {
+      cfg.admin_tls = parse_tls(ctx, kv.second, "chash_proxy", "admin_tls");
+      admin_tls_line = line_of(kv.first);
     } else if (k == "stats") {
       try {
         cfg.stats = parse_address(ctx.scalar(kv.second, k), "stats");
@@ -233,6 +236,9 @@ void parse_global_section(const Ctx& ctx, const YAML::Node& name, const YAML::No
   }
   if (admin_auth_line && !cfg.admin) {
     fail_at(ctx.source, *admin_auth_line, "admin_auth needs admin: (the admin port's address)");
+  }
+  if (admin_tls_line && !cfg.admin) {
+    fail_at(ctx.source, *admin_tls_line, "admin_tls needs admin: (the admin port's address)");
   }
 }
 

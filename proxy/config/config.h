@@ -167,6 +167,8 @@ struct ProxyConfig {
   unsigned workers = 0;          // 0: one per core
   std::optional<Address> admin;  // a bare port ("22223") means 127.0.0.1:22223
   AdminAuth admin_auth;
+  // `admin_tls:` (the keys of a pool's `tls:`): the admin port speaks HTTPS only. Null: HTTP.
+  std::shared_ptr<const net::TlsContext> admin_tls;
   // nutcracker's stats port (its -s/-a): each connection gets one stats JSON document and is
   // closed. None: off (chash-proxy's command line turns it on as nutcracker's does).
   std::optional<Address> stats;

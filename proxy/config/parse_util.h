@@ -35,8 +35,8 @@ inline constexpr std::string_view kPoolKeys[] = {
     "health_check_interval", "rise", "fall", "hash_balance_factor", "preset_options", "ring", "acl",
     "server_user", "tls", "server_tls", "sentinels"};
 
-inline constexpr std::string_view kGlobalKeys[] = {"workers", "admin",          "admin_auth",
-                                                   "stats",   "stats_interval", "drain_timeout"};
+inline constexpr std::string_view kGlobalKeys[] = {
+    "workers", "admin", "admin_auth", "admin_tls", "stats", "stats_interval", "drain_timeout"};
 
 inline constexpr std::string_view kGlobalSection = "chash_proxy";
 
@@ -75,10 +75,11 @@ struct Ctx {
 // "host:port:weight [name]" or "/path:weight [name]"; throws Error(kParse) naming `what`.
 ServerConfig parse_server(std::string_view text, std::string_view what);
 
-// A pool's `tls:` map, built into an SSL_CTX (config/tls_parser.cc); a file that cannot be used
-// fails at the map's line, naming the file.
+// A pool's `tls:` map (or `admin_tls:`, named by `key`), built into an SSL_CTX
+// (config/tls_parser.cc); a file that cannot be used fails at the map's line, naming the file.
 std::shared_ptr<const net::TlsContext> parse_tls(const Ctx& ctx, const YAML::Node& v,
-                                                 const std::string& where);
+                                                 const std::string& where,
+                                                 const std::string& key = "tls");
 // A `server_tls:` map (a pool's, or a server's over its pool's `base`), built likewise.
 std::shared_ptr<const net::TlsContext> parse_server_tls(const Ctx& ctx, const YAML::Node& v,
                                                         const std::string& where,

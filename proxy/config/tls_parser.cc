@@ -55,9 +55,9 @@ void read_server_tls(const Ctx& ctx, const YAML::Node& v, const std::string& whe
 }  // namespace
 
 std::shared_ptr<const net::TlsContext> parse_tls(const Ctx& ctx, const YAML::Node& v,
-                                                 const std::string& where) {
+                                                 const std::string& where, const std::string& key) {
   if (!v.IsMap()) {
-    not_a_map(ctx, v, where, "tls",
+    not_a_map(ctx, v, where, key,
               "cert, key, ca, require_client_cert, protocols, ciphers, handshake_timeout");
   }
   net::TlsServerOptions s;
@@ -87,13 +87,13 @@ std::shared_ptr<const net::TlsContext> parse_tls(const Ctx& ctx, const YAML::Nod
     } else if (k == "handshake_timeout") {
       s.handshake_timeout_ms = ctx.number<std::uint32_t>(x, k, 1, 3600u * 1000u);
     } else {
-      unknown_key(ctx, kv.first, where, "tls", kTlsKeys);
+      unknown_key(ctx, kv.first, where, key, kTlsKeys);
     }
   }
   try {
     return net::TlsContext::make_server(s);
   } catch (const std::exception& e) {
-    fail_at(ctx.source, line_of(v), where + ": tls: " + e.what());
+    fail_at(ctx.source, line_of(v), where + ": " + key + ": " + e.what());
   }
 }
 

@@ -7,6 +7,8 @@
 
 #include <cerrno>
 
+#include "net/tls.h"
+
 namespace chash::proxy {
 
 namespace {
@@ -129,7 +131,8 @@ std::string unauthorized(const AdminAuth& auth) {
 // deadline timer closes it whatever it is doing.
 class AdminServer::Conn final : public net::Pollable {
  public:
-  Conn(AdminServer& server, int fd) : server_(server), fd_(fd) {}
+  Conn(AdminServer& server, int fd, std::unique_ptr<net::TlsStream> tls)
+      : server_(server), fd_(fd), tls_(std::move(tls)) {}
   ~Conn() override {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -146,6 +149,7 @@ class AdminServer::Conn final : public net::Pollable {
     if (timer_ != 0) server_.loop_.cancel_timer(timer_);
     timer_ = 0;
     server_.loop_.remove(fd_);
+    if (tls_ != nullptr && off_ == out_.size() && !out_.empty()) tls_->shutdown();
     ::close(fd_);
     fd_ = -1;
   }
@@ -156,18 +160,32 @@ class AdminServer::Conn final : public net::Pollable {
   }
 
  private:
+  ssize_t recv_some(char* buf, std::size_t len) {
+    return tls_ ? tls_->recv(buf, len) : ::recv(fd_, buf, len, MSG_DONTWAIT);
+  }
+  ssize_t send_some(const char* buf, std::size_t len) {
+    return tls_ ? tls_->send(buf, len) : ::send(fd_, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  // Waits for `events`; over TLS, for what OpenSSL asked (a read may need to write, and back).
+  void wait_for(std::uint32_t events) {
+    if (tls_ != nullptr) events = tls_->wants_write() ? EPOLLOUT : EPOLLIN;
+    if (events == events_) return;
+    events_ = events;
+    server_.loop_.modify(fd_, events, this);
+  }
+
   // Reads what there is; false when the client is finished (closed without asking anything).
   bool read() {
     char buf[2048];
     for (;;) {
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+      const ssize_t n = recv_some(buf, sizeof buf);
       if (n > 0) {
         in_.append(buf, static_cast<std::size_t>(n));
         if (in_.find("\r\n\r\n") != std::string::npos) break;
         if (in_.size() > server_.limits_.max_request_head) {
           // Drop what else has arrived (up to 64 KiB), so that closing after the answer does
           // not reset the connection under a client still reading it.
-          for (int i = 0; i < 32 && ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT) > 0; ++i) {
+          for (int i = 0; i < 32 && recv_some(buf, sizeof buf) > 0; ++i) {
           }
           out_ = response(
               431, kText,
@@ -176,9 +194,12 @@ class AdminServer::Conn final : public net::Pollable {
         }
         continue;
       }
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;  // more later
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {  // more later
+        wait_for(EPOLLIN);
+        return true;
+      }
       if (n < 0 && errno == EINTR) continue;
-      if (in_.empty()) {  // closed (or failed) without asking anything
+      if (in_.empty() || (n < 0 && tls_ != nullptr)) {  // closed (or failed) without a request
         server_.finish(this);
         return false;
       }
@@ -190,15 +211,13 @@ class AdminServer::Conn final : public net::Pollable {
 
   void write() {
     while (off_ < out_.size()) {
-      const ssize_t n =
-          ::send(fd_, out_.data() + off_, out_.size() - off_, MSG_NOSIGNAL | MSG_DONTWAIT);
+      const ssize_t n = send_some(out_.data() + off_, out_.size() - off_);
       if (n > 0) {
         off_ += static_cast<std::size_t>(n);
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        if (!writing_) server_.loop_.modify(fd_, EPOLLOUT, this);
-        writing_ = true;
+        wait_for(EPOLLOUT);
         return;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -209,10 +228,11 @@ class AdminServer::Conn final : public net::Pollable {
 
   AdminServer& server_;
   int fd_;
+  std::unique_ptr<net::TlsStream> tls_;  // admin_tls (null: plain HTTP)
   net::EventLoop::TimerId timer_ = 0;
   std::string in_, out_;
   std::size_t off_ = 0;
-  bool writing_ = false;
+  std::uint32_t events_ = EPOLLIN;
 };
 
 AdminServer::AdminServer(net::EventLoop& loop, int listen_fd, Handlers handlers, Limits limits)
@@ -240,7 +260,16 @@ void AdminServer::on_event(std::uint32_t) {
       ::close(c);
       continue;
     }
-    auto conn = std::make_unique<Conn>(*this, c);
+    std::unique_ptr<net::TlsStream> tls;
+    if (const auto ctx = tls_context()) {
+      std::string error;
+      tls = net::TlsStream::accept(*ctx, c, error);
+      if (!tls) {
+        ::close(c);
+        continue;
+      }
+    }
+    auto conn = std::make_unique<Conn>(*this, c, std::move(tls));
     Conn* p = conn.get();
     if (!p->start()) continue;  // closes c
     conns_.emplace(p, std::move(conn));
@@ -260,6 +289,16 @@ void AdminServer::finish(Conn* c) {
 void AdminServer::set_auth(const AdminAuth& auth) {
   std::lock_guard<std::mutex> lock(auth_mu_);
   auth_ = auth;
+}
+
+void AdminServer::set_tls(std::shared_ptr<const net::TlsContext> tls) {
+  std::lock_guard<std::mutex> lock(auth_mu_);
+  tls_ = std::move(tls);
+}
+
+std::shared_ptr<const net::TlsContext> AdminServer::tls_context() const {
+  std::lock_guard<std::mutex> lock(auth_mu_);
+  return tls_;
 }
 
 std::string AdminServer::respond(std::string_view req) const {

@@ -13,6 +13,8 @@
 // request — needs `Authorization: Bearer <token>` or `Authorization: Basic <user:password>`;
 // anything else is answered 401 with a WWW-Authenticate header. Secrets are compared as
 // SHA-256 digests with CRYPTO_memcmp, so the time taken does not depend on how much matched.
+// With `chash_proxy: admin_tls:` the port speaks HTTPS only (the handshake runs within the same
+// deadline; a reload re-reads the certificate for new connections).
 #pragma once
 
 #include <chrono>
@@ -55,18 +57,22 @@ class AdminServer : public net::Pollable {
   std::string respond(std::string_view request) const;
   // Thread-safe: who may use the port from now on (a reload may change the token).
   void set_auth(const AdminAuth& auth);
+  // Thread-safe: HTTPS with this context for connections accepted from now on (null: HTTP).
+  void set_tls(std::shared_ptr<const net::TlsContext> tls);
   std::size_t open_connections() const noexcept { return conns_.size(); }
 
  private:
   class Conn;
   void finish(Conn* c);  // closes and forgets a client
+  std::shared_ptr<const net::TlsContext> tls_context() const;
 
   net::EventLoop& loop_;
   int fd_;
   Handlers handlers_;
   Limits limits_;
-  mutable std::mutex auth_mu_;
+  mutable std::mutex auth_mu_;  // auth_, tls_
   AdminAuth auth_;
+  std::shared_ptr<const net::TlsContext> tls_;
   std::unordered_map<Conn*, std::unique_ptr<Conn>> conns_;
 };
 

@@ -72,6 +72,7 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
         AdminServer::Handlers{[this] { return prometheus(); }, [this] { return status_json(); },
                               [this](std::string& message) { return reload_from_file(message); }});
     admin_->set_auth(config_.admin_auth);
+    admin_->set_tls(config_.admin_tls);
     const std::string& host = config_.admin->host;
     const bool loopback = !config_.admin->unix_path.empty() || host.starts_with("127.") ||
                           host == "::1" || host == "localhost";
@@ -313,9 +314,14 @@ bool Proxy::reload(const ProxyConfig& config, std::string& message) {
   topology_ = next;
   listen_ = std::move(listen);
   config_.pools = config.pools;
-  // A new admin token applies at once (rotating it needs no restart).
+  // A new admin token applies at once (rotating it needs no restart), a new admin certificate
+  // to the next connection.
   config_.admin_auth = config.admin_auth;
-  if (admin_ != nullptr && config.admin) admin_->set_auth(config.admin_auth);
+  config_.admin_tls = config.admin_tls;
+  if (admin_ != nullptr && config.admin) {
+    admin_->set_auth(config.admin_auth);
+    admin_->set_tls(config.admin_tls);
+  }
   for (auto& w : workers_) w->set_topology(next, listeners_for(*next));
   note_reload(metrics_, true);
   std::string one_line = message;

@@ -576,6 +576,36 @@ TEST_F(TlsE2E, PerServerServerTls) {
             std::string::npos);
 }
 
+// admin_tls: the admin port speaks HTTPS only, with admin_auth over it.
+TEST_F(TlsE2E, AdminPortOverTls) {
+  const auto port = free_port(), admin = free_port();
+  proxy.start(dir, "chash_proxy:\n  admin: 127.0.0.1:" + std::to_string(admin) +
+                       "\n  admin_tls: {cert: " + cert("server") + ", key: " + key("server") +
+                       "}\n  admin_auth: {token: s3cret, protect: all}\n"
+                       "p:\n  listen: 127.0.0.1:" + std::to_string(port) +
+                       "\n  redis: true\n  servers:\n    - 127.0.0.1:1:1 r1\n");
+  {
+    TlsClient c(admin, cert("ca"));
+    ASSERT_TRUE(c.handshake_ok());
+    const std::string r = c.call("GET /status HTTP/1.1\r\nAuthorization: Bearer s3cret\r\n\r\n",
+                                 "}\n");
+    EXPECT_TRUE(r.starts_with("HTTP/1.1 200 OK\r\n")) << r;
+    EXPECT_NE(r.find("\"version\""), std::string::npos) << r;
+  }
+  {
+    TlsClient c(admin, cert("ca"));
+    EXPECT_TRUE(c.call("GET /metrics HTTP/1.1\r\n\r\n", "(admin_auth)\n")
+                    .starts_with("HTTP/1.1 401 Unauthorized\r\n"));
+  }
+  // Plain HTTP to the HTTPS port: no answer, closed.
+  const int fd = dial_tcp(admin);
+  ASSERT_GE(fd, 0);
+  send_all(fd, "GET /status HTTP/1.1\r\nAuthorization: Bearer s3cret\r\n\r\n");
+  EXPECT_EQ(recv_until(fd, [](const std::string&) { return false; }).find("HTTP/1.1"),
+            std::string::npos);
+  ::close(fd);
+}
+
 TEST_F(TlsE2E, ConfigErrorsNameTheFile) {
   const auto load = [](const std::string& yaml) {
     try {
