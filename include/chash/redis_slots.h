@@ -11,6 +11,7 @@
 // where they are except those of drained nodes and the fewest needed to restore weight-fair
 // quotas (what a reshard/rebalance moves). Lookup: one read of a 64 KiB table.
 // Next choices: the owners of rehashed slots, then the remaining nodes in list order.
+// Options::assignment takes a cluster's own map instead (slots may then be unserved: kNoNode).
 #pragma once
 
 #include <array>
@@ -39,6 +40,10 @@ class SlotTable {
     // When set, keep this table's assignment as far as possible (ids must refer to the same
     // nodes; ids beyond the new node list count as drained).
     std::shared_ptr<const SlotTable> previous;
+    // When set, the table itself: a live cluster's slot -> node map as CLUSTER NODES reports it
+    // (chash-proxy's Redis Cluster pools). kNoNode marks a slot no node serves, for which pick()
+    // answers kNoNode; other ids must be below the node count. `previous` is then ignored.
+    std::shared_ptr<const std::array<NodeId, kRedisSlots>> assignment;
   };
 
   static SlotTable build(std::span<const Node> nodes, const Options& options = {});
@@ -50,6 +55,7 @@ class SlotTable {
   void visit(std::uint64_t hash, F&& f) const {
     internal::SeenSet seen(node_count_);
     NodeId id = pick(hash);
+    if (id == kNoNode) return;  // an unserved slot of an assigned table
     if (!seen.insert(id) || !f(id)) return;
     for (std::uint64_t attempt = 1; attempt <= 64; ++attempt) {
       if (seen.size() == drawable_.size()) return;
@@ -68,7 +74,7 @@ class SlotTable {
   const std::array<NodeId, kRedisSlots>& slots() const noexcept { return *slots_; }
 
  private:
-  std::shared_ptr<std::array<NodeId, kRedisSlots>> slots_;
+  std::shared_ptr<const std::array<NodeId, kRedisSlots>> slots_;
   std::vector<NodeId> drawable_;
   std::size_t node_count_ = 0;
 };

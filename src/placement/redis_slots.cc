@@ -75,8 +75,21 @@ SlotTable SlotTable::build(std::span<const Node> nodes, const Options& options) 
                 "a Redis Cluster has at most 16384 masters with slots; got " +
                     std::to_string(t.drawable_.size()) + " nodes");
   }
-  t.slots_ = std::make_shared<std::array<NodeId, kRedisSlots>>();
-  auto& slots = *t.slots_;
+  if (options.assignment) {
+    for (std::uint32_t s = 0; s < kRedisSlots; ++s) {
+      const NodeId o = (*options.assignment)[s];
+      if (o != kNoNode && o >= nodes.size()) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "slot " + std::to_string(s) + " is assigned to node " + std::to_string(o) +
+                        " of " + std::to_string(nodes.size()));
+      }
+    }
+    t.slots_ = options.assignment;  // shared, not copied: the map is immutable
+    return t;
+  }
+  const auto table = std::make_shared<std::array<NodeId, kRedisSlots>>();
+  t.slots_ = table;
+  auto& slots = *table;
   if (!options.previous) {
     assign_fresh(nodes, t.drawable_, slots);
     return t;

@@ -206,6 +206,29 @@ TEST(RedisSlotsTest, RebuildFromPreviousMovesOnlyWhatItMust) {
   for (int c : count) EXPECT_NEAR(c, 16384 / 5.0, 1.0);
 }
 
+TEST(RedisSlotsTest, AssignedTableIsTheClustersOwnMap) {
+  // A live cluster's map (chash-proxy's cluster pools): taken as it is, unserved slots included.
+  auto map = std::make_shared<std::array<NodeId, kRedisSlots>>();
+  map->fill(kNoNode);
+  for (std::uint32_t s = 0; s < 100; ++s) (*map)[s] = 2;
+  for (std::uint32_t s = 100; s < 16000; ++s) (*map)[s] = s % 2;
+  SlotTable::Options opt;
+  opt.assignment = map;
+  const auto t = SlotTable::build(nodes(3), opt);
+  EXPECT_EQ(&t.slots(), map.get());  // shared, not copied
+  EXPECT_EQ(t.pick(redis_key_slot("123456789")), 1u);  // slot 12739
+  EXPECT_EQ(t.pick(16100), kNoNode);
+  int visited = 0;
+  t.visit(16100, [&](NodeId) { return ++visited < 10; });
+  EXPECT_EQ(visited, 0);  // an unserved slot has no next choices either
+  TableOptions to;
+  to.slots = opt;
+  const auto r = Router::build(Algorithm::kSlots, nodes(3), to, KeyPolicy{KeyHash::kRedisSlot});
+  EXPECT_EQ(r.route("{user1000}.following"), t.pick(redis_key_slot("user1000")));
+  (*map)[7] = 3;
+  EXPECT_THROW(SlotTable::build(nodes(3), opt), Error);  // an id beyond the node list
+}
+
 // ---- IP hash ------------------------------------------------------------------------------------------
 
 TEST(IpHashTest, ParsesAddressesWithAndWithoutPorts) {
