@@ -76,6 +76,20 @@ Address parse_address(std::string_view text, std::string_view what) {
   return a;
 }
 
+const char* read_policy_name(ReadPolicy p) noexcept {
+  switch (p) {
+    case ReadPolicy::kMaster:
+      return "master";
+    case ReadPolicy::kPreferReplica:
+      return "prefer_replica";
+    case ReadPolicy::kReplica:
+      return "replica";
+    case ReadPolicy::kAny:
+      return "any";
+  }
+  return "?";
+}
+
 std::vector<Node> PoolConfig::nodes() const {
   std::vector<Node> out;
   out.reserve(servers.size());

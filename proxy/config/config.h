@@ -55,6 +55,10 @@ struct Address {
 // Parses "host:port" or "/path[ mode]"; throws Error(kParse) with `what` in the message.
 Address parse_address(std::string_view text, std::string_view what);
 
+// What a member of a pool is to it (core/topology.h, Pool::servers): a node keys are routed to,
+// or a replica of one that reads may go to (read_policy).
+enum class ServerRole : std::uint8_t { kNode, kReplica };
+
 struct ServerConfig {
   Address address;
   std::uint32_t weight = 1;
@@ -67,6 +71,12 @@ struct ServerConfig {
   // TLS towards this server (net/tls.h): its own `server_tls:` over the pool's, else the pool's;
   // null: plaintext. What every connection and health probe to it uses.
   std::shared_ptr<const net::TlsContext> tls;
+  // Redis pools: the replicas of this server listed in the config (`replicas: [host:port]`);
+  // Sentinel-managed servers and cluster nodes have theirs discovered instead.
+  std::vector<Address> replicas;
+  // Set on the members a topology adds (core/topology.h): a replica, and of which node.
+  ServerRole role = ServerRole::kNode;
+  std::uint32_t replica_of = 0;
   int line = 0;
 };
 
@@ -86,6 +96,15 @@ enum class Balance : std::uint8_t {
   kLeastConn,  // fewest open relays per weight (across workers); ties by smooth WRR, as nginx
 };
 const char* balance_name(Balance b) noexcept;
+
+// Where a redis pool's read-only commands go (`read_policy:`); writes always go to the master.
+enum class ReadPolicy : std::uint8_t {
+  kMaster,         // every command to the master (default)
+  kPreferReplica,  // reads to a usable replica, else the master
+  kReplica,        // reads to a usable replica only (none: an error)
+  kAny,            // reads spread over the master and its usable replicas
+};
+const char* read_policy_name(ReadPolicy p) noexcept;
 
 // PROXY protocol header sent to tcp backends first, so they see the client's address.
 enum class ProxyProtocol : std::uint8_t { kNone, kV1, kV2 };
@@ -137,6 +156,18 @@ struct PoolConfig {
   std::uint32_t rise = 1;
   // Redis pools: the Sentinels that watch the servers given as {sentinel_master: ...}.
   std::vector<Address> sentinels;
+  // Redis pools: read-only commands to replicas (listed, from Sentinel, or a cluster's), which
+  // must be probed usable: linked to their master, not loading, heard from it within
+  // replica_max_lag.
+  ReadPolicy read_policy = ReadPolicy::kMaster;
+  std::uint32_t replica_max_lag_ms = 10000;
+  // Redis Cluster pools (`cluster:` seed addresses instead of `servers:`): the nodes and the
+  // slot map are learnt from the cluster (core/cluster.h), every `cluster_refresh` ms and at
+  // once when a reply says the map moved; a request follows at most cluster_max_redirects
+  // MOVED/ASK hops.
+  std::vector<Address> cluster_seeds;
+  std::uint32_t cluster_refresh_ms = 1000;
+  std::uint32_t cluster_max_redirects = 5;
   std::vector<ServerConfig> servers;
   // TLS (net/tls.h), built when the config loads: `tls:` accepts clients over TLS, `server_tls:`
   // connects to the backends over TLS (ServerConfig::tls is what each server uses). Null:
@@ -146,6 +177,7 @@ struct PoolConfig {
   std::shared_ptr<const net::TlsContext> server_tls;
 
   bool address_is_tcp() const noexcept { return listen.unix_path.empty(); }
+  bool is_cluster() const noexcept { return !cluster_seeds.empty(); }
   // The routing nodes, in the order of `servers`.
   std::vector<chash::Node> nodes() const;
 };

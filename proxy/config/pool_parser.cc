@@ -32,7 +32,8 @@ class PoolParser {
         if (!(listen_key(k, kv.second) || protocol_key(k, kv.second, line) ||
               routing_key(k, kv.second, line) || auth_key(k, kv.second) ||
               health_key(k, kv.second) || tcp_key(k, kv.second, line) ||
-              servers_key(k, kv.second, line) || sentinels_key(k, kv.second, line))) {
+              servers_key(k, kv.second, line) || sentinels_key(k, kv.second, line) ||
+              redis_topology_key(k, kv.second, line))) {
           std::vector<std::string_view> all(std::begin(kPoolKeys), std::end(kPoolKeys));
           fail_at(ctx_.source, line, where_ + ": unknown key '" + k + "'" + suggest(k, all));
         }
@@ -44,6 +45,7 @@ class PoolParser {
     finish_protocol();
     finish_tls();
     finish_sentinels();
+    finish_cluster();
     finish_routing();
     finish_passwords();
     check_builds();
@@ -269,8 +271,8 @@ class PoolParser {
       }
       s.line = sl;
       p_.servers.push_back(std::move(s));
-      server_tls_nodes_.push_back(item.IsMap() && item["server_tls"] ? std::optional(item["server_tls"])
-                                                                    : std::nullopt);
+      server_tls_nodes_.push_back(
+          item.IsMap() && item["server_tls"] ? std::optional(item["server_tls"]) : std::nullopt);
     }
     have_servers_ = true;
     return true;
@@ -279,6 +281,7 @@ class PoolParser {
   ServerConfig server_map(const YAML::Node& item, int line) {
     std::optional<std::string> spec, password, user, name, master;
     std::optional<std::uint32_t> weight;
+    std::vector<Address> replicas;
     for (const auto& skv : item) {
       const std::string sk = skv.first.Scalar();
       if (sk == "server") {
@@ -295,10 +298,13 @@ class PoolParser {
         weight = ctx_.number<std::uint32_t>(skv.second, sk, 1, 1000000);
       } else if (sk == "server_tls") {
         // Read in finish_tls (over the pool's server_tls, which may come later in the file).
+      } else if (sk == "replicas") {
+        replicas = address_list(skv.second, "replicas", 64);
       } else {
         fail_at(ctx_.source, line_of(skv.first),
                 where_ + ": unknown server key '" + sk +
-                    "' (server, password, user, sentinel_master, name, weight, server_tls)");
+                    "' (server, password, user, sentinel_master, name, weight, server_tls, "
+                    "replicas)");
       }
     }
     if (master) {
@@ -314,6 +320,10 @@ class PoolParser {
         fail_at(
             ctx_.source, line,
             where_ + ": a server has either 'server' (an address) or 'sentinel_master', not both");
+      }
+      if (!replicas.empty()) {
+        fail_at(ctx_.source, line,
+                where_ + ": a sentinel_master's replicas come from its Sentinels; drop 'replicas'");
       }
       ServerConfig s;
       s.sentinel_master = *master;
@@ -337,7 +347,33 @@ class PoolParser {
     ServerConfig s = parse_server(*spec, "server");
     s.password = password;
     s.user = user;
+    s.replicas = std::move(replicas);
     return s;
+  }
+
+  // A list of 1..max "host:port" (sentinels, cluster seeds, replicas), none twice.
+  std::vector<Address> address_list(const YAML::Node& v, std::string_view key, std::size_t max) {
+    const std::string k(key);
+    if (!v.IsSequence() || v.size() == 0 || v.size() > max) {
+      fail_at(
+          ctx_.source, line_of(v),
+          where_ + ": '" + k + "' must be a list of 1 to " + std::to_string(max) + " host:port");
+    }
+    std::vector<Address> out;
+    for (const auto& item : v) {
+      Address a = parse_address(ctx_.scalar(item, key), key);
+      if (!a.unix_path.empty() || a.port == 0) {
+        fail_at(ctx_.source, line_of(item), where_ + ": " + k + ": expected host:port with a port");
+      }
+      for (const auto& b : out) {
+        if (b.text() == a.text()) {
+          fail_at(ctx_.source, line_of(item),
+                  where_ + ": " + k + ": " + a.text() + " is listed twice");
+        }
+      }
+      out.push_back(std::move(a));
+    }
+    return out;
   }
 
   // `sentinels:`, the Sentinels (host:port) that watch the pool's sentinel_master servers.
@@ -363,12 +399,48 @@ class PoolParser {
     return true;
   }
 
+  // Redis pools: replica reads and Redis Cluster (checked in finish_cluster).
+  bool redis_topology_key(const std::string& k, const YAML::Node& v, int line) {
+    if (k == "cluster") {
+      p_.cluster_seeds = address_list(v, "cluster", 64);
+      cluster_line_ = line;
+    } else if (k == "read_policy") {
+      const std::string t = ctx_.scalar(v, k);
+      if (t == "master") {
+        p_.read_policy = ReadPolicy::kMaster;
+      } else if (t == "prefer_replica") {
+        p_.read_policy = ReadPolicy::kPreferReplica;
+      } else if (t == "replica") {
+        p_.read_policy = ReadPolicy::kReplica;
+      } else if (t == "any") {
+        p_.read_policy = ReadPolicy::kAny;
+      } else {
+        fail_at(ctx_.source, line,
+                where_ + ": unknown read_policy '" + t.substr(0, 40) +
+                    "' (master, prefer_replica, replica, any)");
+      }
+      read_policy_line_ = line;
+    } else if (k == "replica_max_lag") {
+      p_.replica_max_lag_ms = ctx_.number<std::uint32_t>(v, k, 1000, 3600u * 1000u);
+    } else if (k == "cluster_refresh") {
+      p_.cluster_refresh_ms = ctx_.number<std::uint32_t>(v, k, 100, 3600u * 1000u);
+    } else if (k == "cluster_max_redirects") {
+      p_.cluster_max_redirects = ctx_.number<std::uint32_t>(v, k, 1, 100);
+    } else {
+      return false;
+    }
+    return true;
+  }
+
   // ---- The pool as a whole ----
 
   // Required keys, the protocol, and the keys that only some protocols take.
   void finish_protocol() {
     if (!have_listen_) fail_at(ctx_.source, p_.line, where_ + ": 'listen' is required");
-    if (!have_servers_) fail_at(ctx_.source, p_.line, where_ + ": 'servers' is required");
+    if (!have_servers_ && !cluster_line_) {
+      fail_at(ctx_.source, p_.line,
+              where_ + ": 'servers' is required (or 'cluster:' seeds for a Redis Cluster)");
+    }
     if (redis_flag_ && protocol_ && *redis_flag_ != *protocol_) {
       fail_at(ctx_.source, p_.line, where_ + ": 'redis' and 'protocol' disagree");
     }
@@ -403,6 +475,45 @@ class PoolParser {
         fail_at(ctx_.source, s.line,
                 where_ + ": a server's password/user applies to redis pools only");
       }
+      if (!s.replicas.empty() && p_.protocol != PoolProtocol::kRedis) {
+        fail_at(ctx_.source, s.line, where_ + ": a server's replicas apply to redis pools only");
+      }
+    }
+    if (read_policy_line_ && p_.protocol != PoolProtocol::kRedis) {
+      fail_at(ctx_.source, *read_policy_line_,
+              where_ + ": 'read_policy' applies to redis pools only");
+    }
+  }
+
+  // A Redis Cluster pool: its seeds instead of servers; the cluster decides where keys go.
+  void finish_cluster() {
+    if (!cluster_line_) return;
+    const auto refuse = [&](const std::string& why) {
+      fail_at(ctx_.source, *cluster_line_, where_ + ": " + why);
+    };
+    if (p_.protocol != PoolProtocol::kRedis) refuse("'cluster' applies to redis pools only");
+    if (have_servers_) {
+      refuse("give either 'servers' or 'cluster' (a Redis Cluster's seed nodes), not both");
+    }
+    if (!p_.sentinels.empty()) refuse("a Redis Cluster fails over by itself: drop 'sentinels'");
+    if (distribution_ || preset_ || algorithm_ || ring_ || p_.routing.hash || p_.routing.vnodes) {
+      refuse(
+          "a Redis Cluster routes by its own slot map: drop distribution, preset, algorithm, "
+          "ring, hash and vnodes");
+    }
+    if (p_.routing.hash_tag && *p_.routing.hash_tag != "{}") {
+      refuse("a Redis Cluster's hash tags are {...}: drop hash_tag or make it \"{}\"");
+    }
+    if (p_.hash_balance_factor != 0)
+      refuse("hash_balance_factor does not apply to a Redis Cluster");
+    if (p_.redis_db != 0) refuse("a Redis Cluster has only database 0: drop redis_db");
+    if (p_.auto_eject_hosts) {
+      refuse(
+          "a Redis Cluster's keys have one master each: auto_eject_hosts does not apply (the "
+          "cluster fails over itself)");
+    }
+    if (p_.server_user && !server_auth_ && !redis_auth_) {
+      refuse("server_user needs server_auth (or redis_auth)");
     }
   }
 
@@ -459,6 +570,12 @@ class PoolParser {
 
   // nutcracker's distribution maps to the presets that reproduce it; tcp pools default to nginx's.
   void finish_routing() {
+    if (cluster_line_) {
+      // The slot map comes from the cluster (core/cluster.h); this names it for /status.
+      p_.routing.algorithm = "slots";
+      p_.routing.hash = "redis_slot";
+      return;
+    }
     const int nsel =
         (distribution_ ? 1 : 0) + (preset_ ? 1 : 0) + (algorithm_ ? 1 : 0) + (ring_ ? 1 : 0);
     if (nsel > 1) {
@@ -559,6 +676,7 @@ class PoolParser {
 
   // Build the router once so a config that parses also routes.
   void check_builds() const {
+    if (cluster_line_) return;  // routes by the map it learns
     try {
       (void)chash::Router::build(p_.routing, p_.nodes());
     } catch (const Error& e) {
@@ -593,6 +711,7 @@ class PoolParser {
   std::optional<std::uint32_t> fall_;
   std::optional<int> balance_line_, hash_balance_factor_line_;
   int sentinels_line_ = 0;
+  std::optional<int> cluster_line_, read_policy_line_;
 };
 
 }  // namespace

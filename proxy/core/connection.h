@@ -38,6 +38,9 @@ class BackendConn : public net::Pollable {
   // `msg`, a Reply the protocol's client made (so the backend knows its concrete type).
   virtual void send(std::initializer_list<std::string_view> bytes, std::shared_ptr<Reply> msg,
                     std::uint32_t part) = 0;
+  // Queues a request of the proxy's own whose reply answers nobody (redis ASKING before a
+  // redirected part); an error reply to it fails the connection.
+  virtual void send_control(std::string_view bytes) = 0;
   // Writes what is queued (called by Worker::flush_dirty()).
   virtual void flush() = 0;
   // Fails requests (or the connect) older than the pool's timeout.

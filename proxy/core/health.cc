@@ -21,20 +21,38 @@ namespace chash::proxy {
 namespace {
 constexpr auto kTick = std::chrono::milliseconds(50);
 constexpr std::uint32_t kDefaultProbeTimeoutMs = 1000;  // pools without `timeout`
+constexpr std::int64_t kReplicaCheckMs = 1000;
 }  // namespace
 
-bool probe_due(const BackendState& s, const PoolConfig& pool, std::int64_t now) noexcept {
+bool probe_due(const BackendState& s, const PoolConfig& pool, std::int64_t now,
+               ServerRole role) noexcept {
   if (s.probing.load()) return false;
+  // A replica is read from only while its probes say it is usable: checked at least every
+  // kReplicaCheckMs, and again soon after it was found wanting (it may have caught up).
+  const bool replica = role == ServerRole::kReplica;
   if (s.down.load()) {
-    return now - s.down_since_ms.load() >= static_cast<std::int64_t>(pool.server_retry_timeout_ms);
+    const auto wait = replica ? std::min<std::int64_t>(pool.server_retry_timeout_ms, kReplicaCheckMs)
+                              : static_cast<std::int64_t>(pool.server_retry_timeout_ms);
+    return now - s.down_since_ms.load() >= wait;
   }
-  const auto every = static_cast<std::int64_t>(pool.health_check_interval_ms);
+  auto every = static_cast<std::int64_t>(pool.health_check_interval_ms);
+  if (replica && (every == 0 || every > kReplicaCheckMs)) every = kReplicaCheckMs;
   return every != 0 && now - s.last_check_ms.load() >= every;
 }
 
 void apply_probe_result(BackendState& s, const PoolConfig& pool, bool was_down, bool ok,
-                        std::string_view why) {
+                        std::string_view why, ServerRole role) {
   s.last_check_ms = steady_ms();
+  if (!was_down && !ok && role == ServerRole::kReplica) {
+    // Lagging or loading is a state, not a failure to count: reads leave it at once.
+    s.probe_successes = 0;
+    s.down_since_ms = steady_ms();
+    if (!s.down.exchange(true)) {
+      log(LogLevel::kWarn, "replica not usable",
+          {{"pool", pool.name}, {"backend", s.name}, {"reason", why}});
+    }
+    return;
+  }
   if (!was_down) {
     // A routine check of a backend in service: failures count like request failures.
     if (ok) {
@@ -68,10 +86,11 @@ class HealthChecker::Probe : public net::Pollable {
       : loop_(loop),
         pool_(std::move(pool)),
         state_(pool_->states[node]),
-        check_(make_probe_check(pool_->config, pool_->config.servers[node])),
+        check_(make_probe_check(pool_->config, pool_->servers[node])),
         out_(check_->request()),
-        address_(pool_->config.servers[node].address),
-        tls_ctx_(pool_->config.servers[node].tls) {}
+        address_(pool_->servers[node].address),
+        tls_ctx_(pool_->servers[node].tls),
+        role_(pool_->servers[node].role) {}
   ~Probe() override {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -174,7 +193,7 @@ class HealthChecker::Probe : public net::Pollable {
     done_ = true;
     loop_.cancel_timer(timer_);
     if (fd_ >= 0) loop_.remove(fd_);
-    apply_probe_result(*state_, pool_->config, was_down_, ok, why);
+    apply_probe_result(*state_, pool_->config, was_down_, ok, why, role_);
     state_->probing = false;
     loop_.defer_delete(std::unique_ptr<net::Pollable>(this));
   }
@@ -187,6 +206,7 @@ class HealthChecker::Probe : public net::Pollable {
   Address address_;
   int fd_ = -1;
   std::shared_ptr<const net::TlsContext> tls_ctx_;  // the server's server_tls (null: plaintext)
+  ServerRole role_;
   std::unique_ptr<net::TlsStream> tls_;
   bool want_write_ = true;
   bool done_ = false;
@@ -211,7 +231,7 @@ void HealthChecker::tick() {
   const std::int64_t now = steady_ms();
   for (const auto& pool : t->pools) {
     for (NodeId i = 0; i < pool->states.size(); ++i) {
-      if (!probe_due(*pool->states[i], pool->config, now)) continue;
+      if (!probe_due(*pool->states[i], pool->config, now, pool->servers[i].role)) continue;
       // A backend that is down may have moved: look its name up again (off this thread); the
       // probe after the next server_retry_timeout uses what it finds.
       if (resolver_ != nullptr && pool->states[i]->down.load()) resolver_->refresh(pool, i);

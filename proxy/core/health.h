@@ -23,15 +23,17 @@ namespace chash::proxy {
 
 class Resolver;
 
-// Whether `s` should be probed at steady-clock ms `now` (and no probe of it is in flight).
-bool probe_due(const BackendState& s, const PoolConfig& pool, std::int64_t now) noexcept;
+// Whether `s` (a member with `role`) should be probed at steady-clock ms `now` (and no probe of
+// it is in flight). Replicas that reads may go to are probed every second at least.
+bool probe_due(const BackendState& s, const PoolConfig& pool, std::int64_t now,
+               ServerRole role = ServerRole::kNode) noexcept;
 
 // Applies one probe's outcome. `was_down`: the backend was down when the probe started.
-// Up backend: success clears its failure count, failure is record_failure("health check: why").
-// Down backend: success counts toward `rise` (then it is up); failure restarts the count and
-// the retry wait.
+// Up backend: success clears its failure count, failure is record_failure("health check: why")
+// (a replica's: down at once, it is lagging or loading). Down backend: success counts toward
+// `rise` (then it is up); failure restarts the count and the retry wait.
 void apply_probe_result(BackendState& s, const PoolConfig& pool, bool was_down, bool ok,
-                        std::string_view why);
+                        std::string_view why, ServerRole role = ServerRole::kNode);
 
 class HealthChecker {
  public:

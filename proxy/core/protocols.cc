@@ -47,6 +47,11 @@ std::unique_ptr<BackendConn> make_backend(Worker& worker, std::shared_ptr<const 
 std::unique_ptr<ProbeCheck> make_probe_check(const PoolConfig& pool, const ServerConfig& server) {
   switch (pool.protocol) {
     case PoolProtocol::kRedis:
+      if (server.role == ServerRole::kReplica) {
+        return std::make_unique<redis::ReplicaProbe>(
+            server.password ? server.password : pool.server_password,
+            server.user ? server.user : pool.server_user, pool.replica_max_lag_ms);
+      }
       return std::make_unique<redis::Probe>(
           server.password ? server.password : pool.server_password,
           server.user ? server.user : pool.server_user);

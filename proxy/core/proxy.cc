@@ -55,13 +55,18 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
     }
     predecessor_ = std::make_unique<HandoverClient>(options_.handover_socket);
   }
-  topology_ = build_topology(config_, nullptr, version_);
+  topology_ = build_topology(config_, nullptr, version_, &discovered_);
   // Names are looked up here, before any worker runs (workers never resolve).
   resolver_->resolve_now(*topology_);
-  // Sentinel-managed masters likewise (core/sentinel.h); none reachable is logged, not fatal:
-  // the watcher keeps asking.
-  sentinel_ = std::make_unique<SentinelWatcher>([this] { return topology(); });
+  // Sentinel-managed masters and Redis Cluster maps likewise (core/sentinel.h, core/cluster.h);
+  // none reachable is logged, not fatal: the watchers keep asking.
+  sentinel_ = std::make_unique<SentinelWatcher>(
+      [this] { return topology(); }, SentinelWatcher::Options{}, &discovered_,
+      [this] { republish(); });
   sentinel_->discover_now();
+  cluster_ = std::make_unique<ClusterWatcher>([this] { return topology(); }, discovered_,
+                                              [this] { republish(); });
+  cluster_->discover_now();
   std::string error;
   if (!open_listeners(config_, listen_, error)) throw std::runtime_error(error);
   if (config_.admin) {
@@ -117,7 +122,8 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
 
 Proxy::~Proxy() {
   stop();
-  sentinel_.reset();  // its thread reads topology()
+  sentinel_.reset();  // their threads read topology()
+  cluster_.reset();
   workers_.clear();
   health_.reset();
   signals_.reset();
@@ -199,6 +205,7 @@ void Proxy::run() {
   }
   health_->start();
   sentinel_->start();
+  cluster_->start();
   {
     std::lock_guard lock(run_mu_);
     running_ = true;
@@ -290,7 +297,7 @@ bool Proxy::reload(const ProxyConfig& config, std::string& message) {
   if (draining_) return refuse("draining");
   std::shared_ptr<const Topology> next;
   try {
-    next = build_topology(config, topology_.get(), version_ + 1);
+    next = build_topology(config, topology_.get(), version_ + 1, &discovered_);
   } catch (const std::exception& e) {
     return refuse(e.what());
   }
@@ -329,6 +336,20 @@ bool Proxy::reload(const ProxyConfig& config, std::string& message) {
   const std::string v = std::to_string(version_);
   log(LogLevel::kInfo, "reloaded", {{"version", v}, {"changes", one_line}});
   return true;
+}
+
+void Proxy::republish() {
+  std::lock_guard lock(mu_);
+  std::shared_ptr<const Topology> next;
+  try {
+    // The same config and version: only what the watchers learnt is new.
+    next = build_topology(config_, topology_.get(), topology_->version, &discovered_);
+  } catch (const std::exception& e) {
+    log(LogLevel::kError, "cannot route with what was discovered", {{"reason", e.what()}});
+    return;
+  }
+  topology_ = next;
+  for (auto& w : workers_) w->set_topology(next, listeners_for(*next));
 }
 
 bool Proxy::reload_from_file(std::string& message) {
@@ -404,7 +425,8 @@ StatsHeader Proxy::stats_header() const {
 }
 
 std::string Proxy::prometheus() const {
-  return render_prometheus(metrics_, *topology()) + sentinel_->prometheus();
+  return render_prometheus(metrics_, *topology()) + sentinel_->prometheus() +
+         cluster_->prometheus();
 }
 
 std::uint64_t Proxy::applied_version() const {
@@ -418,6 +440,8 @@ std::string Proxy::status_json() const {
   const std::string sentinel = sentinel_->status_json();
   // Only with Sentinel-managed servers: "sentinel":[...] before the closing "}\n".
   if (sentinel != "\"sentinel\":[]" && o.size() >= 2) o.insert(o.size() - 2, "," + sentinel);
+  const std::string cluster = cluster_->status_json();
+  if (cluster != "\"cluster\":[]" && o.size() >= 2) o.insert(o.size() - 2, "," + cluster);
   return o;
 }
 

@@ -24,6 +24,7 @@
 
 #include "config/config.h"
 #include "core/admin.h"
+#include "core/cluster.h"
 #include "core/handover.h"
 #include "core/health.h"
 #include "core/metrics.h"
@@ -74,6 +75,9 @@ class Proxy {
   // the new config is refused; the old one stays.
   bool reload(const ProxyConfig& config, std::string& message);
   bool reload_from_file(std::string& message);
+  // Thread-safe: publishes a topology of the running config with what the watchers discovered
+  // since (a cluster's new map, a shard's replicas); the version stays.
+  void republish();
 
   std::uint16_t port(std::size_t pool) const;  // TCP port of pool i (0 for unix sockets)
   // TCP port the pool named `name` listens on (0: unix socket or no such pool).
@@ -125,7 +129,9 @@ class Proxy {
   std::unique_ptr<StatsPort> stats_;
   std::unique_ptr<SignalHandler> signals_;
   std::unique_ptr<HealthChecker> health_;
+  Discovered discovered_;  // before the watchers that write it
   std::unique_ptr<SentinelWatcher> sentinel_;
+  std::unique_ptr<ClusterWatcher> cluster_;
   std::vector<std::unique_ptr<Worker>> workers_;
   mutable std::mutex mu_;  // topology_, config_ across threads; serializes reloads
   std::shared_ptr<const Topology> topology_;

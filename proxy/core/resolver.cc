@@ -33,9 +33,9 @@ Resolver::~Resolver() {
 void Resolver::resolve_now(const Topology& t) {
   for (const auto& pool : t.pools) {
     for (NodeId i = 0; i < pool->states.size(); ++i) {
-      const Address& a = pool->config.servers[i].address;
+      const Address& a = pool->servers[i].address;
       // Sentinel-managed servers are core/sentinel.h's to resolve.
-      if (!pool->config.servers[i].sentinel_master.empty()) continue;
+      if (!pool->servers[i].sentinel_master.empty()) continue;
       if (!resolved_for(*pool->states[i], a)) lookup({pool->states[i], a, pool->config.name});
     }
   }
@@ -44,16 +44,16 @@ void Resolver::resolve_now(const Topology& t) {
 void Resolver::resolve_later(const Topology& t) {
   for (const auto& pool : t.pools) {
     for (NodeId i = 0; i < pool->states.size(); ++i) {
-      const Address& a = pool->config.servers[i].address;
-      if (!pool->config.servers[i].sentinel_master.empty()) continue;
+      const Address& a = pool->servers[i].address;
+      if (!pool->servers[i].sentinel_master.empty()) continue;
       if (!resolved_for(*pool->states[i], a)) queue({pool->states[i], a, pool->config.name});
     }
   }
 }
 
 void Resolver::refresh(const std::shared_ptr<const Pool>& pool, NodeId node) {
-  if (!pool->config.servers[node].sentinel_master.empty()) return;  // core/sentinel.h's
-  const Address& a = pool->config.servers[node].address;
+  if (!pool->servers[node].sentinel_master.empty()) return;  // core/sentinel.h's
+  const Address& a = pool->servers[node].address;
   sockaddr_storage ss;
   socklen_t len = 0;
   if (net::resolve_numeric(a, ss, len)) return;  // nothing DNS could change

@@ -22,24 +22,12 @@ namespace chash::proxy {
 
 namespace {
 
-constexpr std::size_t kMaxString = std::size_t{1} << 20;
-constexpr std::int64_t kMaxElements = 100000;
-constexpr std::size_t kMaxInput = std::size_t{4} << 20;  // per query or subscription buffer
+constexpr std::size_t kMaxInput = std::size_t{4} << 20;  // a subscription's buffer
 
 std::int64_t wall_ms() noexcept {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// The integer on a RESP header line from `pos` (after the type byte); false if malformed.
-int header(std::string_view in, std::size_t& pos, std::int64_t& n) {
-  const std::size_t nl = in.find("\r\n", pos);
-  if (nl == std::string_view::npos) return in.size() - pos > 32 ? -1 : 0;
-  const auto [p, ec] = std::from_chars(in.data() + pos, in.data() + nl, n);
-  if (ec != std::errc() || p != in.data() + nl) return -1;
-  pos = nl + 2;
-  return 1;
 }
 
 std::string host_port(std::string_view ip, std::string_view port) {
@@ -66,132 +54,22 @@ std::string master_of(const RespValue& v) {
 std::vector<SentinelAnswer> ask(const Address& sentinel, const std::vector<std::string>& groups,
                                 std::chrono::milliseconds timeout) {
   std::vector<SentinelAnswer> out(groups.size());
-  sockaddr_storage ss{};
-  socklen_t len = 0;
-  std::string error;
-  if (!net::resolve(sentinel, ss, len, error)) return out;
-  const int fd = net::connect_addr(ss, len, sentinel.text(), error);
-  if (fd < 0) return out;
   std::string req;
   for (const auto& g : groups) {
     redis::append_command(req, {"SENTINEL", "get-master-addr-by-name", g});
     redis::append_command(req, {"SENTINEL", "replicas", g});
   }
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::size_t off = 0, pos = 0;
-  std::string in;
-  std::vector<RespValue> replies;
-  bool connected = false, broken = false;
-  while (!broken && replies.size() < 2 * groups.size()) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          deadline - std::chrono::steady_clock::now())
-                          .count();
-    if (left <= 0) break;
-    pollfd p{fd, static_cast<short>(POLLIN | (off < req.size() ? POLLOUT : 0)), 0};
-    const int r = ::poll(&p, 1, static_cast<int>(left));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    if (!connected && (p.revents & (POLLOUT | POLLERR | POLLHUP))) {
-      if (net::socket_error(fd) != 0) break;
-      connected = true;
-    }
-    if (connected && off < req.size() && (p.revents & POLLOUT)) {
-      const ssize_t n = ::send(fd, req.data() + off, req.size() - off, MSG_NOSIGNAL);
-      if (n < 0 && errno != EAGAIN && errno != EINTR) break;
-      if (n > 0) off += static_cast<std::size_t>(n);
-    }
-    if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
-      char buf[16384];
-      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n == 0) break;
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EINTR) continue;
-        break;
-      }
-      in.append(buf, static_cast<std::size_t>(n));
-      if (in.size() > kMaxInput) break;
-      for (;;) {
-        RespValue v;
-        std::size_t at = pos;
-        const int rc = parse_resp(in, at, v);
-        if (rc == 0) break;
-        if (rc < 0) {
-          broken = true;
-          break;
-        }
-        pos = at;
-        replies.push_back(std::move(v));
-      }
-    }
-  }
-  ::close(fd);
+  const QueryResult r = query(sentinel, req, 2 * groups.size(), timeout);
   for (std::size_t i = 0; i < groups.size(); ++i) {
-    if (replies.size() <= 2 * i) break;
+    if (r.replies.size() <= 2 * i) break;
     out[i].reachable = true;  // it answered, even if it does not know the group
-    out[i].master = master_of(replies[2 * i]);
-    if (replies.size() > 2 * i + 1) out[i].replicas = parse_replicas(replies[2 * i + 1]);
+    out[i].master = master_of(r.replies[2 * i]);
+    if (r.replies.size() > 2 * i + 1) out[i].replicas = parse_replicas(r.replies[2 * i + 1]);
   }
   return out;
 }
 
 }  // namespace
-
-int parse_resp(std::string_view in, std::size_t& pos, RespValue& out, int depth) {
-  if (depth > 4) return -1;
-  if (pos >= in.size()) return 0;
-  std::size_t at = pos + 1;
-  out.type = in[pos];
-  switch (out.type) {
-    case '+':
-    case '-':
-    case ':': {
-      const std::size_t nl = in.find("\r\n", at);
-      if (nl == std::string_view::npos) return in.size() - at > kMaxString ? -1 : 0;
-      out.str.assign(in.substr(at, nl - at));
-      pos = nl + 2;
-      return 1;
-    }
-    case '$': {
-      std::int64_t n = 0;
-      const int h = header(in, at, n);
-      if (h <= 0) return h;
-      if (n == -1) {
-        out.nil = true;
-        pos = at;
-        return 1;
-      }
-      if (n < 0 || static_cast<std::uint64_t>(n) > kMaxString) return -1;
-      const auto len = static_cast<std::size_t>(n);
-      if (in.size() - at < len + 2) return 0;
-      if (in.substr(at + len, 2) != "\r\n") return -1;
-      out.str.assign(in.substr(at, len));
-      pos = at + len + 2;
-      return 1;
-    }
-    case '*': {
-      std::int64_t n = 0;
-      const int h = header(in, at, n);
-      if (h <= 0) return h;
-      if (n == -1) {
-        out.nil = true;
-        pos = at;
-        return 1;
-      }
-      if (n < 0 || n > kMaxElements) return -1;
-      out.items.clear();
-      for (std::int64_t i = 0; i < n; ++i) {
-        RespValue item;
-        const int r = parse_resp(in, at, item, depth + 1);
-        if (r <= 0) return r;
-        out.items.push_back(std::move(item));
-      }
-      pos = at;
-      return 1;
-    }
-    default:
-      return -1;
-  }
-}
 
 std::vector<SentinelReplica> parse_replicas(const RespValue& reply) {
   std::vector<SentinelReplica> out;
@@ -234,9 +112,12 @@ std::string agreed_master(const std::vector<SentinelAnswer>& answers) {
   return "";
 }
 
-SentinelWatcher::SentinelWatcher(TopologyFn topology, Options options)
+SentinelWatcher::SentinelWatcher(TopologyFn topology, Options options, Discovered* discovered,
+                                 PublishFn publish)
     : topology_(std::move(topology)),
       options_(options),
+      discovered_(discovered),
+      publish_(std::move(publish)),
       wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
 SentinelWatcher::~SentinelWatcher() {
@@ -269,8 +150,8 @@ void SentinelWatcher::sync_masters() {
   std::lock_guard lock(mu_);
   for (auto& [k, m] : masters_) m.seen = false;
   for (const auto& pool : t->pools) {
-    for (std::size_t i = 0; i < pool->config.servers.size(); ++i) {
-      const ServerConfig& s = pool->config.servers[i];
+    for (std::size_t i = 0; i < pool->servers.size(); ++i) {
+      const ServerConfig& s = pool->servers[i];
       if (s.sentinel_master.empty()) continue;
       Master& m = masters_[pool->config.name + "/" + s.name];
       const std::string placeholder = s.address.text();
@@ -286,6 +167,7 @@ void SentinelWatcher::sync_masters() {
       m.sentinels = pool->config.sentinels;
       m.state = pool->states[i];
       m.seen = true;
+      m.wants_replicas = pool->reads_to_replicas();
     }
   }
   std::erase_if(masters_, [](const auto& kv) { return !kv.second.seen; });
@@ -325,6 +207,13 @@ void SentinelWatcher::check_due(bool all) {
       apply(it->second, per, after);
     }
   }
+  bool publish = false;
+  {
+    std::lock_guard lock(mu_);
+    publish = publish_needed_;
+    publish_needed_ = false;
+  }
+  if (publish && publish_) publish_();  // outside the lock: it builds a topology
 }
 
 void SentinelWatcher::apply(Master& m, const std::vector<SentinelAnswer>& answers,
@@ -366,6 +255,15 @@ void SentinelWatcher::apply(Master& m, const std::vector<SentinelAnswer>& answer
       m.replicas = a.replicas;
       break;
     }
+  }
+  if (discovered_ != nullptr && m.wants_replicas) {
+    // What read_policy may use (the proxy's own probes then check each one).
+    std::vector<std::string> usable;
+    for (const auto& r : m.replicas) {
+      if (r.usable) usable.push_back(r.address);
+    }
+    std::sort(usable.begin(), usable.end());
+    if (discovered_->set_replicas(m.pool, m.server, std::move(usable))) publish_needed_ = true;
   }
   if (agreed == m.current) {
     m.status = "ok";

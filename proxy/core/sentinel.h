@@ -28,20 +28,11 @@
 #include <vector>
 
 #include "config/config.h"
+#include "core/control_client.h"
+#include "core/discovery.h"
 #include "core/topology.h"
 
 namespace chash::proxy {
-
-// One RESP2 value, as Sentinels answer (nil: a $-1 or *-1).
-struct RespValue {
-  char type = 0;  // '+', '-', ':', '$', '*'
-  bool nil = false;
-  std::string str;
-  std::vector<RespValue> items;
-};
-// Parses one value of `in` from `pos`: 1 done (`pos` moves past it), 0 incomplete, -1 malformed
-// or over the bounds (nesting 4, 1 MiB strings, 100,000 elements per array).
-int parse_resp(std::string_view in, std::size_t& pos, RespValue& out, int depth = 0);
 
 struct SentinelReplica {
   std::string address;  // "ip:port"
@@ -72,7 +63,11 @@ class SentinelWatcher {
     std::chrono::milliseconds fast_window{10000};
     std::chrono::milliseconds resubscribe{1000};  // a lost subscription is retried after this
   };
-  SentinelWatcher(TopologyFn topology, Options options);
+  using PublishFn = std::function<void()>;
+  // With `discovered`, each master's usable replicas (as its Sentinels report them) are stored
+  // there for pools with a read_policy, and `publish` is called when they change.
+  SentinelWatcher(TopologyFn topology, Options options, Discovered* discovered = nullptr,
+                  PublishFn publish = nullptr);
   explicit SentinelWatcher(TopologyFn topology) : SentinelWatcher(std::move(topology), Options{}) {}
   ~SentinelWatcher();  // stops and joins the thread
   SentinelWatcher(const SentinelWatcher&) = delete;
@@ -103,6 +98,7 @@ class SentinelWatcher {
     std::int64_t follow_ms = -1;      // hint -> address published, for the last switch
     std::int64_t fast_until = 0, next_check = 0;  // steady ms
     bool seen = false;                            // still in the topology
+    bool wants_replicas = false;                  // its pool has a read_policy
   };
   struct Subscription {
     Address address;
@@ -126,6 +122,9 @@ class SentinelWatcher {
 
   TopologyFn topology_;
   Options options_;
+  Discovered* discovered_;
+  PublishFn publish_;
+  bool publish_needed_ = false;  // under mu_: replicas changed during a round
   mutable std::mutex mu_;                     // masters_ (status readers vs the thread)
   std::map<std::string, Master> masters_;     // by "pool/server"
   std::map<std::string, Subscription> subs_;  // by sentinel address text (thread only)

@@ -442,7 +442,7 @@ void BackendSession::uncount_connection() noexcept {
 }
 
 bool BackendSession::start(std::string& error) {
-  const ServerConfig& s = pool_->config.servers[node_];
+  const ServerConfig& s = pool_->servers[node_];
   // The resolver's address (core/resolver.h): a worker never looks a name up itself. The
   // epoch first (core/sentinel.h publishes the address, then the epoch).
   epoch_ = state_->address_epoch.load();
@@ -565,7 +565,7 @@ std::string BackendSession::io_error(const char* plain) const {
   if (tls_ == nullptr || errno != EPROTO || tls_->error().empty()) {
     return plain + std::string(std::strerror(errno));
   }
-  const std::string why = tls_->error() + " (" + pool_->config.servers[node_].address.text() + ")";
+  const std::string why = tls_->error() + " (" + pool_->servers[node_].address.text() + ")";
   // A refused certificate is a configuration problem a person must see, not a debug detail.
   log(LogLevel::kWarn, "backend TLS failed",
       {{"pool", pool_->config.name}, {"backend", name()}, {"reason", why}});
@@ -610,6 +610,8 @@ void BackendSession::fail(const std::string& why, FailKind kind) {
       break;
   }
   record_failure(*state_, pool_->config, why);
+  // A cluster node that fails may have been failed over: the watcher looks at the map now.
+  if (pool_->config.is_cluster()) pool_->shared->cluster_refresh.store(true);
   log(LogLevel::kDebug, "backend connection failed",
       {{"pool", pool_->config.name}, {"backend", name()}, {"reason", why}});
   const std::string err = failure_reply(why);

@@ -204,6 +204,7 @@ class BackendSession : public BackendConn {
             std::uint32_t part) override {
     enqueue(bytes, std::move(msg), part, 0);
   }
+  void send_control(std::string_view bytes) override { enqueue({bytes}, nullptr, 0, 0); }
   void flush() override;
   void check_timeout(net::Clock::time_point now) override;
   void drain() override;

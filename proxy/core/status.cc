@@ -118,6 +118,11 @@ constexpr PoolSeries kPoolSeries[] = {
      CHASH_POOL_COUNTER(client_err)},
     {"chash_proxy_pool_clients", "Open client connections of the pool.", "gauge",
      [](const PoolShared& p) -> std::uint64_t { return non_negative(p.clients.load()); }},
+    {"chash_proxy_replica_reads_total", "Read-only commands sent to a replica (read_policy).",
+     "counter", CHASH_POOL_COUNTER(replica_reads)},
+    {"chash_proxy_replica_fallbacks_total",
+     "Reads a replica refused (LOADING) that went to its master instead.", "counter",
+     CHASH_POOL_COUNTER(replica_fallbacks)},
 };
 #undef CHASH_POOL_COUNTER
 
@@ -253,9 +258,14 @@ std::string routing_of(const Pool& pool) {
 
 std::string server_json(const Pool& pool, std::size_t i) {
   const BackendState& s = *pool.states[i];
-  const ServerConfig& c = pool.config.servers[i];
+  const ServerConfig& c = pool.servers[i];
+  const std::string role =
+      c.role == ServerRole::kReplica && c.replica_of < pool.nodes
+          ? ",\"role\":\"replica\",\"replica_of\":\"" + json_escape(pool.servers[c.replica_of].name) +
+                "\""
+          : ",\"role\":\"" + std::string(pool.config.is_cluster() ? "master" : "node") + "\"";
   return "{\"name\":\"" + json_escape(s.name) + "\",\"address\":\"" +
-         json_escape(c.address.text()) + "\",\"weight\":" + std::to_string(c.weight) +
+         json_escape(c.address.text()) + "\"" + role + ",\"weight\":" + std::to_string(c.weight) +
          ",\"up\":" + (s.down.load() ? "false" : "true") +
          ",\"requests\":" + std::to_string(s.requests.load()) +
          ",\"errors\":" + std::to_string(s.errors.load()) +
@@ -269,6 +279,7 @@ std::string pool_json(const Pool& pool) {
                   protocol_name(pool.config.protocol) + "\",\"routing\":\"" + routing_of(pool) +
                   "\",\"clients\":" + std::to_string(pool.shared->clients.load()) +
                   ",\"auto_eject_hosts\":" + (pool.config.auto_eject_hosts ? "true" : "false") +
+                  ",\"read_policy\":\"" + read_policy_name(pool.config.read_policy) + "\"" +
                   ",\"servers\":[";
   for (std::size_t i = 0; i < pool.states.size(); ++i) o += (i ? "," : "") + server_json(pool, i);
   return o + "]}";

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 
+#include "chash/error.h"
 #include "core/log.h"
 #include "net/socket.h"
 
@@ -36,16 +37,158 @@ bool resolved_for(const BackendState& state, const Address& address) {
   return a != nullptr && a->source == address.text();
 }
 
-Pool::Pool(const PoolConfig& c, std::vector<std::shared_ptr<BackendState>> s,
-           std::shared_ptr<PoolShared> sh, std::size_t slot_)
+Pool::Pool(const PoolConfig& c, std::vector<ServerConfig> members, std::size_t routed,
+           std::vector<std::shared_ptr<BackendState>> s, chash::Router r,
+           std::shared_ptr<PoolShared> sh, std::size_t slot_,
+           std::shared_ptr<const redis::ClusterMap> cluster_map)
     : config(c),
       slot(slot_),
-      router(chash::Router::build(c.routing, c.nodes())),
+      servers(std::move(members)),
+      nodes(routed),
+      replicas(routed),
+      router(std::move(r)),
       states(std::move(s)),
-      shared(std::move(sh)) {}
+      shared(std::move(sh)),
+      cluster(std::move(cluster_map)) {
+  for (NodeId i = static_cast<NodeId>(nodes); i < servers.size(); ++i) {
+    if (servers[i].role == ServerRole::kReplica && servers[i].replica_of < nodes)
+      replicas[servers[i].replica_of].push_back(i);
+  }
+}
+
+Pool::Pool(const PoolConfig& c, std::vector<std::shared_ptr<BackendState>> s,
+           std::shared_ptr<PoolShared> sh, std::size_t slot_)
+    : Pool(c, c.servers, c.servers.size(), std::move(s),
+           chash::Router::build(c.routing, c.nodes()), std::move(sh), slot_) {}
+
+NodeId Pool::read_member(NodeId node, std::uint32_t turn) const noexcept {
+  if (node >= nodes || config.read_policy == ReadPolicy::kMaster) return node;
+  const auto& reps = replicas[node];
+  std::uint32_t usable = 0;
+  for (const NodeId r : reps) usable += up(r) ? 1 : 0;
+  // The k-th replica that is up.
+  auto nth_up = [&](std::uint32_t k) {
+    for (const NodeId r : reps) {
+      if (up(r) && k-- == 0) return r;
+    }
+    return node;
+  };
+  switch (config.read_policy) {
+    case ReadPolicy::kMaster:
+      return node;
+    case ReadPolicy::kPreferReplica:
+      return usable == 0 ? node : nth_up(turn % usable);
+    case ReadPolicy::kReplica:
+      return usable == 0 ? kNoNode : nth_up(turn % usable);
+    case ReadPolicy::kAny: {
+      const std::uint32_t k = turn % (usable + 1);
+      return k == usable ? node : nth_up(k);
+    }
+  }
+  return node;
+}
+
+namespace {
+
+// A member the pool learnt rather than was given (a cluster's node, a replica): it is reached
+// with `like`'s credentials and TLS (a cluster's: the pool's server_user/server_auth/server_tls).
+ServerConfig learnt_member(const std::string& address, const ServerConfig& like) {
+  ServerConfig m;
+  m.address = parse_address(address, "cluster node");
+  m.name = address;
+  m.weight = 1;
+  m.password = like.password;
+  m.user = like.user;
+  m.tls = like.tls;
+  return m;
+}
+
+ServerConfig pool_credentials(const PoolConfig& pc) {
+  ServerConfig s;
+  s.password = pc.server_password;
+  s.user = pc.server_user;
+  s.tls = pc.server_tls;
+  return s;
+}
+
+// A map before any node answered: the seeds as slotless masters (so /status shows whom the
+// proxy asks), every slot unserved.
+const std::shared_ptr<const std::array<NodeId, kRedisSlots>>& no_slots() {
+  static const auto none = [] {
+    auto a = std::make_shared<std::array<NodeId, kRedisSlots>>();
+    a->fill(kNoNode);
+    return std::shared_ptr<const std::array<NodeId, kRedisSlots>>(std::move(a));
+  }();
+  return none;
+}
+
+struct Members {
+  std::vector<ServerConfig> servers;
+  std::size_t nodes = 0;
+  std::shared_ptr<const redis::ClusterMap> cluster;
+};
+
+Members members_of(const PoolConfig& pc, const Discovered* discovered) {
+  Members m;
+  if (pc.is_cluster()) {
+    const ServerConfig creds = pool_credentials(pc);
+    m.cluster = discovered != nullptr ? discovered->cluster(pc.name) : nullptr;
+    if (m.cluster != nullptr) {
+      for (const auto& n : m.cluster->masters) m.servers.push_back(learnt_member(n.address, creds));
+    } else {
+      for (const auto& a : pc.cluster_seeds) m.servers.push_back(learnt_member(a.text(), creds));
+    }
+    m.nodes = m.servers.size();
+    if (m.cluster != nullptr && pc.read_policy != ReadPolicy::kMaster) {
+      for (const auto& r : m.cluster->replicas) {
+        ServerConfig s = learnt_member(r.address, creds);
+        s.role = ServerRole::kReplica;
+        s.replica_of = r.master;
+        m.servers.push_back(std::move(s));
+      }
+    }
+    return m;
+  }
+  m.servers = pc.servers;
+  m.nodes = m.servers.size();
+  if (pc.read_policy == ReadPolicy::kMaster) return m;
+  for (std::size_t i = 0; i < m.nodes; ++i) {
+    const ServerConfig& node = m.servers[i];
+    std::vector<std::string> addresses;
+    for (const auto& a : node.replicas) addresses.push_back(a.text());
+    if (!node.sentinel_master.empty() && discovered != nullptr)
+      addresses = discovered->replicas(pc.name, node.name);
+    for (const auto& a : addresses) {
+      ServerConfig s;
+      try {
+        s = learnt_member(a, node);
+      } catch (const Error&) {
+        continue;  // a Sentinel's address we cannot parse: not a member
+      }
+      s.name = node.name + "/" + a;
+      s.role = ServerRole::kReplica;
+      s.replica_of = static_cast<std::uint32_t>(i);
+      m.servers.push_back(std::move(s));
+    }
+  }
+  return m;
+}
+
+chash::Router router_of(const PoolConfig& pc, const Members& m) {
+  if (!pc.is_cluster()) return chash::Router::build(pc.routing, pc.nodes());
+  std::vector<chash::Node> nodes;
+  for (std::size_t i = 0; i < m.nodes; ++i) nodes.push_back({m.servers[i].name, 1});
+  chash::TableOptions options;
+  options.slots.assignment = m.cluster != nullptr ? m.cluster->owner : no_slots();
+  return chash::Router::build(chash::Algorithm::kSlots, nodes, options,
+                              chash::KeyPolicy{chash::KeyHash::kRedisSlot});
+}
+
+}  // namespace
 
 std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const Topology* previous,
-                                               std::uint64_t version) {
+                                               std::uint64_t version,
+                                               const Discovered* discovered) {
   auto t = std::make_shared<Topology>();
   t->version = version;
   t->slots = previous != nullptr ? previous->slots : 0;
@@ -62,10 +205,16 @@ std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const 
       }
     }
     if (slot == t->slots) ++t->slots;
+    Members m = members_of(pc, discovered);
     std::vector<std::shared_ptr<BackendState>> states;
-    for (const auto& s : pc.servers) {
+    for (const auto& s : m.servers) {
       const auto it = old.find(s.name);
       states.push_back(it != old.end() ? it->second : std::make_shared<BackendState>(s.name));
+      if (it == old.end() && s.role == ServerRole::kReplica) {
+        // Not read from until a probe has found it usable (linked, loaded, not lagging).
+        states.back()->down.store(true);
+        states.back()->down_since_ms.store(0);
+      }
       // Numeric addresses and unix paths need no lookup; names are core/resolver.h's.
       if (!resolved_for(*states.back(), s.address)) {
         auto r = std::make_shared<ResolvedAddress>();
@@ -73,8 +222,12 @@ std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const 
         if (net::resolve_numeric(s.address, r->addr, r->len)) states.back()->set_resolved(r);
       }
     }
-    t->pools.push_back(
-        std::make_shared<const Pool>(pc, std::move(states), std::move(shared), slot));
+    chash::Router router = router_of(pc, m);
+    const std::size_t nodes = m.nodes;
+    t->pools.push_back(std::make_shared<const Pool>(pc, std::move(m.servers), nodes,
+                                                    std::move(states), std::move(router),
+                                                    std::move(shared), slot,
+                                                    std::move(m.cluster)));
   }
   return t;
 }
@@ -113,8 +266,8 @@ std::string describe_change(const Topology& before, const Topology& after) {
           std::snprintf(key, sizeof key, "key:%08x", static_cast<unsigned>(i) * 2654435761u);
       const std::string_view k(key, static_cast<std::size_t>(len));
       const NodeId x = op->router.route(k), y = np->router.route(k);
-      const std::string_view nx = x == kNoNode ? "" : std::string_view(op->config.servers[x].name);
-      const std::string_view ny = y == kNoNode ? "" : std::string_view(np->config.servers[y].name);
+      const std::string_view nx = x == kNoNode ? "" : std::string_view(op->servers[x].name);
+      const std::string_view ny = y == kNoNode ? "" : std::string_view(np->servers[y].name);
       if (nx != ny) ++moved;
     }
     char pct[64];

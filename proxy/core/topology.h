@@ -20,6 +20,7 @@
 
 #include "chash/router.h"
 #include "config/config.h"
+#include "core/discovery.h"
 #include "core/metrics.h"
 
 namespace chash::proxy {
@@ -102,6 +103,13 @@ struct PoolShared {
   std::atomic<std::uint64_t> request_bytes{0};   // read from clients
   std::atomic<std::uint64_t> response_bytes{0};  // written to clients
   LatencyHistogram latency;                      // request parsed -> reply ready
+  // Redis Cluster pools (core/cluster.h): redirections followed, and a worker's hint that the
+  // slot map moved (a MOVED, a failed node), which the cluster watcher answers with a refresh.
+  std::atomic<std::uint64_t> moved{0}, ask{0}, tryagain{0}, redirect_failures{0};
+  std::atomic<bool> cluster_refresh{false};
+  // Replica reads: requests sent to replicas, and those a replica refused (LOADING) that went
+  // to the master instead.
+  std::atomic<std::uint64_t> replica_reads{0}, replica_fallbacks{0};
 };
 
 // Counts one failure (a connect error, a timeout, a connection lost with requests in flight);
@@ -115,21 +123,37 @@ inline void record_success(BackendState& s) noexcept {
 std::int64_t steady_ms() noexcept;
 
 struct Pool {
+  // `servers` (the members) and `nodes` are the config's for a plain pool, plus the replicas
+  // read_policy sends reads to; a cluster pool's are its map's (core/cluster.h). `router` is
+  // built over servers[0, nodes); null `cluster_map` for plain pools.
+  Pool(const PoolConfig& c, std::vector<ServerConfig> servers, std::size_t nodes,
+       std::vector<std::shared_ptr<BackendState>> s, chash::Router router,
+       std::shared_ptr<PoolShared> sh = std::make_shared<PoolShared>(), std::size_t slot = 0,
+       std::shared_ptr<const redis::ClusterMap> cluster_map = nullptr);
+  // A plain pool of the config's servers (tests): its router built from the config.
   Pool(const PoolConfig& c, std::vector<std::shared_ptr<BackendState>> s,
        std::shared_ptr<PoolShared> sh = std::make_shared<PoolShared>(), std::size_t slot = 0);
-  PoolConfig config;
+  PoolConfig config;  // as configured
   // A pool's place in workers' tables, stable across reloads for as long as a pool of this name
   // exists (config order may change; pools come and go): clients and listeners refer to it.
   std::size_t slot = 0;
+  // Who the pool talks to, by NodeId: [0, nodes) are routed to (the router's nodes), the rest
+  // are replicas (ServerConfig::role, replica_of). What a connection, probe or status line of a
+  // member uses (address, auth, TLS), never config.servers.
+  std::vector<ServerConfig> servers;
+  std::size_t nodes = 0;
+  std::vector<std::vector<NodeId>> replicas;  // per routed node: its replica members
   chash::Router router;
-  std::vector<std::shared_ptr<BackendState>> states;  // by NodeId (= index in config.servers)
+  std::vector<std::shared_ptr<BackendState>> states;  // by NodeId, as servers
   std::shared_ptr<PoolShared> shared;
+  std::shared_ptr<const redis::ClusterMap> cluster;  // cluster pools: the map routed by
 
   // The backend for `key`: the router's choice; when that backend is down and auto_eject_hosts
   // is on, its next choice that is up (the router's failover: only a down backend's keys move);
   // kNoNode when every candidate is down. With auto-eject off a down backend is still returned
   // (callers fail fast). With hash_balance_factor, the first choice whose load (load()) is under
-  // the factor times the average (chash::LoadBound).
+  // the factor times the average (chash::LoadBound). A cluster pool: the slot's master
+  // (kNoNode: no node serves the slot).
   NodeId route(std::string_view key) const noexcept {
     if (!config.auto_eject_hosts) return route_if(key, [](NodeId) { return true; });
     return route_if(key, [this](NodeId id) { return up(id); });
@@ -139,14 +163,20 @@ struct Pool {
   NodeId route_if(std::string_view key, Usable&& usable) const noexcept {
     if (router.balance_factor() == 0) return router.route(key, usable);
     std::uint64_t total = 0, up_weight = 0;
-    for (NodeId i = 0; i < states.size(); ++i) {
+    for (NodeId i = 0; i < nodes; ++i) {
       if (!usable(i)) continue;
       total += load(i);
-      up_weight += config.servers[i].weight;
+      up_weight += servers[i].weight;
     }
     return router.route_bounded(
         key, usable, [this](NodeId id) { return load(id); }, total, up_weight);
   }
+  // Where a read-only command for routed node `node` goes under the pool's read_policy: `node`
+  // itself or one of its replicas that is up, spread by `turn` (a per-client counter);
+  // kNoNode when the policy is `replica` and none is up.
+  NodeId read_member(NodeId node, std::uint32_t turn) const noexcept;
+  // Whether the pool has members to send reads to (read_policy other than master).
+  bool reads_to_replicas() const noexcept { return config.read_policy != ReadPolicy::kMaster; }
 
   bool up(NodeId id) const noexcept { return !states[id]->down.load(std::memory_order_relaxed); }
   // What bounded loads count: open relays for tcp pools, requests in flight otherwise.
@@ -170,10 +200,12 @@ struct Topology {
   }
 };
 
-// Builds a topology for `config`, reusing the BackendStates and slots of `previous` by pool and
-// backend name (new pools take new slots). Throws chash::Error as chash::Router::build does.
+// Builds a topology for `config` plus what the watchers learnt (`discovered`: cluster maps,
+// Sentinel replicas; may be null), reusing the BackendStates and slots of `previous` by pool and
+// member name (new pools take new slots). Throws chash::Error as chash::Router::build does.
 std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const Topology* previous,
-                                               std::uint64_t version);
+                                               std::uint64_t version,
+                                               const Discovered* discovered = nullptr);
 
 // One line per change ("pool alpha: + 127.0.0.1:7003, moved 24.8% of keys"), for the log.
 std::string describe_change(const Topology& before, const Topology& after);

@@ -184,9 +184,9 @@ void Worker::apply_topology(std::shared_ptr<const Topology> t) {
       auto& conns = pools_[i].backends[j];
       bool kept = false;
       if (np != nullptr) {
-        for (std::size_t k = 0; k < np->config.servers.size(); ++k) {
-          if (np->config.servers[k].name == old.config.servers[j].name &&
-              np->config.servers[k].address.text() == old.config.servers[j].address.text() &&
+        for (std::size_t k = 0; k < np->servers.size(); ++k) {
+          if (np->servers[k].name == old.servers[j].name &&
+              np->servers[k].address.text() == old.servers[j].address.text() &&
               np->config.server_connections == old.config.server_connections) {
             next[i].backends[k] = std::move(conns);
             kept = true;
@@ -283,9 +283,9 @@ BackendConn* Worker::dedicated_backend(std::size_t pool_index, NodeId node, std:
 
 std::unique_ptr<BackendConn> Worker::open_backend(WorkerPool& wp, NodeId node, std::string& error) {
   const BackendState& st = *wp.pool->states[node];
-  if (!resolved_for(st, wp.pool->config.servers[node].address)) {
+  if (!resolved_for(st, wp.pool->servers[node].address)) {
     // Not a failure of the backend's: the resolver marks a name that does not resolve down.
-    error = !wp.pool->config.servers[node].sentinel_master.empty()
+    error = !wp.pool->servers[node].sentinel_master.empty()
                 ? "no master known yet (no majority of its Sentinels has named one)"
             : st.resolving.load() ? "its address is being resolved"
                                   : "its address does not resolve";

@@ -154,8 +154,8 @@ TEST(StatusTest, PrometheusTextIsWellFormed) {
   // Process-wide series, per-pool series, the histogram, per-backend series; then the
   // process_* series, each shown only when /proc gives it (all of them on Linux but
   // process_max_fds under an unlimited RLIMIT_NOFILE).
-  EXPECT_GE(families, 11 + 10 + 1 + 11 + 5);
-  EXPECT_LE(families, 11 + 10 + 1 + 11 + 6);
+  EXPECT_GE(families, 11 + 12 + 1 + 11 + 5);
+  EXPECT_LE(families, 11 + 12 + 1 + 11 + 6);
   EXPECT_EQ(count(o, "# TYPE "), static_cast<std::size_t>(families));
 }
 
@@ -180,17 +180,16 @@ TEST(StatusTest, StatusJsonOfAKnownState) {
       "{\"version\":3,\"applied_version\":2,\"workers\":4,\"requests\":11,\"clients\":2,\"pools\":["
       "{\"name\":\"alpha\",\"listen\":\"127.0.0.1:0\",\"protocol\":\"redis\",\"routing\":\"" +
           routing +
-          "\",\"clients\":0,\"auto_eject_hosts\":false,\"servers\":["
-          "{\"name\":\"r1\",\"address\":\"127.0.0.1:7001\",\"weight\":1,\"up\":false,\"requests\":"
-          "0,"
-          "\"errors\":0,\"ejections\":0,\"connections\":0},"
-          "{\"name\":\"r2\",\"address\":\"127.0.0.1:7002\",\"weight\":2,\"up\":true,\"requests\":9,"
-          "\"errors\":1,\"ejections\":0,\"connections\":0}]},"
+          "\",\"clients\":0,\"auto_eject_hosts\":false,\"read_policy\":\"master\",\"servers\":["
+          "{\"name\":\"r1\",\"address\":\"127.0.0.1:7001\",\"role\":\"node\",\"weight\":1,"
+          "\"up\":false,\"requests\":0,\"errors\":0,\"ejections\":0,\"connections\":0},"
+          "{\"name\":\"r2\",\"address\":\"127.0.0.1:7002\",\"role\":\"node\",\"weight\":2,"
+          "\"up\":true,\"requests\":9,\"errors\":1,\"ejections\":0,\"connections\":0}]},"
           "{\"name\":\"web\",\"listen\":\"127.0.0.1:0\",\"protocol\":\"tcp\",\"routing\":\"round-"
           "robin\","
-          "\"clients\":2,\"auto_eject_hosts\":false,\"servers\":["
-          "{\"name\":\"w1\",\"address\":\"127.0.0.1:8001\",\"weight\":1,\"up\":true,\"requests\":0,"
-          "\"errors\":0,\"ejections\":0,\"connections\":0}]}]}\n");
+          "\"clients\":2,\"auto_eject_hosts\":false,\"read_policy\":\"master\",\"servers\":["
+          "{\"name\":\"w1\",\"address\":\"127.0.0.1:8001\",\"role\":\"node\",\"weight\":1,"
+          "\"up\":true,\"requests\":0,\"errors\":0,\"ejections\":0,\"connections\":0}]}]}\n");
   EXPECT_FALSE(routing.empty());
 }
 

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 
+#include "proto/redis/acl.h"
+
 namespace chash::proxy::redis {
 
 namespace {
@@ -238,5 +240,27 @@ const Command* find_command(std::string_view name) noexcept {
 }
 
 std::span<const Command> command_table() noexcept { return kTable; }
+
+bool read_only(const Command& c) noexcept {
+  // Redis's own flags, through its ACL categories (acl_table.inc is generated from a real
+  // redis-server): @read without @write is what a replica serves (the readonly flag).
+  static const auto flags = [] {
+    std::array<bool, kTable.size()> out{};
+    std::uint32_t read = 0, write = 0;
+    const auto cats = acl_categories();
+    for (std::size_t i = 0; i < cats.size(); ++i) {
+      if (cats[i] == "read") read = 1u << i;
+      if (cats[i] == "write") write = 1u << i;
+    }
+    for (std::size_t i = 0; i < kTable.size(); ++i) {
+      const int index = acl_command_index(kTable[i].name);
+      const std::uint32_t m = index < 0 ? 0 : acl_command_categories(index);
+      out[i] = (m & read) != 0 && (m & write) == 0;
+    }
+    return out;
+  }();
+  const auto i = static_cast<std::size_t>(&c - kTable.data());
+  return i < kTable.size() && flags[i];
+}
 
 }  // namespace chash::proxy::redis

@@ -46,4 +46,12 @@ const Command* find_command(std::string_view name) noexcept;
 // Every entry, sorted by name.
 std::span<const Command> command_table() noexcept;
 
+// Redis Cluster's answer to keys of several slots in one command (cluster.c getNodeByQuery).
+inline constexpr std::string_view kCrossSlot =
+    "CROSSSLOT Keys in request don't hash to the same slot";
+
+// Whether `c` (an entry of the table) only reads: Redis's @read without @write, the commands a
+// replica serves (read_policy sends them there).
+bool read_only(const Command& c) noexcept;
+
 }  // namespace chash::proxy::redis

@@ -172,7 +172,7 @@ Backend::Backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node)
       parser_(redis::ParserLimits{kMaxReplyBytes, std::size_t{1} << 20, 0, 64}) {}
 
 void Backend::handshake() {
-  const ServerConfig& s = pool_->config.servers[node_];
+  const ServerConfig& s = pool_->servers[node_];
   const auto& password = s.password ? s.password : pool_->config.server_password;
   const auto& user = s.user ? s.user : pool_->config.server_user;
   std::string out;
@@ -189,6 +189,10 @@ void Backend::handshake() {
     const std::string db = std::to_string(pool_->config.redis_db);
     redis::append_command(out, {"SELECT", db});
     enqueue({out}, nullptr, 0, 0);
+  }
+  // A cluster replica answers reads only on a connection that said READONLY (else -MOVED).
+  if (pool_->config.is_cluster() && s.role == ServerRole::kReplica) {
+    enqueue({"*1\r\n$8\r\nREADONLY\r\n"}, nullptr, 0, 0);
   }
 }
 
@@ -230,9 +234,17 @@ void Backend::on_input() {
       if (parser_.type() == '-' && raw.starts_with("-READONLY"))
         state_->rediscover.store(true, std::memory_order_relaxed);
       auto& m = static_cast<Msg&>(*p.msg);
+      // A kept part's error may be a redirection (cluster) or a replica's refusal: its client
+      // sends it on instead of answering with it.
+      const bool taken = parser_.type() == '-' && m.client != nullptr &&
+                         m.parts[p.part].member != kNoNode &&
+                         static_cast<Client*>(m.client)->redirect(
+                             std::static_pointer_cast<Msg>(p.msg), p.part, raw);
       // The reply stays in the read chunk: the Msg holds a slice of it (no copy).
-      m.complete_part(p.part, in_.slice(parser_.start(), raw.size()), parser_.type(),
-                      m.merge == redis::Merge::kArray ? &parser_.take_elements() : nullptr);
+      if (!taken) {
+        m.complete_part(p.part, in_.slice(parser_.start(), raw.size()), parser_.type(),
+                        m.merge == redis::Merge::kArray ? &parser_.take_elements() : nullptr);
+      }
     } else if (parser_.type() == '-') {
       // Our own AUTH / SELECT was refused: the connection is unusable. (The reply text is
       // the server's; it never contains the password.)
@@ -385,7 +397,7 @@ bool Client::usable_or_fail(NodeId node, std::string_view what, const std::share
   return false;
 }
 
-void Client::forward_one(NodeId node, const std::shared_ptr<Msg>& m) {
+void Client::forward_one(NodeId node, const std::shared_ptr<Msg>& m, std::uint16_t slot) {
   std::string error;
   BackendConn* b = connection(node, error);
   if (b == nullptr) {
@@ -395,15 +407,10 @@ void Client::forward_one(NodeId node, const std::shared_ptr<Msg>& m) {
   }
   m->parts.resize(1);
   m->outstanding = 1;
-  if (parser_.is_inline()) {
-    std::vector<std::string_view> argv;
-    for (std::size_t i = 0; i < parser_.argc(); ++i) argv.push_back(parser_.arg(in_, i));
-    std::string bytes;
-    redis::append_command(bytes, argv);
-    b->send({bytes}, m, 0);
-  } else {
-    b->send({std::string_view(in_).substr(parser_.start(), parser_.end() - parser_.start())}, m, 0);
-  }
+  std::string scratch;
+  const std::string_view bytes = request_bytes(scratch);
+  if (keep_request(node)) keep(m, 0, bytes, node, slot);
+  b->send({bytes}, m, 0);
 }
 
 void Client::dispatch() {
@@ -445,8 +452,16 @@ void Client::dispatch() {
       return;
     case redis::Route::kKey: {
       auto m = new_msg();
-      const NodeId node = pool_->route(parser_.arg(in_, 1));
-      if (usable_or_fail(node, "this key", m, true)) forward_one(node, m);
+      const std::string_view key = parser_.arg(in_, 1);
+      const NodeId node = pool_->route(key);
+      const std::uint16_t slot = chash::redis_key_slot(key);
+      if (node == kNoNode && pool_->config.is_cluster()) {
+        cluster_down(m, slot);
+        return;
+      }
+      const NodeId target = node == kNoNode ? node : read_target(node, *cmd, m);
+      if (node != kNoNode && target == kNoNode) return;  // read_policy replica: m failed
+      if (usable_or_fail(target, "this key", m, true)) forward_one(target, m, slot);
       return;
     }
     case redis::Route::kKeysSameNode:
@@ -621,17 +636,29 @@ void Client::same_node(const redis::Command& cmd, std::size_t argc) {
         true);
     return;
   }
-  const NodeId node = pool_->route(parser_.arg(in_, first));
+  const std::string_view first_key = parser_.arg(in_, first);
+  const NodeId node = pool_->route(first_key);
+  const std::uint32_t where = place(first_key);
   for (std::size_t i = first + step; i <= last; i += step) {
-    if (pool_->route(parser_.arg(in_, i)) != node) {
-      reply_local(error_reply("ERR CROSSSLOT keys of '" + upper(name) +
-                              "' live on different backends (give them a common hash tag)"),
+    if (place(parser_.arg(in_, i)) != where) {
+      reply_local(error_reply(pool_->config.is_cluster()
+                                  ? std::string(kCrossSlot)
+                                  : "ERR CROSSSLOT keys of '" + upper(name) +
+                                        "' live on different backends (give them a common hash "
+                                        "tag)"),
                   true);
       return;
     }
   }
   auto m = new_msg();
-  if (usable_or_fail(node, "these keys", m, false)) forward_one(node, m);
+  const auto slot = chash::redis_key_slot(first_key);
+  if (node == kNoNode && pool_->config.is_cluster()) {
+    cluster_down(m, slot);
+    return;
+  }
+  const NodeId target = node == kNoNode ? node : read_target(node, cmd, m);
+  if (node != kNoNode && target == kNoNode) return;  // read_policy replica: m failed
+  if (usable_or_fail(target, "these keys", m, false)) forward_one(target, m, slot);
 }
 
 // ---- Keys split per backend and merged (kSplitKeys, kSplitPairs) -----------------------------
@@ -641,23 +668,34 @@ void Client::split(const redis::Command& cmd) {
   const std::size_t step = cmd.route == redis::Route::kSplitPairs ? 2 : 1;
   auto m = new_msg();
   m->merge = cmd.merge;
-  // Group the keys by backend, keeping their order within each part.
+  // Group the keys by backend (a cluster's: by slot, as the cluster refuses keys of several
+  // slots in one command), keeping their order within each part.
+  const bool cluster = pool_->config.is_cluster();
   std::vector<NodeId> part_node;
+  std::vector<std::uint32_t> part_place;
   std::vector<std::vector<std::string_view>> part_args;
   const std::string_view verb = parser_.arg(in_, 0);
   if (cmd.merge == redis::Merge::kArray) m->key_map.reserve(argc - 1);
   for (std::size_t i = 1; i < argc; i += step) {
     const std::string_view key = parser_.arg(in_, i);
-    const NodeId node = pool_->route(key);
+    NodeId node = pool_->route(key);
+    if (node == kNoNode && cluster) {
+      cluster_down(m, chash::redis_key_slot(key));
+      return;
+    }
     // (The error text is built only for a key that cannot go: not a string per key.)
     if ((node == kNoNode || pool_->states[node]->down.load(std::memory_order_relaxed)) &&
         !usable_or_fail(node, "key '" + std::string(key.substr(0, 64)) + "'", m, true)) {
       return;
     }
+    const std::uint32_t where = cluster ? chash::redis_key_slot(key) : node;
     std::uint32_t part = 0;
-    while (part < part_node.size() && part_node[part] != node) ++part;
+    while (part < part_node.size() && part_place[part] != where) ++part;
     if (part == part_node.size()) {
+      node = read_target(node, cmd, m);
+      if (node == kNoNode) return;  // read_policy replica and none is up: m failed
       part_node.push_back(node);
+      part_place.push_back(where);
       part_args.push_back({verb});
     }
     const auto elem = static_cast<std::uint32_t>(part_args[part].size() - 1);
@@ -681,7 +719,13 @@ void Client::split(const redis::Command& cmd) {
     }
     std::string bytes;
     redis::append_command(bytes, part_args[p]);
-    b->send({bytes}, m, p);
+    if (keep_request(part_node[p])) {
+      keep(m, p, bytes, part_node[p],
+           static_cast<std::uint16_t>(cluster ? part_place[p] : 0));
+      b->send({m->parts[p].request}, m, p);
+    } else {
+      b->send({bytes}, m, p);
+    }
   }
 }
 

@@ -36,9 +36,17 @@ struct Msg final : Reply {
     net::HeldBytes raw;  // the backend's whole reply, in its read chunk (or copied: errors)
     char type = 0;
     std::vector<Span> elements;  // of raw, for kArray merges
+    // A part that may have to be sent again (a cluster pool's: MOVED, ASK, TRYAGAIN; a read
+    // sent to a replica: LOADING): its request as sent, the member it went to (in routed_by),
+    // its slot, and the redirections and retries it has followed. member kNoNode: not kept.
+    std::string request;
+    NodeId member = kNoNode;
+    std::uint16_t slot = 0;
+    std::uint8_t hops = 0, tries = 0;
   };
   std::vector<Part> parts;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> key_map;  // MGET: key -> (part, element)
+  std::shared_ptr<const Pool> routed_by;  // the snapshot the kept parts' members belong to
 
   // Called by Backend for each part; finishes the Msg when it was the last. `elements` (kArray
   // merges) is taken over (swapped with the part's).
@@ -83,6 +91,12 @@ class Client final : public ClientSession {
   // the transaction can no longer be checked; EXEC answers a null reply, as for a touched key.
   void dedicated_closed(Backend* b) noexcept;
 
+  // A backend answered kept part `part` of `m` with the error reply `raw` (proto/redis/
+  // session_cluster.cc): a MOVED or ASK is followed to the node it names, a TRYAGAIN retried,
+  // a replica's LOADING sent to its master, a CLUSTERDOWN given its slot. True when the part was
+  // taken over (sent again, scheduled, or failed with another error); false: `raw` answers it.
+  bool redirect(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string_view raw);
+
  private:
   void process() override;
   void on_closing() override;
@@ -113,6 +127,8 @@ class Client final : public ClientSession {
   // The backend of every key of the request being dispatched; kNoNode with `error` set when
   // they map to several backends or the request names its keys wrongly.
   NodeId keys_node(const Command& cmd, std::size_t argc, std::string& error);
+  // Cluster pools: the slot the transaction's keys are in, from the request being dispatched.
+  void note_tx_slot(const Command& cmd, std::size_t argc);
   // The request being dispatched as RESP bytes (an inline request is re-encoded into scratch).
   std::string_view request_bytes(std::string& scratch);
   // The connection for `node`: the dedicated one while it is the WATCHed backend (so that the
@@ -125,8 +141,28 @@ class Client final : public ClientSession {
   // Forwarded commands.
   void same_node(const Command& cmd, std::size_t argc);  // kKeysSameNode, kEval
   void split(const Command& cmd);                        // kSplitKeys, kSplitPairs
-  // Sends the request being dispatched, unchanged, to `node` (or fails `m` when no connection).
-  void forward_one(NodeId node, const std::shared_ptr<Msg>& m);
+  // Sends the request being dispatched, unchanged, to member `node` (or fails `m` when no
+  // connection); `slot` is its keys' (cluster pools).
+  void forward_one(NodeId node, const std::shared_ptr<Msg>& m, std::uint16_t slot = 0);
+
+  // Cluster pools and replica reads (proto/redis/session_cluster.cc).
+  // The member a request routed to `node` (not kNoNode) goes to: for a read-only command under
+  // read_policy, one of its replicas (kNoNode: read_policy replica and none is up, `m` failed).
+  NodeId read_target(NodeId node, const Command& cmd, const std::shared_ptr<Msg>& m);
+  // Whether part requests must be kept for a resend to `member`.
+  bool keep_request(NodeId member) const noexcept;
+  // Keeps part `part`'s request and where it goes.
+  void keep(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string_view request,
+            NodeId member, std::uint16_t slot);
+  // Sends kept part `part` to `member` of the current pool (after ASKING for an ASK).
+  void send_part(const std::shared_ptr<Msg>& m, std::uint32_t part, NodeId member, bool asking);
+  // Routes kept part `part` again by its slot after `ms` (the map may have been refreshed).
+  void retry_later(const std::shared_ptr<Msg>& m, std::uint32_t part, int ms);
+  void reroute(const std::shared_ptr<Msg>& m, std::uint32_t part);
+  // A cluster pool's answer for a key whose slot no node serves (or no map is known yet).
+  void cluster_down(const std::shared_ptr<Msg>& m, std::uint16_t slot);
+  // The key's slot (cluster pools) or backend (others): where "same place" is checked.
+  std::uint32_t place(std::string_view key) const noexcept;
   // Whether `node` (routed for `what`) can take a request; if not, `m` is failed with why.
   bool usable_or_fail(NodeId node, std::string_view what, const std::shared_ptr<Msg>& m,
                       bool count_error);
@@ -157,6 +193,8 @@ class Client final : public ClientSession {
   std::string name_, lib_name_, lib_ver_;
 
   Transaction tx_;
+  std::int64_t tx_slot_ = -1;     // cluster pools: the slot of the transaction's keys (-1: none)
+  std::uint32_t read_turn_ = 0;   // spreads this client's reads over replicas
   Backend* dedicated_ = nullptr;  // WATCH ... EXEC/DISCARD/UNWATCH: this client's own connection
   NodeId dedicated_node_ = kNoNode;
   bool watch_lost_ = false;  // the dedicated connection closed while WATCHing

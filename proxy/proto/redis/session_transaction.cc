@@ -81,10 +81,24 @@ NodeId Client::keys_node(const Command& cmd, std::size_t argc, std::string& erro
     error = "ERR wrong number of arguments for '" + std::string(cmd.name) + "' command";
     return kNoNode;
   }
-  const NodeId node = pool_->route(parser_.arg(in_, first));
+  const std::string_view first_key = parser_.arg(in_, first);
+  const NodeId node = pool_->route(first_key);
+  const std::uint32_t where = place(first_key);
+  const bool cluster = pool_->config.is_cluster();
   for (std::size_t i = first + step; i <= last && i < argc; i += step) {
-    if (pool_->route(parser_.arg(in_, i)) != node) {
-      error = std::string(kCrossBackendTransaction);
+    if (place(parser_.arg(in_, i)) != where) {
+      error = std::string(cluster ? kCrossSlot : kCrossBackendTransaction);
+      return kNoNode;
+    }
+  }
+  if (cluster) {
+    // A transaction (and its WATCHes) runs on one slot: the cluster refuses others.
+    if (tx_slot_ >= 0 && static_cast<std::uint32_t>(tx_slot_) != where) {
+      error = std::string(kCrossSlot);
+      return kNoNode;
+    }
+    if (node == kNoNode) {
+      error = "CLUSTERDOWN Hash slot not served (slot " + std::to_string(where) + ")";
       return kNoNode;
     }
   }
@@ -94,6 +108,12 @@ NodeId Client::keys_node(const Command& cmd, std::size_t argc, std::string& erro
     return kNoNode;
   }
   return node;
+}
+
+void Client::note_tx_slot(const Command& cmd, std::size_t argc) {
+  if (!pool_->config.is_cluster()) return;
+  const std::size_t first = cmd.route == Route::kEval ? 3 : cmd.key_first > 0 ? cmd.key_first : 1;
+  if (first < argc) tx_slot_ = place(parser_.arg(in_, first));
 }
 
 void Client::run_transaction(const Command& cmd, std::size_t argc) {
@@ -114,6 +134,7 @@ void Client::run_transaction(const Command& cmd, std::size_t argc) {
     tx_.reset();
     release_dedicated();  // DISCARD unwatches every key
     watch_lost_ = false;
+    tx_slot_ = -1;
     reply_local("+OK\r\n");
   } else if (cmd.name == "watch") {
     watch(argc);
@@ -123,6 +144,7 @@ void Client::run_transaction(const Command& cmd, std::size_t argc) {
       return;
     }
     watch_lost_ = false;
+    tx_slot_ = -1;
     if (dedicated_ == nullptr) {
       reply_local("+OK\r\n");
       return;
@@ -150,6 +172,7 @@ void Client::watch(std::size_t argc) {
     reply_local(error_text(kCrossBackendTransaction), true);
     return;
   }
+  note_tx_slot(*find_command("watch"), argc);
   auto m = new_msg();
   if (dedicated_ == nullptr) {
     BackendConn* b = worker_.dedicated_backend(pool_index_, node, error);
@@ -183,6 +206,7 @@ void Client::queue_in_transaction(const Command& cmd, std::size_t argc) {
       reject(error);
       return;
     }
+    note_tx_slot(cmd, argc);
   }
   std::string scratch;
   const std::string_view error = tx_.queue(node, request_bytes(scratch));
@@ -204,6 +228,7 @@ void Client::exec() {
     tx_.reset();
     release_dedicated();  // EXEC unwatches every key
     watch_lost_ = false;
+    tx_slot_ = -1;
   };
   if (tx_.aborted()) {
     finish();

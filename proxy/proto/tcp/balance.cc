@@ -77,7 +77,7 @@ NodeId Chooser::next(const Pool& pool, TcpPoolState& state) {
       for (NodeId i = 0; i < pool.states.size(); ++i) {
         if (!up(i)) continue;
         conns[i] = pool.states[i]->active.load(std::memory_order_relaxed);
-        const std::int64_t w = pool.config.servers[i].weight;
+        const std::int64_t w = pool.servers[i].weight;
         if (best == kNoNode || conns[i] * best_weight < best_conns * w) {
           best = i;
           best_conns = conns[i];
@@ -87,7 +87,7 @@ NodeId Chooser::next(const Pool& pool, TcpPoolState& state) {
       if (best == kNoNode) break;
       pick = state.weighted.pick([&](NodeId i) {
         return up(i) && conns[i] * best_weight ==
-                            best_conns * static_cast<std::int64_t>(pool.config.servers[i].weight);
+                            best_conns * static_cast<std::int64_t>(pool.servers[i].weight);
       });
       break;
     }

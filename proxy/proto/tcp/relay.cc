@@ -218,7 +218,7 @@ void Relay::on_backend_event(std::uint32_t events) {
       return;
     }
     if (!(events & EPOLLOUT)) return;
-    const auto& ctx = pool_->config.servers[node_].tls;
+    const auto& ctx = pool_->servers[node_].tls;
     if (ctx == nullptr) {
       connected();
       return;
@@ -238,7 +238,7 @@ void Relay::on_backend_event(std::uint32_t events) {
     }
     std::string error;
     backend_tls_ = net::TlsStream::connect(*ctx, backend_fd_,
-                                           pool_->config.servers[node_].address.host, error);
+                                           pool_->servers[node_].address.host, error);
     if (!backend_tls_) {
       connect_failed(error, false);
       return;
@@ -262,7 +262,7 @@ void Relay::backend_handshake() {
   if (h < 0) {
     // Named, at warn: a refused certificate is a configuration problem someone must see.
     const std::string why =
-        backend_tls_->error() + " (" + pool_->config.servers[node_].address.text() + ")";
+        backend_tls_->error() + " (" + pool_->servers[node_].address.text() + ")";
     log(LogLevel::kWarn, "backend TLS handshake failed",
         {{"pool", pool_->config.name}, {"backend", counted_->name}, {"reason", why}});
     connect_failed(why, false);

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// chash-proxy — a blocking RESP conversation, for the control threads only (the Sentinel and
+// Redis Cluster watchers, core/sentinel.h and core/cluster.h); a worker never waits like this.
+//
+// query() opens one connection (TLS with a context), writes the pipelined request, and reads
+// `replies` whole replies, all within one deadline; every value is bounded (parse_resp), so a
+// hostile or broken peer costs at most the deadline and kMaxControlInput bytes.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+
+namespace chash::proxy {
+
+namespace net {
+class TlsContext;
+}
+
+// One RESP2 value, as Sentinels and cluster nodes answer (nil: a $-1 or *-1).
+struct RespValue {
+  char type = 0;  // '+', '-', ':', '$', '*'
+  bool nil = false;
+  std::string str;
+  std::vector<RespValue> items;
+};
+// Parses one value of `in` from `pos`: 1 done (`pos` moves past it), 0 incomplete, -1 malformed
+// or over the bounds (nesting 4, 4 MiB strings, 100,000 elements per array).
+int parse_resp(std::string_view in, std::size_t& pos, RespValue& out, int depth = 0);
+
+inline constexpr std::size_t kMaxControlInput = std::size_t{8} << 20;  // per query
+
+struct QueryResult {
+  std::vector<RespValue> replies;  // in order; fewer than asked when `error` says why
+  std::string error;               // empty: every reply arrived
+};
+
+// Connects to `address` (resolving a name: control threads may block), [TLS handshake],
+// sends `request` and reads `replies` replies before `timeout` has passed.
+QueryResult query(const Address& address, std::string_view request, std::size_t replies,
+                  std::chrono::milliseconds timeout, const net::TlsContext* tls = nullptr);
+
+}  // namespace chash::proxy
