@@ -165,7 +165,8 @@ void ClusterWatcher::check_due(bool all) {
       if (map == nullptr) {
         ++cur.failures;
         cur.last_error = error;
-        cur.status = cur.map == nullptr ? "no node answers" : "no node answers; keeping the last map";
+        cur.status =
+            cur.map == nullptr ? "no node answers" : "no node answers; keeping the last map";
         if (before != cur.status) {
           log(LogLevel::kError, "cluster: no node answers CLUSTER NODES",
               {{"pool", cur.pool}, {"reason", error}});
@@ -174,9 +175,9 @@ void ClusterWatcher::check_due(bool all) {
       }
       ++cur.refreshes;
       cur.last_refresh_ms = wall_ms();
-      cur.status = map->covered == kRedisSlots ? "ok"
-                                               : std::to_string(kRedisSlots - map->covered) +
-                                                     " slots not served";
+      cur.status = map->covered == kRedisSlots
+                       ? "ok"
+                       : std::to_string(kRedisSlots - map->covered) + " slots not served";
       changed = discovered_.set_cluster(cur.pool, map);
       if (changed) {
         ++cur.changes;
@@ -251,8 +252,7 @@ std::string ClusterWatcher::status_json() const {
                  json_escape(ranges) + "\"");
       }
       for (const auto& r : c.map->replicas) {
-        node(r, "replica",
-             ",\"master\":\"" + json_escape(c.map->masters[r.master].address) + "\"");
+        node(r, "replica", ",\"master\":\"" + json_escape(c.map->masters[r.master].address) + "\"");
       }
     }
     o += "]}";
@@ -264,9 +264,7 @@ std::string ClusterWatcher::prometheus() const {
   std::lock_guard lock(mu_);
   if (clusters_.empty()) return "";
   std::string o;
-  auto label = [](const Cluster& c) {
-    return "pool=\"" + prometheus_label_escape(c.pool) + "\"";
-  };
+  auto label = [](const Cluster& c) { return "pool=\"" + prometheus_label_escape(c.pool) + "\""; };
   auto family = [&](const char* name, const char* type, const char* help, auto value) {
     o += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
     for (const auto& [k, c] : clusters_) value(c, name);
@@ -300,8 +298,8 @@ std::string ClusterWatcher::prometheus() const {
                 {std::pair{"moved", s.moved.load()}, std::pair{"ask", s.ask.load()},
                  std::pair{"tryagain", s.tryagain.load()},
                  std::pair{"failed", s.redirect_failures.load()}}) {
-             o += std::string(n) + "{" + label(c) + ",kind=\"" + kind + "\"} " +
-                  std::to_string(v) + "\n";
+             o += std::string(n) + "{" + label(c) + ",kind=\"" + kind + "\"} " + std::to_string(v) +
+                  "\n";
            }
          });
   return o;

@@ -84,7 +84,7 @@ class ClusterWatcher {
   Discovered& discovered_;
   PublishFn publish_;
   Options options_;
-  mutable std::mutex mu_;                   // clusters_ (status readers vs the thread), stop_
+  mutable std::mutex mu_;                    // clusters_ (status readers vs the thread), stop_
   std::map<std::string, Cluster> clusters_;  // by pool name
   int wake_fd_ = -1;
   bool stop_ = false;

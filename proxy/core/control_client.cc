@@ -30,7 +30,6 @@ int header(std::string_view in, std::size_t& pos, std::int64_t& n) {
   return 1;
 }
 
-
 }  // namespace
 
 int parse_resp(std::string_view in, std::size_t& pos, RespValue& out, int depth) {
@@ -138,9 +137,9 @@ QueryResult query(const Address& address, std::string_view request, std::size_t 
     }
     // Write what is left (TLS: also whenever the socket moved, the handshake may need it).
     if (off < request.size()) {
-      const ssize_t n = stream ? stream->send(request.data() + off, request.size() - off)
-                               : ::send(fd, request.data() + off, request.size() - off,
-                                        MSG_NOSIGNAL);
+      const ssize_t n = stream
+                            ? stream->send(request.data() + off, request.size() - off)
+                            : ::send(fd, request.data() + off, request.size() - off, MSG_NOSIGNAL);
       if (n > 0) {
         off += static_cast<std::size_t>(n);
       } else if (n < 0 && errno != EAGAIN && errno != EINTR) {

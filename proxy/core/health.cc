@@ -31,8 +31,9 @@ bool probe_due(const BackendState& s, const PoolConfig& pool, std::int64_t now,
   // kReplicaCheckMs, and again soon after it was found wanting (it may have caught up).
   const bool replica = role == ServerRole::kReplica;
   if (s.down.load()) {
-    const auto wait = replica ? std::min<std::int64_t>(pool.server_retry_timeout_ms, kReplicaCheckMs)
-                              : static_cast<std::int64_t>(pool.server_retry_timeout_ms);
+    const auto wait = replica
+                          ? std::min<std::int64_t>(pool.server_retry_timeout_ms, kReplicaCheckMs)
+                          : static_cast<std::int64_t>(pool.server_retry_timeout_ms);
     return now - s.down_since_ms.load() >= wait;
   }
   auto every = static_cast<std::int64_t>(pool.health_check_interval_ms);

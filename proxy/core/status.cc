@@ -71,8 +71,8 @@ void latency_histogram(std::string& o, const Topology& t) {
       } else {
         std::snprintf(le, sizeof le, "+Inf");
       }
-      o += "chash_proxy_request_duration_seconds_bucket{pool=\"" + name + "\",le=\"" + le +
-           "\"} " + std::to_string(cum) + "\n";
+      o += "chash_proxy_request_duration_seconds_bucket{pool=\"" + name + "\",le=\"" + le + "\"} " +
+           std::to_string(cum) + "\n";
     }
     char sum[64];
     std::snprintf(sum, sizeof sum, "%.6f",
@@ -179,8 +179,8 @@ void process_metrics(std::string& o) {
     std::snprintf(b, sizeof b, "%.17g", v);
     o += std::string(name) + " " + b + "\n";
   };
-  gauge("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
-        "counter", p.cpu_seconds);
+  gauge("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", "counter",
+        p.cpu_seconds);
   gauge("process_open_fds", "Number of open file descriptors.", "gauge",
         static_cast<double>(p.open_fds));
   gauge("process_max_fds", "Maximum number of open file descriptors.", "gauge",
@@ -261,8 +261,8 @@ std::string server_json(const Pool& pool, std::size_t i) {
   const ServerConfig& c = pool.servers[i];
   const std::string role =
       c.role == ServerRole::kReplica && c.replica_of < pool.nodes
-          ? ",\"role\":\"replica\",\"replica_of\":\"" + json_escape(pool.servers[c.replica_of].name) +
-                "\""
+          ? ",\"role\":\"replica\",\"replica_of\":\"" +
+                json_escape(pool.servers[c.replica_of].name) + "\""
           : ",\"role\":\"" + std::string(pool.config.is_cluster() ? "master" : "node") + "\"";
   return "{\"name\":\"" + json_escape(s.name) + "\",\"address\":\"" +
          json_escape(c.address.text()) + "\"" + role + ",\"weight\":" + std::to_string(c.weight) +

@@ -58,8 +58,8 @@ Pool::Pool(const PoolConfig& c, std::vector<ServerConfig> members, std::size_t r
 
 Pool::Pool(const PoolConfig& c, std::vector<std::shared_ptr<BackendState>> s,
            std::shared_ptr<PoolShared> sh, std::size_t slot_)
-    : Pool(c, c.servers, c.servers.size(), std::move(s),
-           chash::Router::build(c.routing, c.nodes()), std::move(sh), slot_) {}
+    : Pool(c, c.servers, c.servers.size(), std::move(s), chash::Router::build(c.routing, c.nodes()),
+           std::move(sh), slot_) {}
 
 NodeId Pool::read_member(NodeId node, std::uint32_t turn) const noexcept {
   if (node >= nodes || config.read_policy == ReadPolicy::kMaster) return node;
@@ -226,8 +226,7 @@ std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const 
     const std::size_t nodes = m.nodes;
     t->pools.push_back(std::make_shared<const Pool>(pc, std::move(m.servers), nodes,
                                                     std::move(states), std::move(router),
-                                                    std::move(shared), slot,
-                                                    std::move(m.cluster)));
+                                                    std::move(shared), slot, std::move(m.cluster)));
   }
   return t;
 }

@@ -70,7 +70,8 @@ struct Line {
 }  // namespace
 
 bool ClusterMap::same_topology(const ClusterMap& o) const noexcept {
-  auto same_nodes = [](const std::vector<ClusterNodeInfo>& a, const std::vector<ClusterNodeInfo>& b) {
+  auto same_nodes = [](const std::vector<ClusterNodeInfo>& a,
+                       const std::vector<ClusterNodeInfo>& b) {
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i) {
       if (a[i].id != b[i].id || a[i].address != b[i].address || a[i].master != b[i].master ||

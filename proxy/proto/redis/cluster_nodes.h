@@ -27,10 +27,10 @@ namespace chash::proxy::redis {
 
 struct ClusterNodeInfo {
   std::string id;
-  std::string address;  // "ip:port", the clients' port
-  bool failed = false;  // flags "fail" (the cluster agrees it is down)
-  std::uint32_t slots = 0;                  // masters: how many slots it serves
-  std::uint32_t master = 0xFFFFFFFFu;       // replicas: index of their master in `masters`
+  std::string address;                 // "ip:port", the clients' port
+  bool failed = false;                 // flags "fail" (the cluster agrees it is down)
+  std::uint32_t slots = 0;             // masters: how many slots it serves
+  std::uint32_t master = 0xFFFFFFFFu;  // replicas: index of their master in `masters`
 };
 
 struct ClusterMap {

@@ -58,6 +58,11 @@ void Msg::complete_part(std::uint32_t part, net::Slice raw, char type,
 
 void Msg::fail_part(std::uint32_t part, std::string_view error) {
   Part& p = parts[part];
+  // A read lost with its replica's connection goes to the master.
+  if (p.member != kNoNode && client != nullptr &&
+      static_cast<Client*>(client)->replica_lost(shared_from_this(), part)) {
+    return;
+  }
   p.raw.copy(error);
   p.type = '-';
   p.elements.clear();
@@ -720,8 +725,7 @@ void Client::split(const redis::Command& cmd) {
     std::string bytes;
     redis::append_command(bytes, part_args[p]);
     if (keep_request(part_node[p])) {
-      keep(m, p, bytes, part_node[p],
-           static_cast<std::uint16_t>(cluster ? part_place[p] : 0));
+      keep(m, p, bytes, part_node[p], static_cast<std::uint16_t>(cluster ? part_place[p] : 0));
       b->send({m->parts[p].request}, m, p);
     } else {
       b->send({bytes}, m, p);

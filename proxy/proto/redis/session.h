@@ -30,7 +30,7 @@ namespace chash::proxy::redis {
 
 class Client;
 
-struct Msg final : Reply {
+struct Msg final : Reply, std::enable_shared_from_this<Msg> {
   Merge merge = Merge::kNone;
   struct Part {
     net::HeldBytes raw;  // the backend's whole reply, in its read chunk (or copied: errors)
@@ -96,6 +96,9 @@ class Client final : public ClientSession {
   // a replica's LOADING sent to its master, a CLUSTERDOWN given its slot. True when the part was
   // taken over (sent again, scheduled, or failed with another error); false: `raw` answers it.
   bool redirect(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string_view raw);
+  // The connection to the replica a kept read was sent to failed: true when the read was sent
+  // to the replica's master instead (a read is safe to send twice).
+  bool replica_lost(const std::shared_ptr<Msg>& m, std::uint32_t part);
 
  private:
   void process() override;
@@ -133,7 +136,9 @@ class Client final : public ClientSession {
   std::string_view request_bytes(std::string& scratch);
   // The connection for `node`: the dedicated one while it is the WATCHed backend (so that the
   // client's commands on it stay in order with its WATCH), else a shared one.
-  BackendConn* connection(NodeId node, std::string& error);
+  // A replica that cannot be connected to is taken out of the reads and `node` becomes its
+  // master.
+  BackendConn* connection(NodeId& node, std::string& error);
   // An error reply for the request being dispatched; inside MULTI it also aborts the
   // transaction (Redis's flagTransaction).
   void reject(std::string_view error);

@@ -111,6 +111,24 @@ void Client::cluster_down(const std::shared_ptr<Msg>& m, std::uint16_t slot) {
            true);
 }
 
+bool Client::replica_lost(const std::shared_ptr<Msg>& m, std::uint32_t part) {
+  Msg::Part& p = m->parts[part];
+  const Pool* from = m->routed_by != nullptr ? m->routed_by.get() : pool_.get();
+  if (p.member >= from->servers.size() || from->servers[p.member].role != ServerRole::kReplica)
+    return false;
+  pool_ = worker_.pool(pool_index_);
+  // Out of the reads until its probe finds it usable again (core/health.h).
+  BackendState& st = *from->states[p.member];
+  st.down_since_ms.store(steady_ms(), std::memory_order_relaxed);
+  st.down.store(true, std::memory_order_relaxed);
+  const NodeId master =
+      member_named(*pool_, from->servers[from->servers[p.member].replica_of].name);
+  if (master == kNoNode) return false;
+  pool_->shared->replica_fallbacks.fetch_add(1, std::memory_order_relaxed);
+  send_part(m, part, master, false);
+  return true;
+}
+
 bool Client::redirect(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string_view raw) {
   pool_ = worker_.pool(pool_index_);  // the newest map
   Msg::Part& p = m->parts[part];
@@ -118,19 +136,9 @@ bool Client::redirect(const std::shared_ptr<Msg>& m, std::uint32_t part, std::st
   const std::string_view line = raw.substr(1, raw.size() >= 3 ? raw.size() - 3 : 0);
   const std::string_view word = line.substr(0, line.find(' '));
   const Pool* from = m->routed_by != nullptr ? m->routed_by.get() : pool_.get();
-  const bool replica = p.member < from->servers.size() &&
-                       from->servers[p.member].role == ServerRole::kReplica;
-  if (replica && word == "LOADING") {
-    // Not usable until its probe says so (core/health.h): this and later reads go elsewhere.
-    BackendState& st = *from->states[p.member];
-    st.down_since_ms.store(steady_ms(), std::memory_order_relaxed);
-    st.down.store(true, std::memory_order_relaxed);
-    shared.replica_fallbacks.fetch_add(1, std::memory_order_relaxed);
-    const NodeId master = member_named(*pool_, from->servers[from->servers[p.member].replica_of].name);
-    if (master == kNoNode) return false;
-    send_part(m, part, master, false);
-    return true;
-  }
+  const bool replica =
+      p.member < from->servers.size() && from->servers[p.member].role == ServerRole::kReplica;
+  if (replica && word == "LOADING") return replica_lost(m, part);
   if (!pool_->config.is_cluster()) return false;
   if (word == "MOVED" || word == "ASK") {
     std::uint16_t slot = 0;
@@ -140,8 +148,8 @@ bool Client::redirect(const std::shared_ptr<Msg>& m, std::uint32_t part, std::st
     if (p.hops >= pool_->config.cluster_max_redirects) {
       shared.redirect_failures.fetch_add(1, std::memory_order_relaxed);
       m->fail_part(part, error_reply("ERR chash-proxy: too many cluster redirections (" +
-                                     std::to_string(p.hops) + "), the last: " +
-                                     std::string(line.substr(0, 200))));
+                                     std::to_string(p.hops) +
+                                     "), the last: " + std::string(line.substr(0, 200))));
       return true;
     }
     ++p.hops;
@@ -177,7 +185,7 @@ bool Client::redirect(const std::shared_ptr<Msg>& m, std::uint32_t part, std::st
 
 void Client::send_part(const std::shared_ptr<Msg>& m, std::uint32_t part, NodeId member,
                        bool asking) {
-  std::string error;
+  std::string error;  // (connection() may turn a replica `member` into its master)
   BackendConn* b = connection(member, error);
   if (b == nullptr) {
     count_forward_error();

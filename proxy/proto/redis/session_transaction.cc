@@ -24,8 +24,17 @@ void Client::reject(std::string_view error) {
   reply_local(error_text(error), true);
 }
 
-BackendConn* Client::connection(NodeId node, std::string& error) {
+BackendConn* Client::connection(NodeId& node, std::string& error) {
   if (dedicated_ != nullptr && node == dedicated_node_) return dedicated_;
+  BackendConn* b = worker_.backend(pool_index_, node, error);
+  if (b != nullptr || pool_->servers[node].role != ServerRole::kReplica) return b;
+  // A replica that cannot be reached: out of the reads until its probe finds it again, and this
+  // read goes to its master.
+  BackendState& st = *pool_->states[node];
+  st.down_since_ms.store(steady_ms(), std::memory_order_relaxed);
+  st.down.store(true, std::memory_order_relaxed);
+  pool_->shared->replica_fallbacks.fetch_add(1, std::memory_order_relaxed);
+  node = pool_->servers[node].replica_of;
   return worker_.backend(pool_index_, node, error);
 }
 
