@@ -348,6 +348,49 @@ TEST(SentinelE2E, FailoverUnderLoadFollowsTheNewMaster) {
   })) << call(master.port(), {"CLIENT", "LIST"});
 }
 
+// read_policy with Sentinel: the replicas the Sentinels report take the reads once probed;
+// the replica killed, its reads (those in flight too) go to the master.
+TEST(SentinelE2E, ReadsGoToTheReplicasTheSentinelsReport) {
+  const fs::path dir = make_test_dir("chash-sentinel");
+  TcpServer master, replica;
+  ASSERT_TRUE(master.redis(dir, "master"));
+  ASSERT_TRUE(
+      replica.redis(dir, "replica", {"--replicaof", "127.0.0.1", std::to_string(master.port())}));
+  ASSERT_TRUE(eventually(
+      [&] { return info_field(replica.port(), "replication", "master_link_status") == "up"; }));
+  TcpServer s1, s2, s3;
+  ASSERT_TRUE(s1.sentinel(dir, "s1", master.port()));
+  ASSERT_TRUE(s2.sentinel(dir, "s2", master.port()));
+  ASSERT_TRUE(s3.sentinel(dir, "s3", master.port()));
+  ProxyRunner proxy;
+  proxy.start(dir, pool_yaml({s1.port(), s2.port(), s3.port()}, "") +
+                       "  read_policy: prefer_replica\n");
+  const std::uint16_t port = proxy->port(std::size_t{0});
+  // The Sentinels learn the replica from the master's INFO; then our probe finds it usable.
+  ASSERT_TRUE(eventually([&] {
+    const auto t = proxy->topology();
+    return t->pools[0]->servers.size() == 2 && !t->pools[0]->states[1]->down.load();
+  })) << proxy->status_json();
+  EXPECT_EQ(proxy->topology()->pools[0]->servers[1].name, "shard-a/" + replica.address());
+  RespClient c(RespClient::dial_tcp(port));
+  ASSERT_EQ(c.call({"SET", "k", "v"}), "+OK\r\n");
+  ASSERT_EQ(call(master.port(), {"WAIT", "1", "2000"}), ":1\r\n");
+  const auto gets = [](std::uint16_t p) {
+    const std::string r = call(p, {"INFO", "commandstats"});
+    const std::size_t at = r.find("cmdstat_get:calls=");
+    return at == std::string::npos ? 0L : std::stol(r.substr(at + 18));
+  };
+  const long on_master = gets(master.port());
+  for (int i = 0; i < 50; ++i) ASSERT_EQ(c.call({"GET", "k"}), bulk("v"));
+  EXPECT_GE(gets(replica.port()), 50);
+  EXPECT_EQ(gets(master.port()), on_master);
+  replica.stop();
+  int failed = 0;
+  for (int i = 0; i < 100; ++i) failed += c.call({"GET", "k"}) == bulk("v") ? 0 : 1;
+  EXPECT_EQ(failed, 0);
+  EXPECT_GE(gets(master.port()), on_master + 100);
+}
+
 TEST(SentinelE2E, DisagreeingUnreachableAndLateSentinels) {
   ASSERT_TRUE(have_redis());
   const fs::path dir = make_test_dir("chash-sentinel");
