@@ -9,6 +9,9 @@
 #             sides (tls: + server_tls:), and the same without TLS for reference (direct, chash-proxy
 #             plaintext); all up at once on the same 3 redis-servers (each with a plain and a TLS
 #             port), taken in turn for TLS_ROUNDS rounds; a row is the median of its rounds
+#   cluster   redis-benchmark --cluster straight to a 3-master Redis Cluster (redis-cli --cluster
+#             create) | redis-benchmark through chash-proxy's cluster pool (1 and 2 workers), all
+#             up at once, taken in turn for CLUSTER_ROUNDS rounds; a row is the median of its rounds
 #   bigkeys   requests of BIG_KEYS (10,000) keys — redis MSET, MGET, DEL (redis-benchmark) and a
 #             memcached get (mcbench) — through nutcracker and chash-proxy (and, with
 #             CHASH_PROXY_BEFORE=<binary>, an older chash-proxy), all up at once on the same
@@ -35,12 +38,14 @@
 # CHASH_PROXY_BEFORE=<a chash-proxy binary to measure beside this one>.
 # tls: TLS_REQUESTS=20000 (per run), TLS_ROUNDS=3, TLS_TESTS="get set", TLS_PIPELINES="1 16"
 # (chash-proxy with 1 worker; certificates made with openssl in the temp dir).
+# cluster: CLUSTER_REQUESTS=50000 (per run), CLUSTER_ROUNDS=3, CLUSTER_TESTS="get set",
+# CLUSTER_PIPELINES="1 16", CLUSTER_WORKERS="1 2".
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 CHASH_PROXY=${CHASH_PROXY:-$root/build-release/chash-proxy}
-PROTOCOLS=${PROTOCOLS:-redis memcache tcp bigkeys tls}
+PROTOCOLS=${PROTOCOLS:-redis memcache tcp bigkeys tls cluster}
 BIG_KEYS=${BIG_KEYS:-10000}
 BIG_REQUESTS=${BIG_REQUESTS:-200}
 BIG_CLIENTS=${BIG_CLIENTS:-4}
@@ -53,6 +58,11 @@ TLS_REQUESTS=${TLS_REQUESTS:-20000}
 TLS_ROUNDS=${TLS_ROUNDS:-3}
 TLS_TESTS=${TLS_TESTS:-get set}
 TLS_PIPELINES=${TLS_PIPELINES:-1 16}
+CLUSTER_REQUESTS=${CLUSTER_REQUESTS:-50000}
+CLUSTER_ROUNDS=${CLUSTER_ROUNDS:-3}
+CLUSTER_TESTS=${CLUSTER_TESTS:-get set}
+CLUSTER_PIPELINES=${CLUSTER_PIPELINES:-1 16}
+CLUSTER_WORKERS=${CLUSTER_WORKERS:-1 2}
 REQUESTS=${REQUESTS:-200000}
 CLIENTS=${CLIENTS:-50}
 PIPELINES=${PIPELINES:-1 16}
@@ -255,6 +265,7 @@ redis_once() {  # redis_once PGID|- PORT TEST PIPELINE
         -d "$DATA_SIZE" -P "$p" --csv)
   [ -n "$REDIS_THREADS" ] && args+=(--threads "$REDIS_THREADS")
   [ -n "${tls_cacert:-}" ] && args+=(--tls --cacert "$tls_cacert")
+  [ -n "${cluster_mode:-}" ] && args+=(--cluster)
   if [ "$t" = mget ]; then
     args+=(MGET)
     for ((i = 0; i < MGET_KEYS; i++)); do args+=("key:__rand_int__"); done
@@ -789,18 +800,108 @@ run_tls() {
     done
   done
   tls_cacert=""
-  # One row per target, test and depth: the round with the median ops/s.
-  python3 - "$runs" >>"$results" <<'PY'
+  median_rows tls "$runs"  # one row per target, test and depth: the median round
+  for r in ${pids[@]+"${pids[@]}"}; do stop "$r"; done
+}
+
+# ---------------------------------------------------------------------------------------------
+# cluster
+
+cluster_ports() {  # cluster_ports N: N free loopback ports whose bus ports (+10000) are free too
+  python3 - "$1" <<'PY'
+import socket, sys
+socks, out = [], []
+while len(out) < int(sys.argv[1]):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    if p + 10000 > 65535:
+        s.close()
+        continue
+    b = socket.socket()
+    try:
+        b.bind(("127.0.0.1", p + 10000))
+    except OSError:
+        s.close()
+        continue
+    socks += [s, b]
+    out.append(p)
+print(" ".join(map(str, out)))
+PY
+}
+
+# The round with the median ops/s of each target, test and depth (RUNS file: target workers test
+# pipe ops p50 p99 - cores), as rows of protocol PROTO.
+median_rows() {  # median_rows PROTO RUNS
+  python3 - "$1" "$2" >>"$results" <<'PY'
 import sys
 groups = {}
-for line in open(sys.argv[1]):
+for line in open(sys.argv[2]):
     f = line.rstrip("\n").split("\t")
     groups.setdefault(tuple(f[:4]), []).append(f)
 for key, runs in groups.items():
     runs.sort(key=lambda f: float(f[4]))
-    print("\t".join(["tls"] + runs[(len(runs) - 1) // 2]))
+    print("\t".join([sys.argv[1]] + runs[(len(runs) - 1) // 2]))
 PY
-  for r in ${pids[@]+"${pids[@]}"}; do stop "$r"; done
+}
+
+run_cluster() {
+  echo "cluster: 3 masters (redis-cli --cluster create); redis-benchmark -c $CLIENTS -n $CLUSTER_REQUESTS, $CLUSTER_ROUNDS rounds" >&2
+  local d=$tmp/cluster ports i k t p w target name port pid seeds="" cmd=(redis-cli --cluster create)
+  mkdir -p "$d"
+  read -r -a ports <<<"$(cluster_ports 3)"
+  for i in 0 1 2; do
+    if ! start "cluster$i" "$PIN_BACKENDS" "${ports[$i]}" redis-server --bind "$HOST" --port "${ports[$i]}" \
+         --cluster-enabled yes --cluster-config-file "$d/nodes-$i.conf" --cluster-node-timeout 2000 \
+         --save "" --appendonly no --dir "$d" --protected-mode yes --daemonize no; then
+      na cluster "direct (--cluster)" "" "cluster nodes: $why"
+      return 0
+    fi
+    cmd+=("$HOST:${ports[$i]}")
+    seeds+="${seeds:+, }$HOST:${ports[$i]}"
+  done
+  if ! "${cmd[@]}" --cluster-replicas 0 --cluster-yes >"$d/create.log" 2>&1; then
+    na cluster "direct (--cluster)" "" "redis-cli --cluster create failed: $(tail -n 1 "$d/create.log")"
+    return 0
+  fi
+  for ((i = 0; i < 100; i++)); do
+    redis-cli -h "$HOST" -p "${ports[0]}" cluster info 2>/dev/null | grep -q cluster_state:ok && break
+    sleep 0.1
+  done
+  local targets=("direct (--cluster)|-|${ports[0]}|-|1")
+  for w in $CLUSTER_WORKERS; do
+    read -r port <<<"$(free_ports 1)"
+    printf 'cluster:\n  listen: %s:%s\n  redis: true\n  timeout: 2000\n  cluster: [%s]\n' \
+      "$HOST" "$port" "$seeds" >"$d/proxy$w.yml"
+    if ! start "chash-proxy-cluster$w" "$PIN_PROXY" "$port" "$CHASH_PROXY" -c "$d/proxy$w.yml" \
+         --workers "$w" --log-level warn -s 0 -a "$HOST"; then
+      na cluster chash-proxy "$w" "$why"
+      continue
+    fi
+    targets+=("chash-proxy|$w|$port|$started|")
+  done
+  sleep 0.5  # the proxies read the map (CLUSTER NODES) right after starting
+  local REQUESTS=$CLUSTER_REQUESTS runs=$d/runs
+  : >"$runs"
+  for ((k = 0; k < CLUSTER_ROUNDS; k++)); do
+    for t in $CLUSTER_TESTS; do
+      for p in $CLUSTER_PIPELINES; do
+        for target in "${targets[@]}"; do
+          IFS='|' read -r name w port pid cluster_mode <<<"$target"
+          [ "$w" = - ] && w=""
+          if redis_once "$pid" "$port" "$t" "$p"; then
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t-\t%s\t\n' "$name" "$w" "$t" "$p" "$m_ops" "$m_p50" "$m_p99" "$cpu" >>"$runs"
+            echo "  $name ${w:+$w worker(s) }$t P$p: $m_ops ops/s, p99 $m_p99 ms" >&2
+          else
+            echo "  $name $t P$p: not available: $why" >&2
+          fi
+        done
+      done
+    done
+  done
+  cluster_mode=""
+  median_rows cluster "$runs"
+  for pid in ${pids[@]+"${pids[@]}"}; do stop "$pid"; done
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -814,7 +915,8 @@ for proto in $PROTOCOLS; do
     tcp) run_tcp ;;
     bigkeys) run_bigkeys ;;
     tls) run_tls ;;
-    *) echo "run.sh: unknown protocol '$proto' (redis memcache tcp bigkeys tls)" >&2; exit 2 ;;
+    cluster) run_cluster ;;
+    *) echo "run.sh: unknown protocol '$proto' (redis memcache tcp bigkeys tls cluster)" >&2; exit 2 ;;
   esac
 done
 

@@ -21,6 +21,7 @@ TITLES = {
     "redis-10k": "redis, bigkeys (redis-benchmark; the targets up at once, taken in turn)",
     "tls": "redis over TLS (redis-benchmark --tls; chash-proxy with tls: and server_tls:; plaintext rows for reference; targets in turn, median of the rounds)",
     "memcache-10k": "memcache, bigkeys (bench/proxy/mcbench.c; the targets up at once, taken in turn)",
+    "cluster": "redis cluster (3 masters; direct = redis-benchmark --cluster, cluster-aware; chash-proxy's cluster pool in front of the same nodes; targets in turn, median of the rounds)",
 }
 TESTS = {"set": "SET", "get": "GET", "mget": "MGET", "http": "HTTP GET", "mset": "MSET", "del": "DEL",
          "set1": "SET (1 key)", "get1": "GET (1 key)"}
@@ -66,6 +67,11 @@ def main(path):
                                int(r["workers"] or 0)))
 
         def baseline(r):
+            if proto == "cluster":  # the cluster-aware client straight to the nodes
+                for x in rs:
+                    if x["target"].startswith("direct") and x["test"] == r["test"] and x["pipe"] == r["pipe"]:
+                        return x if x["ops"] is not None else None
+                return None
             if proto == "tcp":
                 peers = [x for x in rs if x["target"] in PEERS_TCP and x["workers"] == r["workers"]
                          and x["ops"] is not None]
@@ -75,7 +81,7 @@ def main(path):
                     return x if x["ops"] is not None else None
             return None
 
-        base_name = "best peer" if proto == "tcp" else "nutcracker"
+        base_name = {"tcp": "best peer", "cluster": "direct"}.get(proto, "nutcracker")
         print(f"### {TITLES.get(proto, proto)}")
         print()
         head = ["test", "pipeline", "target", "workers", "ops/s", "p50 ms", "p99 ms",

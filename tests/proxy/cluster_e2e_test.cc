@@ -231,6 +231,99 @@ TEST_F(ClusterE2E, ReplicaReadsAndAKilledReplica) {
   }));
 }
 
+// A master fails over under load: by CLUSTER FAILOVER on its replica (graceful) and by a kill
+// (the cluster promotes the replica after cluster-node-timeout). Traffic follows the map; the
+// requests that fail and the time until writes land on the new master are printed.
+TEST_F(ClusterE2E, FailoverUnderLoadIsFollowed) {
+  RedisCluster cluster(dir, 3, 1);
+  ASSERT_TRUE(cluster.start());
+  proxy.start(dir, pool_yaml(cluster.seed(0) + ", " + cluster.seed(1)));
+  ASSERT_TRUE(map_covers(*proxy, kRedisSlots));
+  // A key of the master that will move, and its replica.
+  std::size_t master = 0, replica = 0;
+  for (std::size_t i = 0; i < 6; ++i) {
+    if (!cluster.is_master(i)) continue;
+    master = i;
+    break;
+  }
+  const std::string master_id = cluster.id(master);
+  for (std::size_t i = 0; i < 6; ++i) {
+    if (call_port(cluster.ports()[i], {"ROLE"}).find(std::to_string(cluster.ports()[master])) !=
+            std::string::npos &&
+        !cluster.is_master(i))
+      replica = i;
+  }
+  ASSERT_NE(replica, master);
+  std::string key;
+  for (int i = 0; key.empty(); ++i) {
+    if (cluster.owner("f" + std::to_string(i)) == static_cast<int>(master))
+      key = "f" + std::to_string(i);
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, failed{0}, hung{0};
+  std::thread load([&] {
+    RespClient c(RespClient::dial_tcp(port()));
+    for (int i = 0; !stop; ++i) {
+      const std::string r = c.call({"SET", "load:" + std::to_string(i % 300), "v"});
+      if (r == "+OK\r\n") ++ok;
+      else if (r.empty()) ++hung;
+      else ++failed;
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+    }
+  });
+  struct Join {
+    std::atomic<bool>& stop;
+    std::thread& t;
+    ~Join() {
+      stop = true;
+      if (t.joinable()) t.join();
+    }
+  } join{stop, load};
+  auto follow = [&](std::size_t to) {
+    const auto t0 = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15)) {
+      RespClient c(RespClient::dial_tcp(port()));
+      // The write went through and `to` is the key's master now: it landed there.
+      if (cluster.is_master(to) && c.call({"SET", key, "x"}) == "+OK\r\n" &&
+          call_port(cluster.ports()[to], {"GET", key}) == bulk("x")) {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - t0)
+            .count();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1L;
+  };
+  // 1. Graceful: the replica takes over (CLUSTER FAILOVER), no write is lost.
+  ASSERT_EQ(call_port(cluster.ports()[replica], {"CLUSTER", "FAILOVER"}), "+OK\r\n");
+  const long graceful_ms = follow(replica);
+  ASSERT_GE(graceful_ms, 0) << "writes never reached the promoted replica";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const int failed_graceful = failed.load();
+  std::printf("[cluster] CLUSTER FAILOVER: writes to the new master after %ld ms; load: %d ok, "
+              "%d failed, %d unanswered\n",
+              graceful_ms, ok.load(), failed_graceful, hung.load());
+  // 2. A kill: the old master (now a replica) is back in charge first, then killed.
+  ASSERT_TRUE(cluster.wait_ok());
+  ASSERT_EQ(call_port(cluster.ports()[master], {"CLUSTER", "FAILOVER"}), "+OK\r\n");
+  ASSERT_GE(follow(master), 0);
+  ASSERT_TRUE(cluster.wait_ok());
+  const int before_kill = failed.load();
+  cluster.kill(master);
+  const long kill_ms = follow(replica);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  stop = true;
+  load.join();
+  std::printf("[cluster] master killed: writes to the promoted replica after %ld ms "
+              "(cluster-node-timeout 1000); load: %d ok, %d failed during the kill, %d unanswered\n",
+              kill_ms, ok.load(), failed.load() - before_kill, hung.load());
+  EXPECT_LE(graceful_ms, 2000);
+  EXPECT_LE(failed_graceful, 50);  // -READONLY / -TRYAGAIN at the switch are retried: few left
+  EXPECT_GE(kill_ms, 0);
+  EXPECT_EQ(hung.load(), 0);
+  EXPECT_GT(ok.load(), 200);
+}
+
 // A node that always answers MOVED to itself: the hop limit ends it with a clear error.
 TEST_F(ClusterE2E, RedirectionLoopIsBounded) {
   std::string self;
