@@ -5,7 +5,8 @@
 // (tests/clients/{python,node}/) runs its client's handshake, pipelines, MGET/MSET across three
 // backends, transactions on hash-tagged keys (WATCH conflicts included) and, halfway, asks
 // the test to restart the proxy (SYNC_DIR/restart-me): the proxy stops, closing every client
-// connection, and starts again on the same ports; the client must carry on.
+// connection, and starts again on the same ports; the client must carry on. ClientsTlsCluster:
+// redis-py and ioredis over TLS to a pool in front of a Redis Cluster.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster_util.h"
 #include "core/proxy.h"
 #include "e2e_util.h"
 #include "redis_util.h"
@@ -147,6 +149,70 @@ TEST_F(ClientsE2E, NodeRedis) {
   auto [out, rc] = drive(node_script("node_redis_client.js"), redis_port_);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("ok exec after conflict\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\ndone\n"), std::string::npos) << out;
+}
+
+// redis-py and ioredis over TLS (verifying the proxy's certificate) to a pool in front of a
+// 3-master Redis Cluster: the clients are plain, not cluster-aware.
+class ClientsTlsCluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::make_test_dir("chash-clients-tls");
+    const auto ok = [&](const std::string& cmd) {
+      const auto [out, rc] = run(cmd);
+      EXPECT_EQ(rc, 0) << cmd << ": " << out;
+      return rc == 0;
+    };
+    const std::string d = dir_.string(),
+                      ec = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    std::ofstream(dir_ / "s.ext") << "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
+    ASSERT_TRUE(ok("openssl req -x509" + ec + " -keyout " + d + "/ca.key -out " + d +
+                   "/ca.crt -days 2 -subj /CN=test-ca") &&
+                ok("openssl req -new" + ec + " -keyout " + d + "/s.key -out " + d +
+                   "/s.csr -subj /CN=localhost") &&
+                ok("openssl x509 -req -in " + d + "/s.csr -CA " + d + "/ca.crt -CAkey " + d +
+                   "/ca.key -CAcreateserial -days 2 -extfile " + d + "/s.ext -out " + d +
+                   "/s.crt"));
+    cluster_ = std::make_unique<testing::RedisCluster>(dir_, 3);
+    ASSERT_TRUE(cluster_->start());
+    port_ = testing::free_port();
+    proxy_.start(dir_, "c:\n  listen: 127.0.0.1:" + std::to_string(port_) +
+                           "\n  redis: true\n  timeout: 2000\n  cluster: [" + cluster_->seed(0) +
+                           "]\n  tls: {cert: " + d + "/s.crt, key: " + d + "/s.key}\n");
+    ASSERT_TRUE(testing::eventually([&] {
+      const auto t = proxy_->topology();
+      return t->pools[0]->cluster != nullptr && t->pools[0]->cluster->covered == 16384;
+    }));
+  }
+  void TearDown() override {
+    proxy_.stop();
+    cluster_.reset();
+    std::error_code e;
+    fs::remove_all(dir_, e);
+  }
+  std::string ca() const { return (dir_ / "ca.crt").string(); }
+  fs::path dir_;
+  std::unique_ptr<testing::RedisCluster> cluster_;
+  std::uint16_t port_ = 0;
+  testing::ProxyRunner proxy_;
+};
+
+TEST_F(ClientsTlsCluster, RedisPy) {
+  const auto [out, rc] =
+      run("/usr/bin/python3 " +
+          (source_dir() / "tests/clients/python/redis_py_tls_cluster.py").string() + " " +
+          std::to_string(port_) + " " + ca());
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("ok crossslot\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\ndone\n"), std::string::npos) << out;
+}
+
+TEST_F(ClientsTlsCluster, Ioredis) {
+  const fs::path dir = source_dir() / "tests" / "clients" / "node";
+  const auto [out, rc] = run("node " + (dir / "ioredis_tls_cluster.js").string() + " " +
+                             std::to_string(port_) + " " + ca());
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("ok multi/exec on one slot\n"), std::string::npos) << out;
   EXPECT_NE(out.find("\ndone\n"), std::string::npos) << out;
 }
 

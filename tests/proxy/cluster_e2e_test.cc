@@ -307,9 +307,10 @@ TEST_F(ClusterE2E, FailoverUnderLoadIsFollowed) {
   ASSERT_GE(graceful_ms, 0) << "writes never reached the promoted replica";
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const int failed_graceful = failed.load();
-  std::printf("[cluster] CLUSTER FAILOVER: promoted after %ld ms, proxy writes there after %ld "
-              "ms; load: %d ok, %d failed, %d unanswered\n",
-              graceful_promoted, graceful_ms, ok.load(), failed_graceful, hung.load());
+  std::printf(
+      "[cluster] CLUSTER FAILOVER: promoted after %ld ms, proxy writes there after %ld "
+      "ms; load: %d ok, %d failed, %d unanswered\n",
+      graceful_promoted, graceful_ms, ok.load(), failed_graceful, hung.load());
   // 2. A kill: the old master (now a replica) is back in charge first, then killed.
   ASSERT_TRUE(cluster.wait_ok());
   ASSERT_EQ(call_port(cluster.ports()[master], {"CLUSTER", "FAILOVER"}), "+OK\r\n");
@@ -321,10 +322,11 @@ TEST_F(ClusterE2E, FailoverUnderLoadIsFollowed) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   stop = true;
   load.join();
-  std::printf("[cluster] master killed: the cluster promoted its replica after %ld ms "
-              "(cluster-node-timeout 1000), proxy writes there after %ld ms; load: %d ok, %d "
-              "failed during the kill, %d unanswered\n",
-              kill_promoted, kill_ms, ok.load(), failed.load() - before_kill, hung.load());
+  std::printf(
+      "[cluster] master killed: the cluster promoted its replica after %ld ms "
+      "(cluster-node-timeout 1000), proxy writes there after %ld ms; load: %d ok, %d "
+      "failed during the kill, %d unanswered\n",
+      kill_promoted, kill_ms, ok.load(), failed.load() - before_kill, hung.load());
   EXPECT_LE(graceful_ms, 2000);
   EXPECT_LE(failed_graceful, 50);  // -READONLY / -TRYAGAIN at the switch are retried: few left
   EXPECT_GE(kill_ms, 0);

@@ -126,9 +126,9 @@ TEST_F(ReplicaE2E, UnusableReplicasAreLeftOut) {
   Server master;
   ASSERT_TRUE(master.start(dir, "master"));
   std::atomic<int> replica_gets{0};
-  const std::vector<std::string> states = {
-      "master_last_io_seconds_ago:30", "loading:1", "master_sync_in_progress:1",
-      "master_link_status:down", "role:master"};
+  const std::vector<std::string> states = {"master_last_io_seconds_ago:30", "loading:1",
+                                           "master_sync_in_progress:1", "master_link_status:down",
+                                           "role:master"};
   std::atomic<std::size_t> state{0};
   ScriptedRedis fake([&](const std::vector<std::string>& argv) -> std::string {
     if (argv[0] == "INFO") {
