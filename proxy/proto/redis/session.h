@@ -161,6 +161,13 @@ class Client final : public ClientSession {
             NodeId member, std::uint16_t slot);
   // Sends kept part `part` to `member` of the current pool (after ASKING for an ASK).
   void send_part(const std::shared_ptr<Msg>& m, std::uint32_t part, NodeId member, bool asking);
+  // A Sentinel shard's demoted master refused part `part`: sent again once `state`'s address
+  // has moved (core/sentinel.h), or failed with `error` after a wait.
+  void retry_on_new_master(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string error,
+                           std::shared_ptr<BackendState> state);
+  void await_new_master(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string error,
+                        std::shared_ptr<BackendState> state, std::uint64_t epoch,
+                        net::Clock::time_point deadline);
   // Routes kept part `part` again by its slot after `ms` (the map may have been refreshed).
   void retry_later(const std::shared_ptr<Msg>& m, std::uint32_t part, int ms);
   void reroute(const std::shared_ptr<Msg>& m, std::uint32_t part);

@@ -15,7 +15,9 @@
 // A part follows at most cluster_max_redirects MOVED/ASK hops (then "-ERR ... redirections"),
 // so a cluster that points in a circle cannot hold a client. Reads under a read_policy go to
 // a replica that is up; one that answers -LOADING is taken out until its probe says it is
-// usable again and the part goes to the master. Parts that may be resent keep their request
+// usable again and the part goes to the master. A Sentinel-managed master that answers
+// -READONLY (demoted by a failover) gets the part once more when the Sentinels have named the
+// new one (within 2 s; else the -READONLY answers it). Parts that may be resent keep their request
 // bytes (Msg::Part::request); other pools' parts do not.
 #include <charconv>
 
@@ -30,6 +32,7 @@ constexpr std::string_view kAskingBytes = "*1\r\n$6\r\nASKING\r\n";
 constexpr int kRedirectRetryMs = 20;  // a MOVED to a node the map does not know yet
 constexpr int kTryAgainMs = 50;
 constexpr std::uint8_t kMaxTries = 20;  // TRYAGAIN / READONLY: about a second
+constexpr int kNewMasterWaitMs = 2000;  // a Sentinel shard's -READONLY: for the new master
 
 std::string error_reply(std::string_view text) {
   std::string out;
@@ -73,7 +76,8 @@ std::uint32_t Client::place(std::string_view key) const noexcept {
 }
 
 bool Client::keep_request(NodeId member) const noexcept {
-  return pool_->config.is_cluster() || pool_->servers[member].role == ServerRole::kReplica;
+  const ServerConfig& s = pool_->servers[member];
+  return pool_->config.is_cluster() || s.role == ServerRole::kReplica || !s.sentinel_master.empty();
 }
 
 void Client::keep(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string_view request,
@@ -139,6 +143,14 @@ bool Client::redirect(const std::shared_ptr<Msg>& m, std::uint32_t part, std::st
   const bool replica =
       p.member < from->servers.size() && from->servers[p.member].role == ServerRole::kReplica;
   if (replica && word == "LOADING") return replica_lost(m, part);
+  const bool managed = p.member < from->nodes && !from->servers[p.member].sentinel_master.empty();
+  if (managed && word == "READONLY" && p.tries == 0) {
+    // A Sentinel shard's master was demoted: the watcher asks the Sentinels now (Backend
+    // flagged it); the part goes once more, to the master they name.
+    ++p.tries;
+    retry_on_new_master(m, part, std::string(raw), from->states[p.member]);
+    return true;
+  }
   if (!pool_->config.is_cluster()) return false;
   if (word == "MOVED" || word == "ASK") {
     std::uint16_t slot = 0;
@@ -197,6 +209,35 @@ void Client::send_part(const std::shared_ptr<Msg>& m, std::uint32_t part, NodeId
   m->routed_by = pool_;
   if (asking) b->send_control(kAskingBytes);
   b->send({p.request}, m, part);
+}
+
+void Client::retry_on_new_master(const std::shared_ptr<Msg>& m, std::uint32_t part,
+                                 std::string error, std::shared_ptr<BackendState> state) {
+  const std::uint64_t epoch = state->address_epoch.load();
+  await_new_master(m, part, std::move(error), std::move(state), epoch,
+                   worker_.loop().now() + std::chrono::milliseconds(kNewMasterWaitMs));
+}
+
+void Client::await_new_master(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string error,
+                              std::shared_ptr<BackendState> state, std::uint64_t epoch,
+                              net::Clock::time_point deadline) {
+  // Looked at every 20 ms; the timer holds the Msg, whose client may be gone by then.
+  worker_.loop().add_timer(std::chrono::milliseconds(20), [=, error = std::move(error)] {
+    if (m->client == nullptr) return;
+    auto* c = static_cast<Client*>(m->client);
+    c->pool_ = c->worker_.pool(c->pool_index_);
+    const bool moved = state->address_epoch.load() != epoch;
+    if (!moved && c->worker_.loop().now() < deadline) {
+      c->await_new_master(m, part, error, state, epoch, deadline);
+      return;
+    }
+    const NodeId node = member_named(*c->pool_, state->name);
+    if (!moved || node == kNoNode) {
+      m->fail_part(part, error);  // the master did not move in time: the -READONLY answers
+      return;
+    }
+    c->send_part(m, part, node, false);
+  });
 }
 
 void Client::retry_later(const std::shared_ptr<Msg>& m, std::uint32_t part, int ms) {
