@@ -12,7 +12,7 @@ PEER_NODES ?= 10,100,1000
 PEER_KEYS ?= 100000
 PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build release install demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-route soak compat-vectors clean
+.PHONY: all bootstrap build release install demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-resize bench-route soak compat-vectors clean
 
 all: build
 
@@ -120,6 +120,18 @@ bench-proxy: release
 	cmake --build build-release -j $(JOBS) --target chash-proxy
 	CHASH_PROXY=$(CURDIR)/build-release/chash-proxy OUT=$(CURDIR)/build-release/bench-proxy.md \
 	  bash bench/proxy/run.sh
+
+# A cache's hit ratio through a resize (a node added, one removed, one failing and returning with
+# its old values), nutcracker next to chash-proxy on the same nutcracker.yml, 5 redis-server then
+# 5 memcached on 127.0.0.1 (docs/RESIZE.md). ~14 minutes with the defaults (15 at most); tables
+# on stdout and in build-release/bench-resize/resize.md, with SVG plots and the per-second CSV.
+# Knobs: RESIZE_FLAGS="--keys 5000 --duration 9 --clients 4 --chash-pool-extra 'warmup: true'"
+# (python3 bench/resize/run.py --help; RESIZE_* environment variables too).
+RESIZE_FLAGS ?=
+bench-resize: release
+	cmake --build build-release -j $(JOBS) --target chash-proxy
+	CHASH_PROXY=$(CURDIR)/build-release/chash-proxy python3 bench/resize/run.py \
+	  --out $(CURDIR)/build-release/bench-resize $(RESIZE_FLAGS)
 
 # Fault and load figures (docs/RELIABILITY.md): a Release chash-proxy with 3 redis-server and 3
 # memcached on 127.0.0.1 under steady load while backends are killed, paused and reloaded, with

@@ -56,8 +56,9 @@ struct Address {
 Address parse_address(std::string_view text, std::string_view what);
 
 // What a member of a pool is to it (core/topology.h, Pool::servers): a node keys are routed to,
-// or a replica of one that reads may go to (read_policy).
-enum class ServerRole : std::uint8_t { kNode, kReplica };
+// a replica of one that reads may go to (read_policy), or a server a reload took out of the
+// routing that still holds keys the warm-up reads through (Pool::previous).
+enum class ServerRole : std::uint8_t { kNode, kReplica, kRetired };
 
 struct ServerConfig {
   Address address;
@@ -168,6 +169,21 @@ struct PoolConfig {
   std::vector<Address> cluster_seeds;
   std::uint32_t cluster_refresh_ms = 1000;
   std::uint32_t cluster_max_redirects = 5;
+  // Warm-up on resize (redis, memcache pools; docs/PROXY.md "Membership changes"): after a
+  // reload moves keys, a key's previous owner is read through on a miss (the value copied to its
+  // new owner with its remaining TTL) and its copy there removed on a write, for warmup_window
+  // ms or until a rebalance of the pool completes.
+  bool warmup = true;
+  std::uint32_t warmup_window_ms = 600000;
+  // Safe failover and return (auto_eject_hosts): writes that go to a fallback while a node is
+  // out get a TTL of at most failover_ttl_ms (0: kept as written); the keys written or deleted
+  // meanwhile (at most failover_track_keys per node) are deleted on the node before it takes
+  // traffic again. More than that: `flush` empties the node first, `keep_ejected` keeps it out
+  // until an operator flushes it (POST /flush).
+  std::uint32_t failover_ttl_ms = 0;
+  bool failover_invalidate = true;
+  std::uint32_t failover_track_keys = 100000;
+  bool failover_overflow_flush = true;
   std::vector<ServerConfig> servers;
   // TLS (net/tls.h), built when the config loads: `tls:` accepts clients over TLS, `server_tls:`
   // connects to the backends over TLS (ServerConfig::tls is what each server uses). Null:

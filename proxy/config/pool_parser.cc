@@ -33,7 +33,7 @@ class PoolParser {
               routing_key(k, kv.second, line) || auth_key(k, kv.second) ||
               health_key(k, kv.second) || tcp_key(k, kv.second, line) ||
               servers_key(k, kv.second, line) || sentinels_key(k, kv.second, line) ||
-              redis_topology_key(k, kv.second, line))) {
+              redis_topology_key(k, kv.second, line) || membership_key(k, kv.second, line))) {
           std::vector<std::string_view> all(std::begin(kPoolKeys), std::end(kPoolKeys));
           fail_at(ctx_.source, line, where_ + ": unknown key '" + k + "'" + suggest(k, all));
         }
@@ -432,6 +432,38 @@ class PoolParser {
     return true;
   }
 
+  // Membership changes: warm-up on resize, safe failover and return (checked in finish_cluster
+  // and finish_protocol).
+  bool membership_key(const std::string& k, const YAML::Node& v, int line) {
+    if (k == "warmup") {
+      p_.warmup = ctx_.boolean(v, k);
+      warmup_line_ = line;
+    } else if (k == "warmup_window") {
+      p_.warmup_window_ms = ctx_.number<std::uint32_t>(v, k, 1000, 7u * 24u * 3600u * 1000u);
+    } else if (k == "failover_ttl") {
+      p_.failover_ttl_ms = ctx_.number<std::uint32_t>(v, k, 0, 30u * 24u * 3600u * 1000u);
+      failover_line_ = line;
+    } else if (k == "failover_invalidate") {
+      p_.failover_invalidate = ctx_.boolean(v, k);
+      failover_line_ = line;
+    } else if (k == "failover_track_keys") {
+      p_.failover_track_keys = ctx_.number<std::uint32_t>(v, k, 0, 10000000);
+      failover_line_ = line;
+    } else if (k == "failover_overflow") {
+      const std::string t = ctx_.scalar(v, k);
+      if (t != "flush" && t != "keep_ejected") {
+        fail_at(ctx_.source, line,
+                where_ + ": failover_overflow must be flush or keep_ejected, got '" +
+                    t.substr(0, 40) + "'");
+      }
+      p_.failover_overflow_flush = t == "flush";
+      failover_line_ = line;
+    } else {
+      return false;
+    }
+    return true;
+  }
+
   // ---- The pool as a whole ----
 
   // Required keys, the protocol, and the keys that only some protocols take.
@@ -515,6 +547,9 @@ class PoolParser {
     if (p_.server_user && !server_auth_ && !redis_auth_) {
       refuse("server_user needs server_auth (or redis_auth)");
     }
+    if (warmup_line_ && p_.warmup) refuse("a Redis Cluster moves its own keys: drop warmup");
+    p_.warmup = false;  // slots move with their keys (MIGRATE); the proxy follows MOVED/ASK
+    p_.failover_invalidate = false;
   }
 
   // Each server's TLS towards it: its own server_tls (over the pool's, key by key; `false`: none),
@@ -711,7 +746,7 @@ class PoolParser {
   std::optional<std::uint32_t> fall_;
   std::optional<int> balance_line_, hash_balance_factor_line_;
   int sentinels_line_ = 0;
-  std::optional<int> cluster_line_, read_policy_line_;
+  std::optional<int> cluster_line_, read_policy_line_, warmup_line_, failover_line_;
 };
 
 }  // namespace

@@ -259,11 +259,15 @@ std::string routing_of(const Pool& pool) {
 std::string server_json(const Pool& pool, std::size_t i) {
   const BackendState& s = *pool.states[i];
   const ServerConfig& c = pool.servers[i];
-  const std::string role =
-      c.role == ServerRole::kReplica && c.replica_of < pool.nodes
-          ? ",\"role\":\"replica\",\"replica_of\":\"" +
-                json_escape(pool.servers[c.replica_of].name) + "\""
-          : ",\"role\":\"" + std::string(pool.config.is_cluster() ? "master" : "node") + "\"";
+  std::string role;
+  if (c.role == ServerRole::kReplica && c.replica_of < pool.nodes) {
+    role = ",\"role\":\"replica\",\"replica_of\":\"" +
+           json_escape(pool.servers[c.replica_of].name) + "\"";
+  } else if (c.role == ServerRole::kRetired) {
+    role = ",\"role\":\"retired\"";  // out of the routing, read through by the warm-up
+  } else {
+    role = ",\"role\":\"" + std::string(pool.config.is_cluster() ? "master" : "node") + "\"";
+  }
   return "{\"name\":\"" + json_escape(s.name) + "\",\"address\":\"" +
          json_escape(c.address.text()) + "\"" + role + ",\"weight\":" + std::to_string(c.weight) +
          ",\"up\":" + (s.down.load() ? "false" : "true") +

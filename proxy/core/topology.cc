@@ -40,7 +40,8 @@ bool resolved_for(const BackendState& state, const Address& address) {
 Pool::Pool(const PoolConfig& c, std::vector<ServerConfig> members, std::size_t routed,
            std::vector<std::shared_ptr<BackendState>> s, chash::Router r,
            std::shared_ptr<PoolShared> sh, std::size_t slot_,
-           std::shared_ptr<const redis::ClusterMap> cluster_map)
+           std::shared_ptr<const redis::ClusterMap> cluster_map,
+           std::vector<PreviousRouting> previous_routings)
     : config(c),
       slot(slot_),
       servers(std::move(members)),
@@ -49,7 +50,8 @@ Pool::Pool(const PoolConfig& c, std::vector<ServerConfig> members, std::size_t r
       router(std::move(r)),
       states(std::move(s)),
       shared(std::move(sh)),
-      cluster(std::move(cluster_map)) {
+      cluster(std::move(cluster_map)),
+      previous(std::move(previous_routings)) {
   for (NodeId i = static_cast<NodeId>(nodes); i < servers.size(); ++i) {
     if (servers[i].role == ServerRole::kReplica && servers[i].replica_of < nodes)
       replicas[servers[i].replica_of].push_back(i);
@@ -174,6 +176,59 @@ Members members_of(const PoolConfig& pc, const Discovered* discovered) {
   return m;
 }
 
+// Whether `a` and `b` route alike: the same routed servers and weights, and the same routing.
+bool same_routing(const Pool& a, const PoolConfig& b_config, const chash::Router& b_router) {
+  if (a.nodes != b_config.servers.size()) return false;
+  for (std::size_t i = 0; i < a.nodes; ++i) {
+    if (a.servers[i].name != b_config.servers[i].name ||
+        a.servers[i].weight != b_config.servers[i].weight)
+      return false;
+  }
+  return a.router.describe() == b_router.describe();
+}
+
+// The previous routings the new pool keeps reading through (warm-up): `old`'s own still in
+// their window, after the routing `old` had when it differs from the new one. Servers they name
+// that the new pool does not route to stay as retired members (appended to `m`).
+std::vector<PreviousRouting> previous_of(const PoolConfig& pc, const Pool* old,
+                                         const chash::Router& router, Members& m) {
+  std::vector<PreviousRouting> out;
+  if (old == nullptr || !pc.warmup || pc.is_cluster()) return out;
+  const std::int64_t now = steady_ms();
+  const bool ended = old->shared->end_warmup.exchange(false);
+  if (ended) return out;
+  if (!same_routing(*old, pc, router)) {
+    PreviousRouting p{old->router, {}, {}, now + pc.warmup_window_ms};
+    for (std::size_t i = 0; i < old->nodes; ++i) p.names.push_back(old->servers[i].name);
+    out.push_back(std::move(p));
+  }
+  for (const PreviousRouting& p : old->previous) {
+    if (p.until_ms > now && out.size() < kMaxPreviousRoutings) out.push_back(p);
+  }
+  // Members by name: the routed ones, else a retired member (as the old pool reached it).
+  for (PreviousRouting& p : out) {
+    p.member.assign(p.names.size(), kNoNode);
+    for (std::size_t i = 0; i < p.names.size(); ++i) {
+      for (NodeId k = 0; k < m.servers.size(); ++k) {
+        if (m.servers[k].name == p.names[i] && m.servers[k].role != ServerRole::kReplica) {
+          p.member[i] = k;
+          break;
+        }
+      }
+      if (p.member[i] != kNoNode) continue;
+      for (const ServerConfig& s : old->servers) {
+        if (s.name != p.names[i] || s.role == ServerRole::kReplica) continue;
+        ServerConfig r = s;
+        r.role = ServerRole::kRetired;
+        p.member[i] = static_cast<NodeId>(m.servers.size());
+        m.servers.push_back(std::move(r));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 chash::Router router_of(const PoolConfig& pc, const Members& m) {
   if (!pc.is_cluster()) return chash::Router::build(pc.routing, pc.nodes());
   std::vector<chash::Node> nodes;
@@ -196,16 +251,20 @@ std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const 
     std::map<std::string, std::shared_ptr<BackendState>, std::less<>> old;
     auto shared = std::make_shared<PoolShared>();
     std::size_t slot = t->slots;
+    const Pool* old_pool = nullptr;
     if (previous != nullptr) {
       for (const auto& p : previous->pools) {
         if (p->config.name != pc.name) continue;
         shared = p->shared;
         slot = p->slot;
+        old_pool = p.get();
         for (const auto& s : p->states) old.emplace(s->name, s);
       }
     }
     if (slot == t->slots) ++t->slots;
     Members m = members_of(pc, discovered);
+    chash::Router router = router_of(pc, m);
+    std::vector<PreviousRouting> prev = previous_of(pc, old_pool, router, m);
     std::vector<std::shared_ptr<BackendState>> states;
     for (const auto& s : m.servers) {
       const auto it = old.find(s.name);
@@ -222,11 +281,10 @@ std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const 
         if (net::resolve_numeric(s.address, r->addr, r->len)) states.back()->set_resolved(r);
       }
     }
-    chash::Router router = router_of(pc, m);
     const std::size_t nodes = m.nodes;
-    t->pools.push_back(std::make_shared<const Pool>(pc, std::move(m.servers), nodes,
-                                                    std::move(states), std::move(router),
-                                                    std::move(shared), slot, std::move(m.cluster)));
+    t->pools.push_back(std::make_shared<const Pool>(
+        pc, std::move(m.servers), nodes, std::move(states), std::move(router), std::move(shared),
+        slot, std::move(m.cluster), std::move(prev)));
   }
   return t;
 }

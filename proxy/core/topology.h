@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,11 @@ struct PoolShared {
   // Replica reads: requests sent to replicas, and those a replica refused (LOADING) that went
   // to the master instead.
   std::atomic<std::uint64_t> replica_reads{0}, replica_fallbacks{0};
+  // Warm-up on resize: misses read through from a previous owner, values found and copied to
+  // the new owner, previous copies removed (writes, deletes, copies), steps that failed.
+  std::atomic<std::uint64_t> warmup_reads{0}, warmup_copies{0}, warmup_removed{0}, warmup_errors{0};
+  // Set when a rebalance of the pool has moved every key: the next topology ends the window.
+  std::atomic<bool> end_warmup{false};
 };
 
 // Counts one failure (a connect error, a timeout, a connection lost with requests in flight);
@@ -122,6 +128,16 @@ inline void record_success(BackendState& s) noexcept {
 }
 std::int64_t steady_ms() noexcept;
 
+// A routing a pool had before a reload moved keys (warm-up on resize): during its window a
+// key's owner under it may still hold the key's value.
+struct PreviousRouting {
+  chash::Router router;            // how keys were routed then
+  std::vector<std::string> names;  // its NodeIds' server names
+  std::vector<NodeId> member;      // its NodeIds -> members of the pool holding it (kNoNode: none)
+  std::int64_t until_ms = 0;       // steady clock: the end of the window
+};
+inline constexpr std::size_t kMaxPreviousRoutings = 4;  // changes in a row still read through
+
 struct Pool {
   // `servers` (the members) and `nodes` are the config's for a plain pool, plus the replicas
   // read_policy sends reads to; a cluster pool's are its map's (core/cluster.h). `router` is
@@ -129,7 +145,8 @@ struct Pool {
   Pool(const PoolConfig& c, std::vector<ServerConfig> servers, std::size_t nodes,
        std::vector<std::shared_ptr<BackendState>> s, chash::Router router,
        std::shared_ptr<PoolShared> sh = std::make_shared<PoolShared>(), std::size_t slot = 0,
-       std::shared_ptr<const redis::ClusterMap> cluster_map = nullptr);
+       std::shared_ptr<const redis::ClusterMap> cluster_map = nullptr,
+       std::vector<PreviousRouting> previous_routings = {});
   // A plain pool of the config's servers (tests): its router built from the config.
   Pool(const PoolConfig& c, std::vector<std::shared_ptr<BackendState>> s,
        std::shared_ptr<PoolShared> sh = std::make_shared<PoolShared>(), std::size_t slot = 0);
@@ -138,8 +155,9 @@ struct Pool {
   // exists (config order may change; pools come and go): clients and listeners refer to it.
   std::size_t slot = 0;
   // Who the pool talks to, by NodeId: [0, nodes) are routed to (the router's nodes), the rest
-  // are replicas (ServerConfig::role, replica_of). What a connection, probe or status line of a
-  // member uses (address, auth, TLS), never config.servers.
+  // are replicas (ServerConfig::role, replica_of) and retired servers the warm-up still reads
+  // (kRetired). What a connection, probe or status line of a member uses (address, auth, TLS),
+  // never config.servers.
   std::vector<ServerConfig> servers;
   std::size_t nodes = 0;
   std::vector<std::vector<NodeId>> replicas;  // per routed node: its replica members
@@ -147,6 +165,27 @@ struct Pool {
   std::vector<std::shared_ptr<BackendState>> states;  // by NodeId, as servers
   std::shared_ptr<PoolShared> shared;
   std::shared_ptr<const redis::ClusterMap> cluster;  // cluster pools: the map routed by
+  std::vector<PreviousRouting> previous;             // warm-up: newest first (empty: none)
+
+  // Warm-up: the members that owned `key` under the previous routings still in their window
+  // (`now_ms`, steady clock), newest first, distinct, none of them `owner` (the key's owner now)
+  // and each up; at most out.size(). 0 when the key did not move (the common case).
+  std::size_t previous_owners(std::string_view key, NodeId owner, std::int64_t now_ms,
+                              std::span<NodeId> out) const noexcept {
+    std::size_t n = 0;
+    for (const PreviousRouting& p : previous) {
+      if (now_ms >= p.until_ms || n == out.size()) continue;
+      const NodeId old = p.router.route(key);
+      if (old == kNoNode || old >= p.member.size()) continue;
+      const NodeId m = p.member[old];
+      if (m == kNoNode || m == owner || !up(m)) continue;
+      bool seen = false;
+      for (std::size_t i = 0; i < n; ++i) seen |= out[i] == m;
+      if (!seen) out[n++] = m;
+    }
+    return n;
+  }
+  bool warming() const noexcept { return !previous.empty(); }
 
   // The backend for `key`: the router's choice; when that backend is down and auto_eject_hosts
   // is on, its next choice that is up (the router's failover: only a down backend's keys move);

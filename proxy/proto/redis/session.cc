@@ -69,7 +69,22 @@ void Msg::fail_part(std::uint32_t part, std::string_view error) {
   if (--outstanding == 0) finish();
 }
 
+void Msg::answer_part(std::uint32_t part, std::string_view bytes, char type,
+                      std::vector<Span> elements) {
+  Part& p = parts[part];
+  p.raw.copy(bytes);
+  p.type = type;
+  p.elements = std::move(elements);
+  if (--outstanding == 0) finish();
+}
+
 void Msg::finish() {
+  if (then) {  // a step of the proxy's own: its parts are for `then`
+    auto f = std::move(then);
+    then = nullptr;
+    f(*this);
+    return;
+  }
   if (merge == redis::Merge::kLast) {  // a transaction: EXEC's reply (or the failure's)
     whole_ = true;
     whole_part_ = static_cast<std::uint32_t>(parts.size() - 1);
@@ -466,7 +481,14 @@ void Client::dispatch() {
       }
       const NodeId target = node == kNoNode ? node : read_target(node, *cmd, m);
       if (node != kNoNode && target == kNoNode) return;  // read_policy replica: m failed
-      if (usable_or_fail(target, "this key", m, true)) forward_one(target, m, slot);
+      if (!usable_or_fail(target, "this key", m, true)) return;
+      if (target == node && pool_->warming()) {
+        std::string scratch;
+        m->parts.resize(1);
+        m->outstanding = 1;
+        if (warm_key(*cmd, key, node, m, 0, redis::Merge::kNone, request_bytes(scratch))) return;
+      }
+      forward_one(target, m, slot);
       return;
     }
     case redis::Route::kKeysSameNode:
@@ -663,7 +685,13 @@ void Client::same_node(const redis::Command& cmd, std::size_t argc) {
   }
   const NodeId target = node == kNoNode ? node : read_target(node, cmd, m);
   if (node != kNoNode && target == kNoNode) return;  // read_policy replica: m failed
-  if (usable_or_fail(target, "these keys", m, false)) forward_one(target, m, slot);
+  if (!usable_or_fail(target, "these keys", m, false)) return;
+  if (target == node && pool_->warming()) {
+    m->parts.resize(1);
+    m->outstanding = 1;
+    if (warm_keys_then_forward(cmd, argc, node, m)) return;
+  }
+  forward_one(target, m, slot);
 }
 
 // ---- Keys split per backend and merged (kSplitKeys, kSplitPairs) -----------------------------
@@ -676,9 +704,12 @@ void Client::split(const redis::Command& cmd) {
   // Group the keys by backend (a cluster's: by slot, as the cluster refuses keys of several
   // slots in one command), keeping their order within each part.
   const bool cluster = pool_->config.is_cluster();
+  const bool warming = pool_->warming();
   std::vector<NodeId> part_node;
   std::vector<std::uint32_t> part_place;
   std::vector<std::vector<std::string_view>> part_args;
+  std::vector<char> part_warm;  // a key that moved: a part of its own, answered by the warm-up
+  NodeId olds[kMaxPreviousRoutings];
   const std::string_view verb = parser_.arg(in_, 0);
   if (cmd.merge == redis::Merge::kArray) m->key_map.reserve(argc - 1);
   for (std::size_t i = 1; i < argc; i += step) {
@@ -694,14 +725,17 @@ void Client::split(const redis::Command& cmd) {
       return;
     }
     const std::uint32_t where = cluster ? chash::redis_key_slot(key) : node;
+    const bool warm = warming && moved(key, node, olds) > 0;
     std::uint32_t part = 0;
-    while (part < part_node.size() && part_place[part] != where) ++part;
+    while (part < part_node.size() && (part_place[part] != where || part_warm[part])) ++part;
+    if (warm) part = static_cast<std::uint32_t>(part_node.size());
     if (part == part_node.size()) {
-      node = read_target(node, cmd, m);
+      if (!warm) node = read_target(node, cmd, m);
       if (node == kNoNode) return;  // read_policy replica and none is up: m failed
       part_node.push_back(node);
       part_place.push_back(where);
       part_args.push_back({verb});
+      part_warm.push_back(warm ? 1 : 0);
     }
     const auto elem = static_cast<std::uint32_t>(part_args[part].size() - 1);
     part_args[part].push_back(key);
@@ -713,6 +747,18 @@ void Client::split(const redis::Command& cmd) {
   count_fragments(m->outstanding);
   bool counted_error = false;
   for (std::uint32_t p = 0; p < part_node.size(); ++p) {
+    if (part_warm[p]) {
+      // One key (MSET: one pair) as its own command: "GET k" for MGET, "SET k v" for MSET.
+      std::vector<std::string_view> one = part_args[p];
+      if (step == 2) one[0] = "SET";
+      std::string bytes;
+      redis::append_command(bytes, one);
+      if (warm_key(cmd, one[1], part_node[p], m, p,
+                   cmd.merge == redis::Merge::kArray ? redis::Merge::kArray : redis::Merge::kNone,
+                   bytes)) {
+        continue;
+      }
+    }
     std::string error;
     BackendConn* b = connection(part_node[p], error);
     if (b == nullptr) {

@@ -14,7 +14,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,7 @@
 namespace chash::proxy::redis {
 
 class Client;
+struct WarmOp;
 
 struct Msg final : Reply, std::enable_shared_from_this<Msg> {
   Merge merge = Merge::kNone;
@@ -47,11 +50,18 @@ struct Msg final : Reply, std::enable_shared_from_this<Msg> {
   std::vector<Part> parts;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> key_map;  // MGET: key -> (part, element)
   std::shared_ptr<const Pool> routed_by;  // the snapshot the kept parts' members belong to
+  // A Msg of the proxy's own (a warm-up step, proto/redis/session_warmup.cc): when every part
+  // is in, `then` gets it instead of a client.
+  std::function<void(Msg&)> then;
 
   // Called by Backend for each part; finishes the Msg when it was the last. `elements` (kArray
   // merges) is taken over (swapped with the part's).
   void complete_part(std::uint32_t part, net::Slice raw, char type, std::vector<Span>* elements);
   void fail_part(std::uint32_t part, std::string_view error) override;
+  // Completes part `part` with a reply the proxy has (copied): `type` its first byte, and for
+  // kArray merges its elements (relative to `bytes`).
+  void answer_part(std::uint32_t part, std::string_view bytes, char type,
+                   std::vector<Span> elements);
   void finish();
   // The reply: one backend's bytes as they are, or an MGET merged from the parts' elements
   // (gathered, not concatenated), or what finish() made (`reply`: sums, OK, errors).
@@ -171,6 +181,20 @@ class Client final : public ClientSession {
   // Routes kept part `part` again by its slot after `ms` (the map may have been refreshed).
   void retry_later(const std::shared_ptr<Msg>& m, std::uint32_t part, int ms);
   void reroute(const std::shared_ptr<Msg>& m, std::uint32_t part);
+  // Warm-up on resize (proto/redis/session_warmup.cc). The previous owners of `key` (routed to
+  // `owner` now) that may hold it; 0 when it did not move or no warm-up runs.
+  std::size_t moved(std::string_view key, NodeId owner, std::span<NodeId> olds) const;
+  std::shared_ptr<WarmOp> warm_op(std::string_view key, NodeId owner, std::span<const NodeId> olds);
+  // Part `part` of `m` is `cmd` for one `key` (`request`, its bytes): when the key moved, the
+  // warm-up answers it (true); else false and the caller sends it as usual. `shape` kArray: the
+  // part of a split MGET.
+  bool warm_key(const Command& cmd, std::string_view key, NodeId owner,
+                const std::shared_ptr<Msg>& m, std::uint32_t part, Merge shape,
+                std::string_view request);
+  // A command with several keys on `node` (kKeysSameNode, kEval): when some moved, they are
+  // migrated first and the command sent after (true, `m` answered then).
+  bool warm_keys_then_forward(const Command& cmd, std::size_t argc, NodeId node,
+                              const std::shared_ptr<Msg>& m);
   // A cluster pool's answer for a key whose slot no node serves (or no map is known yet).
   void cluster_down(const std::shared_ptr<Msg>& m, std::uint16_t slot);
   // The key's slot (cluster pools) or backend (others): where "same place" is checked.

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+// Warm-up on resize against real redis-servers (proto/redis/session_warmup.cc): after a reload
+// moves keys, every key reads as before — found at its previous owner, copied to its new owner
+// with its TTL (strings: GET/SET PX; other types: DUMP/RESTORE), the old copy removed; writes
+// and deletes of moved keys land at the new owner only; several changes in a row and a removed
+// server read through; the window can be turned off or run out.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/proxy.h"
+#include "e2e_util.h"
+#include "redis_util.h"
+
+namespace chash::proxy::testing {
+namespace {
+
+class WarmupE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(have_redis());
+    dir = make_test_dir("chash-warmup");
+    for (int i = 1; i <= 5; ++i) {
+      servers.push_back(std::make_unique<RedisServer>(dir, "n" + std::to_string(i)));
+      ASSERT_TRUE(servers.back()->start());
+    }
+  }
+  void TearDown() override {
+    proxy.stop();
+    servers.clear();
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  // A pool of servers `names` (1-based indexes), with `extra` keys.
+  std::string yaml(const std::vector<int>& names, const std::string& extra = "") {
+    std::string y =
+        "p:\n  listen: 127.0.0.1:0\n  redis: true\n  timeout: 2000\n" + extra + "  servers:\n";
+    for (const int i : names) {
+      y += "    - " + servers[static_cast<std::size_t>(i - 1)]->socket() + ":1 n" +
+           std::to_string(i) + "\n";
+    }
+    return y;
+  }
+  void reload(const std::string& y) {
+    proxy.rewrite(y);
+    std::string message;
+    ASSERT_TRUE(proxy->reload_from_file(message)) << message;
+    ASSERT_TRUE(reload_applied(*proxy));
+  }
+  std::uint16_t port() { return proxy->port(std::size_t{0}); }
+  // A direct call to server n<i>.
+  std::string on(int i, const std::vector<std::string>& argv) {
+    RespClient c(RespClient::dial_unix(servers[static_cast<std::size_t>(i - 1)]->socket()));
+    return c.call(argv);
+  }
+  // The server (1-based) the pool routes `key` to now.
+  int owner(const std::string& key) {
+    const auto t = proxy->topology();
+    const auto& pool = *t->pools[0];
+    return std::stoi(pool.servers[pool.route(key)].name.substr(1));
+  }
+
+  fs::path dir;
+  std::vector<std::unique_ptr<RedisServer>> servers;
+  ProxyRunner proxy;
+};
+
+TEST_F(WarmupE2E, AddedNodeReadsThroughCopiesWithTtlAndMovesWrites) {
+  proxy.start(dir, yaml({1, 2, 3}));
+  RespClient c(RespClient::dial_tcp(port()));
+  std::map<std::string, int> before;  // key -> its owner before the change
+  for (int i = 0; i < 400; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    const std::string v = i % 7 == 0 ? binary_value(i) : "v" + std::to_string(i);
+    ASSERT_EQ(c.call(i % 2 ? std::vector<std::string>{"SET", k, v, "EX", "600"}
+                           : std::vector<std::string>{"SET", k, v}),
+              "+OK\r\n");
+    before[k] = owner(k);
+  }
+  ASSERT_EQ(c.call({"HSET", "h", "a", "1", "b", "2"}), ":2\r\n");
+  ASSERT_EQ(c.call({"RPUSH", "l", "x", "y", "z"}), ":3\r\n");
+  ASSERT_EQ(c.call({"SET", "ctr", "41"}), "+OK\r\n");
+  const std::string big(1 << 20, 'b');
+  ASSERT_EQ(c.call({"SET", "big", big}), "+OK\r\n");
+  for (const std::string k : {"h", "l", "ctr", "big", "gone", "overwritten"}) before[k] = owner(k);
+  ASSERT_EQ(c.call({"SET", "gone", "x"}), "+OK\r\n");
+  ASSERT_EQ(c.call({"SET", "overwritten", "old"}), "+OK\r\n");
+
+  reload(yaml({1, 2, 3, 4}));
+  ASSERT_FALSE(proxy->topology()->pools[0]->previous.empty());
+  int moved = 0;
+  for (const auto& [k, from] : before) moved += owner(k) != from;
+  EXPECT_GT(moved, 60);  // about a quarter of the keys move to n4
+  EXPECT_LT(moved, 180);
+
+  // Every string key reads as before; a moved one is then at its new owner only, its TTL kept.
+  for (int i = 0; i < 400; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    const std::string v = i % 7 == 0 ? binary_value(i) : "v" + std::to_string(i);
+    ASSERT_EQ(c.call({"GET", k}), bulk(v)) << k;
+    const int now = owner(k), was = before[k];
+    if (now == was) continue;
+    EXPECT_EQ(now, 4) << k;  // keys move only to the new node
+    EXPECT_TRUE(eventually([&] { return on(4, {"GET", k}) == bulk(v); })) << k;
+    EXPECT_TRUE(eventually([&] { return on(was, {"EXISTS", k}) == ":0\r\n"; })) << k;
+    if (i % 2) {
+      const std::string ttl = on(4, {"TTL", k});  // ":6xx\r\n", within a second of 600
+      EXPECT_TRUE(ttl == ":600\r\n" || ttl == ":599\r\n") << k << " " << ttl;
+    } else {
+      EXPECT_EQ(on(4, {"TTL", k}), ":-1\r\n") << k;
+    }
+  }
+  // Other types migrate (DUMP/RESTORE) before the command runs at the new owner.
+  EXPECT_EQ(c.call({"HGET", "h", "b"}), bulk("2"));
+  EXPECT_EQ(c.call({"LRANGE", "l", "0", "-1"}), "*3\r\n" + bulk("x") + bulk("y") + bulk("z"));
+  EXPECT_EQ(c.call({"INCR", "ctr"}), ":42\r\n");  // the counter goes on, not from 0
+  EXPECT_EQ(c.call({"STRLEN", "big"}), ":" + std::to_string(big.size()) + "\r\n");
+  EXPECT_EQ(c.call({"GET", "big"}), bulk(big));
+  // A write of a moved key replaces it at the new owner and removes the old copy; a delete
+  // removes both (and says the key was there).
+  EXPECT_EQ(c.call({"SET", "overwritten", "new"}), "+OK\r\n");
+  EXPECT_EQ(c.call({"GET", "overwritten"}), bulk("new"));
+  EXPECT_EQ(on(before["overwritten"], {"EXISTS", "overwritten"}),
+            before["overwritten"] == owner("overwritten") ? ":1\r\n" : ":0\r\n");
+  EXPECT_EQ(c.call({"DEL", "gone"}), ":1\r\n");
+  EXPECT_EQ(c.call({"GET", "gone"}), "$-1\r\n");
+  EXPECT_EQ(on(before["gone"], {"EXISTS", "gone"}), ":0\r\n");
+  const auto& shared = *proxy->topology()->pools[0]->shared;
+  EXPECT_GT(shared.warmup_copies.load(), 60u);
+  EXPECT_EQ(shared.warmup_errors.load(), 0u);
+}
+
+// MGET / MSET / DEL / EXISTS over moved and unmoved keys, and a command with several keys on
+// one node (hash tags) after its keys moved.
+TEST_F(WarmupE2E, MultiKeyCommandsWarmEachMovedKey) {
+  proxy.start(dir, yaml({1, 2}));
+  RespClient c(RespClient::dial_tcp(port()));
+  std::vector<std::string> mset = {"MSET"}, mget = {"MGET"};
+  std::string expect = "*61\r\n";
+  for (int i = 0; i < 60; ++i) {
+    mset.push_back("m" + std::to_string(i));
+    mset.push_back("v" + std::to_string(i));
+    mget.push_back("m" + std::to_string(i));
+    expect += bulk("v" + std::to_string(i));
+  }
+  mget.push_back("nothing");
+  expect += "$-1\r\n";
+  ASSERT_EQ(c.call(mset), "+OK\r\n");
+  ASSERT_EQ(c.call({"SADD", "{t}a", "1", "2"}), ":2\r\n");
+  ASSERT_EQ(c.call({"SADD", "{t}b", "2", "3"}), ":2\r\n");
+  reload(yaml({1, 2, 3}));
+  EXPECT_EQ(c.call(mget), expect);
+  EXPECT_EQ(c.call({"EXISTS", "m1", "m2", "m3", "nothing"}), ":3\r\n");
+  EXPECT_EQ(c.call({"SUNIONSTORE", "{t}c", "{t}a", "{t}b"}), ":3\r\n");
+  EXPECT_EQ(c.call({"SCARD", "{t}c"}), ":3\r\n");
+  std::vector<std::string> del = {"DEL"};
+  for (int i = 0; i < 60; ++i) del.push_back("m" + std::to_string(i));
+  EXPECT_EQ(c.call(del), ":60\r\n");
+  for (int s = 1; s <= 3; ++s) EXPECT_EQ(on(s, {"DBSIZE"}).substr(0, 1), ":");
+  EXPECT_EQ(c.call({"EXISTS", "m1", "m59"}), ":0\r\n");
+  int left = 0;
+  for (int s = 1; s <= 3; ++s) {
+    for (int i = 0; i < 60; ++i) left += on(s, {"EXISTS", "m" + std::to_string(i)}) == ":1\r\n";
+  }
+  EXPECT_EQ(left, 0);  // no old copy survives a delete
+}
+
+// Two changes in a row, then a server removed: every key written before the first change still
+// reads, from wherever it is; a removed server is read through until the window ends.
+TEST_F(WarmupE2E, SeveralChangesAndARemovedServer) {
+  proxy.start(dir, yaml({1, 2, 3}));
+  RespClient c(RespClient::dial_tcp(port()));
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_EQ(c.call({"SET", "s" + std::to_string(i), std::to_string(i)}), "+OK\r\n");
+  }
+  reload(yaml({1, 2, 3, 4}));
+  reload(yaml({1, 2, 3, 4, 5}));
+  reload(yaml({1, 3, 4, 5}));  // n2 leaves: its keys are read through from it (retired)
+  const auto t = proxy->topology();
+  EXPECT_EQ(t->pools[0]->previous.size(), 3u);
+  bool retired = false;
+  for (const auto& s : t->pools[0]->servers) retired |= s.role == ServerRole::kRetired;
+  EXPECT_TRUE(retired);
+  EXPECT_NE(proxy->status_json().find("\"role\":\"retired\""), std::string::npos);
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_EQ(c.call({"GET", "s" + std::to_string(i)}), bulk(std::to_string(i))) << i;
+  }
+  EXPECT_EQ(on(2, {"DBSIZE"}), ":0\r\n");  // everything left n2 as it was read
+}
+
+TEST_F(WarmupE2E, OffOrOutOfWindowReadsTheNewOwnerOnly) {
+  for (const std::string& extra :
+       {std::string("  warmup: false\n"), std::string("  warmup_window: 1000\n")}) {
+    proxy.start(dir, yaml({1, 2}, extra));
+    RespClient c(RespClient::dial_tcp(port()));
+    for (int i = 0; i < 100; ++i)
+      ASSERT_EQ(c.call({"SET", "o" + std::to_string(i), "x"}), "+OK\r\n");
+    reload(yaml({1, 2, 3}, extra));
+    if (extra.find("1000") != std::string::npos) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+    }
+    int misses = 0;
+    for (int i = 0; i < 100; ++i) misses += c.call({"GET", "o" + std::to_string(i)}) == "$-1\r\n";
+    EXPECT_GT(misses, 15) << extra;  // the moved keys, read where they are not
+    proxy.stop();
+    for (int s = 1; s <= 3; ++s) on(s, {"FLUSHALL"});
+  }
+}
+
+}  // namespace
+}  // namespace chash::proxy::testing
