@@ -22,96 +22,19 @@
 #include "core/status.h"
 #include "e2e_util.h"
 #include "net/socket.h"
+#include "memcache_util.h"
 #include "proto/memcache/protocol.h"
 
 namespace chash::proxy {
 namespace {
 
+using testing::McClient;
+using testing::MemcachedServer;
+using testing::set;
+using testing::value;
+
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-// ---- A blocking memcached text-protocol client (5 s timeouts) --------------------------------
-
-bool is_retrieval_request(std::string_view r) {
-  return r.starts_with("get ") || r.starts_with("gets ") || r.starts_with("gat ") ||
-         r.starts_with("gats ");
-}
-
-class McClient {
- public:
-  explicit McClient(int fd) : fd_(fd) {}
-  McClient(McClient&& o) noexcept : fd_(std::exchange(o.fd_, -1)), in_(std::move(o.in_)) {}
-  ~McClient() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  bool ok() const { return fd_ >= 0; }
-  bool send(std::string_view bytes) { return testing::send_all(fd_, bytes); }
-  // One whole reply: a retrieval's VALUE blocks up to END (or its error line), else one line.
-  // "<eof>" / "<bad reply ...>" mark what went wrong.
-  std::string read(bool retrieval) {
-    memcache::ReplyParser p(std::size_t{64} << 20);
-    p.expect_values(retrieval);
-    std::string out;
-    for (;;) {
-      const auto r = p.parse(in_);
-      if (r == memcache::ParseResult::kDone) {
-        out += p.span().in(in_);
-        const auto kind = p.kind();
-        p.next();
-        in_.erase(0, p.start());
-        p.consume(p.start());
-        if (kind != memcache::ReplyKind::kValue) return out;
-        continue;
-      }
-      if (r == memcache::ParseResult::kError) return out + "<bad reply: " + p.error() + ">";
-      char buf[65536];
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return out + "<eof>";
-      in_.append(buf, static_cast<std::size_t>(n));
-    }
-  }
-  std::string call(std::string_view request) {
-    send(request);
-    return read(is_retrieval_request(request));
-  }
-  bool closed_by_peer() { return testing::closed_by_peer(fd_); }
-  int fd() const { return fd_; }
-
- private:
-  int fd_;
-  std::string in_;
-};
-
-std::string value(std::string_view key, std::string_view data, int flags = 0) {
-  return "VALUE " + std::string(key) + " " + std::to_string(flags) + " " +
-         std::to_string(data.size()) + "\r\n" + std::string(data) + "\r\n";
-}
-std::string set(std::string_view key, std::string_view data, std::string_view verb = "set") {
-  return std::string(verb) + " " + std::string(key) + " 0 0 " + std::to_string(data.size()) +
-         "\r\n" + std::string(data) + "\r\n";
-}
-
-// ---- memcached processes ---------------------------------------------------------------------
-
-class MemcachedServer {
- public:
-  MemcachedServer(const fs::path& dir, const std::string& name)
-      : server_((dir / (name + ".sock")).string()) {}
-  const std::string& socket() const { return server_.socket(); }
-  bool start() {
-    std::vector<std::string> args = {"memcached", "-s", socket(), "-U", "0", "-t", "1", "-m", "64"};
-    if (::geteuid() == 0) {  // memcached refuses to run as root without -u
-      args.push_back("-u");
-      args.push_back("root");
-    }
-    return server_.start(args);
-  }
-  void stop() { server_.stop(); }
-  McClient client() const { return McClient(testing::dial_unix(socket())); }
-
- private:
-  testing::UnixSocketServer server_;
-};
 
 bool have_memcached() { return testing::have_program("memcached"); }
 

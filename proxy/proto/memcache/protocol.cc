@@ -345,6 +345,21 @@ ParseResult ReplyParser::parse(std::string_view buf) {
     } else if (values_ && line == "END") {
       kind_ = ReplyKind::kEnd;
       return ParseResult::kDone;
+    } else if (meta_ && starts_with(line, "VA ")) {
+      // VA <size> <flags>*: the value follows; the whole reply is one element.
+      const std::size_t end = std::min(line.find(' ', 3), line.size());
+      std::uint64_t bytes = 0;
+      if (!parse_u64(line.substr(3, end - 3), bytes)) return fail("bad VA line");
+      if (bytes > max_value_)
+        return fail("value of " + std::to_string(bytes) + " bytes is over the limit");
+      data_end_ = pos_ + static_cast<std::size_t>(bytes) + 2;
+      in_data_ = true;
+      meta_value_ = true;
+    } else if (meta_ &&
+               (line == "EN" || line == "MN" || starts_with(line, "HD") ||
+                starts_with(line, "NS") || starts_with(line, "EX") || starts_with(line, "NF"))) {
+      kind_ = ReplyKind::kLine;
+      return ParseResult::kDone;
     } else if (is_error_line(line)) {
       kind_ = ReplyKind::kLine;
       error_line_ = true;
@@ -365,13 +380,15 @@ ParseResult ReplyParser::parse(std::string_view buf) {
     return fail("bad data chunk in a VALUE reply");
   pos_ = data_end_;
   in_data_ = false;
-  kind_ = ReplyKind::kValue;
+  kind_ = meta_value_ ? ReplyKind::kLine : ReplyKind::kValue;
+  meta_value_ = false;
   return ParseResult::kDone;
 }
 
 void ReplyParser::next() noexcept {
   start_ = pos_;
   in_data_ = false;
+  meta_value_ = false;
   error_line_ = false;
   key_ = {};
 }

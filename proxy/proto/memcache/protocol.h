@@ -154,6 +154,10 @@ class ReplyParser {
 
   // Set before the first byte of each reply.
   void expect_values(bool on) noexcept { values_ = on; }
+  // Meta command replies (the proxy's own warm-up requests): HD / EN / NS / EX / NF / MN lines
+  // and "VA <size> <flags>*" with its data block, each returned as one kLine (its span covers
+  // the data block too).
+  void expect_meta(bool on) noexcept { meta_ = on; }
   ParseResult parse(std::string_view buf);
 
   // After kDone: the element (with its CRLFs), its kind, and for kValue the key.
@@ -173,6 +177,8 @@ class ReplyParser {
 
   std::size_t max_value_;
   bool values_ = false;
+  bool meta_ = false;
+  bool meta_value_ = false;  // the data block being read is a VA reply's
   bool in_data_ = false;
   std::size_t start_ = 0;
   std::size_t pos_ = 0;  // no '\n' in [start_, pos_) while scanning a line

@@ -96,7 +96,37 @@ void Msg::fail_part(std::uint32_t part, std::string_view error) {
   if (--outstanding == 0) finish();
 }
 
+void Msg::answer_part(std::uint32_t part, std::string_view bytes) {
+  Part& p = parts[part];
+  p.values.clear();
+  p.own.clear();
+  p.held = 0;
+  p.error = false;
+  if (retrieval) {
+    if (!bytes.empty()) {
+      // "VALUE <key> <flags> <bytes>[ <cas>]\r\n<data>\r\n": the key is the second token.
+      const std::size_t key_end = bytes.find(' ', 6);
+      Value v;
+      v.off = 0;
+      v.len = bytes.size();
+      v.key_off = 6;
+      v.key_len = static_cast<std::uint32_t>(key_end == std::string_view::npos ? 0 : key_end - 6);
+      p.own.assign(bytes);
+      p.values.push_back(std::move(v));
+    }
+  } else {
+    p.line.copy(bytes);
+  }
+  if (--outstanding == 0) finish();
+}
+
 void Msg::finish() {
+  if (then) {  // a step of the proxy's own: its parts are for `then`
+    auto f = std::move(then);
+    then = nullptr;
+    f(*this);
+    return;
+  }
   if (retrieval && !silent) {
     // The first failed part answers the whole request, as one backend would (memcached
     // clients read a SERVER_ERROR line in place of VALUE ... END).
@@ -162,6 +192,7 @@ void Backend::on_input() {
         static_cast<Msg&>(*queue_.front().msg);  // memcache backends send no requests of their own
     if (!parser_started_) {
       parser_.expect_values(m.retrieval);
+      parser_.expect_meta(m.meta);
       parser_started_ = true;
     }
     const memcache::ParseResult r = parser_.parse(in_.view());
@@ -299,6 +330,7 @@ void Client::dispatch() {
         append_uint(line, parser_.cas_unique());
       }
       line += "\r\n";
+      if (pool_->warming() && warm(cmd, key, node, m, 0, line + std::string(data) + "\r\n")) return;
       forward(node, m, 0, {line, data, "\r\n"});
       return;
     }
@@ -316,6 +348,7 @@ void Client::dispatch() {
       }
       if (parser_.forward_zero()) line += " 0";
       line += "\r\n";
+      if (pool_->warming() && warm(cmd, parser_.token(in, 1), node, m, 0, line)) return;
       forward(node, m, 0, {line});
       return;
     }
@@ -343,16 +376,27 @@ void Client::retrieve() {
                                        kNone);  // node -> its part being filled
   std::vector<NodeId> part_node;
   std::vector<std::string> lines;
+  std::vector<char> warm_part;  // a key that moved: a part of its own, answered by the warm-up
+  const bool warming = pool_->warming();
+  NodeId olds[kMaxPreviousRoutings];
   key_parts_.clear();
   for (std::size_t i = first; i < end; ++i) {
     const std::string_view key = parser_.token(in, i);
     NodeId node = kNoNode;
     if (!route(key, m, node)) return;
+    if (warming && moved(key, node, olds) > 0) {
+      key_parts_.push_back(static_cast<std::uint32_t>(part_node.size()));
+      part_node.push_back(node);
+      lines.push_back(prefix + " " + std::string(key));
+      warm_part.push_back(1);
+      continue;
+    }
     std::uint32_t& part = open_part[node];
     if (part == kNone || lines[part].size() + 1 + key.size() + 2 > kMaxBackendLine) {
       part = static_cast<std::uint32_t>(part_node.size());
       part_node.push_back(node);
       lines.push_back(prefix);
+      warm_part.push_back(0);
     }
     lines[part] += ' ';
     lines[part] += key;
@@ -372,6 +416,11 @@ void Client::retrieve() {
   }
   for (std::uint32_t p = 0; p < nparts; ++p) {
     lines[p] += "\r\n";
+    if (warm_part[p]) {
+      const std::string key =
+          lines[p].substr(prefix.size() + 1, lines[p].size() - prefix.size() - 3);
+      if (warm(parser_.command(), key, part_node[p], m, p, lines[p])) continue;
+    }
     forward(part_node[p], m, p, {lines[p]});
   }
 }

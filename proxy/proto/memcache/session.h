@@ -16,7 +16,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
+#include <span>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,6 +40,10 @@ inline constexpr std::string_view kVersionReply = "VERSION 1.6.18-chash-proxy\r\
 struct Msg final : Reply {
   bool silent = false;     // noreply: whatever the backend says is dropped
   bool retrieval = false;  // VALUE blocks + END
+  bool meta = false;       // the proxy's own meta commands (warm-up): one line (+ data) each
+  // A Msg of the proxy's own (a warm-up step, proto/memcache/session_warmup.cc): when every
+  // part is in, `then` gets it instead of a client.
+  std::function<void(Msg&)> then;
   struct Value {
     net::ChunkRef chunk;         // the backend's read chunk holding the block; null: in Part::own
     const char* data = nullptr;  // the whole VALUE block (chunk), or null (own: at `off`)
@@ -67,6 +73,9 @@ struct Msg final : Reply {
   void end_part(std::uint32_t part);
   void line_part(std::uint32_t part, net::Slice line, bool error);
   void fail_part(std::uint32_t part, std::string_view error) override;
+  // Completes part `part` with bytes the proxy has (copied): a retrieval part's VALUE block for
+  // its one key ("" for a miss), else the reply line.
+  void answer_part(std::uint32_t part, std::string_view bytes);
   // The reply gathered from the parts: blocks in the client's key order, then END.
   void emit(net::OutQueue& out) override;
   void settle() override;
@@ -88,6 +97,8 @@ class Backend final : public BackendSession {
   bool parser_started_ = false;
 };
 
+struct WarmOp;
+
 class Client final : public ClientSession {
  public:
   Client(Worker& worker, std::size_t pool_index, int fd);
@@ -96,6 +107,11 @@ class Client final : public ClientSession {
   void process() override;
   void dispatch();
   void retrieve();
+  // Warm-up on resize (proto/memcache/session_warmup.cc): when `key` (routed to `node`) moved,
+  // the warm-up answers part `part` of `m` (true); `request` is the command for that key alone.
+  bool warm(memcache::Command cmd, std::string_view key, NodeId node,
+            const std::shared_ptr<Msg>& m, std::uint32_t part, std::string request);
+  std::size_t moved(std::string_view key, NodeId node, std::span<NodeId> olds) const;
   std::shared_ptr<Msg> new_msg(std::uint32_t parts);
   // Sends part `part` of `m` to `node`, or fails that part when it cannot.
   void forward(NodeId node, const std::shared_ptr<Msg>& m, std::uint32_t part,

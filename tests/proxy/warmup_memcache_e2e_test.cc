@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+// Warm-up on resize for memcache pools against real memcached (proto/memcache/session_warmup.cc):
+// after a reload moves keys, get/gets/multi-get read through the previous owner, the value is
+// copied with its TTL and flags (mg/ms meta commands), the old copy deleted; set, delete, incr
+// and append of moved keys act at the new owner with the old value carried over.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/proxy.h"
+#include "e2e_util.h"
+#include "memcache_util.h"
+
+namespace chash::proxy::testing {
+namespace {
+
+class WarmupMemcacheE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(have_program("memcached"));
+    dir = make_test_dir("chash-warmup-mc");
+    for (int i = 1; i <= 3; ++i) {
+      servers.push_back(std::make_unique<MemcachedServer>(dir, "m" + std::to_string(i)));
+      ASSERT_TRUE(servers.back()->start());
+    }
+  }
+  void TearDown() override {
+    proxy.stop();
+    servers.clear();
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  std::string yaml(int n) {
+    std::string y =
+        "p:\n  listen: 127.0.0.1:0\n  protocol: memcache\n  timeout: 2000\n  servers:\n";
+    for (int i = 1; i <= n; ++i)
+      y += "    - " + servers[static_cast<std::size_t>(i - 1)]->socket() + ":1 m" +
+           std::to_string(i) + "\n";
+    return y;
+  }
+  int owner(const std::string& key) {
+    const auto t = proxy->topology();
+    return std::stoi(t->pools[0]->servers[t->pools[0]->route(key)].name.substr(1));
+  }
+  std::string on(int i, const std::string& request) {
+    return servers[static_cast<std::size_t>(i - 1)]->client().call(request);
+  }
+  fs::path dir;
+  std::vector<std::unique_ptr<MemcachedServer>> servers;
+  ProxyRunner proxy;
+};
+
+TEST_F(WarmupMemcacheE2E, ReadsThroughCopiesTtlAndFlagsAndMovesWrites) {
+  proxy.start(dir, yaml(2));
+  McClient c(dial_tcp(proxy->port(std::size_t{0})));
+  std::map<std::string, int> before;
+  for (int i = 0; i < 200; ++i) {
+    const std::string k = "k" + std::to_string(i), v = binary_value(i);
+    ASSERT_EQ(c.call("set " + k + " " + std::to_string(i) + " 600 " + std::to_string(v.size()) +
+                     "\r\n" + v + "\r\n"),
+              "STORED\r\n");
+    before[k] = owner(k);
+  }
+  ASSERT_EQ(c.call(set("ctr", "41")), "STORED\r\n");
+  ASSERT_EQ(c.call(set("app", "ab")), "STORED\r\n");
+  ASSERT_EQ(c.call(set("del", "x")), "STORED\r\n");
+  for (const std::string k : {"ctr", "app", "del"}) before[k] = owner(k);
+  proxy.rewrite(yaml(3));
+  std::string message;
+  ASSERT_TRUE(proxy->reload_from_file(message)) << message;
+  ASSERT_TRUE(reload_applied(*proxy));
+  int moved = 0;
+  for (int i = 0; i < 200; ++i) {
+    const std::string k = "k" + std::to_string(i), v = binary_value(i);
+    ASSERT_EQ(c.call("get " + k + "\r\n"), value(k, v, i) + "END\r\n") << k;
+    if (owner(k) == before[k]) continue;
+    ++moved;
+    // At the new owner with its flags and about its TTL; gone from the old one.
+    const std::string meta = on(3, "mg " + k + " t f\r\n");
+    EXPECT_TRUE(meta == "HD t600 f" + std::to_string(i) + "\r\n" ||
+                meta == "HD t599 f" + std::to_string(i) + "\r\n")
+        << k << " " << meta;
+    EXPECT_EQ(on(before[k], "mg " + k + "\r\n"), "EN\r\n") << k;
+  }
+  EXPECT_GT(moved, 30);
+  // A multi-get over moved and unmoved keys, after a second look at the moved ones.
+  std::string keys, expect;
+  for (int i = 0; i < 200; i += 9) {
+    keys += " k" + std::to_string(i);
+    expect += value("k" + std::to_string(i), binary_value(i), i);
+  }
+  EXPECT_EQ(c.call("get" + keys + "\r\n"), expect + "END\r\n");
+  // Writes carry the old value over (incr, append) or replace it (set); delete removes both.
+  EXPECT_EQ(c.call("incr ctr 1\r\n"), "42\r\n");
+  EXPECT_EQ(c.call("append app 0 0 1\r\nc\r\n"), "STORED\r\n");
+  EXPECT_EQ(c.call("get app\r\n"), value("app", "abc") + "END\r\n");
+  EXPECT_EQ(c.call("delete del\r\n"), "DELETED\r\n");
+  EXPECT_EQ(c.call("get del\r\n"), "END\r\n");
+  for (int s = 1; s <= 3; ++s) EXPECT_EQ(on(s, "mg del\r\n"), "EN\r\n");
+  // gets after a copy: the cas is the new owner's (a cas with it works).
+  const std::string k = [&] {
+    for (int i = 200;; ++i) {
+      const std::string key = "g" + std::to_string(i);
+      if (owner(key) == 3) return key;
+    }
+  }();
+  ASSERT_EQ(on(1, set(k, "old")), "STORED\r\n");  // as if it were there before the change
+  ASSERT_EQ(on(2, set(k, "old")), "STORED\r\n");
+  const std::string gets = c.call("gets " + k + "\r\n");
+  ASSERT_TRUE(gets.starts_with("VALUE " + k + " 0 3 ")) << gets;
+  const std::string line = gets.substr(0, gets.find("\r\n"));
+  const std::string cas = line.substr(line.rfind(' ') + 1);  // VALUE <key> <flags> <bytes> <cas>
+  EXPECT_EQ(c.call("cas " + k + " 0 0 3 " + cas + "\r\nnew\r\n"), "STORED\r\n");
+  const auto& shared = *proxy->topology()->pools[0]->shared;
+  EXPECT_GT(shared.warmup_copies.load(), 30u);
+}
+
+}  // namespace
+}  // namespace chash::proxy::testing
