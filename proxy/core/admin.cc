@@ -307,7 +307,10 @@ std::string AdminServer::respond(std::string_view req) const {
   const std::string_view method = req.substr(0, sp1);
   std::string_view path =
       sp2 == std::string_view::npos ? std::string_view() : req.substr(sp1 + 1, sp2 - sp1 - 1);
-  path = path.substr(0, path.find('?'));  // the query string is not used
+  const std::size_t q = path.find('?');
+  const std::string_view query =
+      q == std::string_view::npos ? std::string_view() : path.substr(q + 1);
+  path = path.substr(0, q);  // only /flush reads its query string
   {
     std::lock_guard<std::mutex> lock(auth_mu_);
     // Mutating: anything but GET/HEAD (POST /reload today).
@@ -325,7 +328,12 @@ std::string AdminServer::respond(std::string_view req) const {
     const bool ok = handlers_.reload(message);
     return response(ok ? 200 : 409, kText, message + "\n");
   }
-  return response(404, kText, "not found: GET /metrics, GET /status, POST /reload\n");
+  if (method == "POST" && path == "/flush" && handlers_.flush) {
+    std::string message;
+    const bool ok = handlers_.flush(query, message);
+    return response(ok ? 200 : 409, kText, message + "\n");
+  }
+  return response(404, kText, "not found: GET /metrics, GET /status, POST /reload, POST /flush\n");
 }
 
 }  // namespace chash::proxy

@@ -37,6 +37,8 @@ class AdminServer : public net::Pollable {
     std::function<std::string()> metrics;              // GET /metrics (Prometheus text)
     std::function<std::string()> status;               // GET /status (JSON)
     std::function<bool(std::string& message)> reload;  // POST /reload: 200 when true, else 409
+    // POST /flush?pool=P&backend=B (its query string): 200 when true, else 409.
+    std::function<bool(std::string_view query, std::string& message)> flush;
   };
   struct Limits {
     std::chrono::milliseconds deadline{5000};  // accept to last byte written

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <functional>
 #include <memory>
 
 #include "net/socket.h"
@@ -89,23 +90,33 @@ int parse_resp(std::string_view in, std::size_t& pos, RespValue& out, int depth)
   }
 }
 
-QueryResult query(const Address& address, std::string_view request, std::size_t replies,
-                  std::chrono::milliseconds timeout, const net::TlsContext* tls) {
-  QueryResult out;
+namespace {
+
+// Connects to `address`, [TLS], writes `request` and reads until done(in) or the deadline; the
+// bytes read. `error` says why it ended early.
+std::string converse(const Endpoint& to, std::string_view request,
+                     std::chrono::milliseconds timeout, const net::TlsContext* tls,
+                     const std::function<bool(std::string_view)>& done, std::string& error) {
+  std::string in;
+  const Address& address = to.address;
   sockaddr_storage ss{};
   socklen_t len = 0;
-  if (!net::resolve(address, ss, len, out.error)) return out;
-  const int fd = net::connect_addr(ss, len, address.text(), out.error);
-  if (fd < 0) return out;
+  if (to.resolved != nullptr) {
+    ss = *to.resolved;
+    len = to.len;
+  } else if (!net::resolve(address, ss, len, error)) {
+    return in;
+  }
+  const int fd = net::connect_addr(ss, len, address.text(), error);
+  if (fd < 0) return in;
   std::unique_ptr<net::TlsStream> stream;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::size_t off = 0, pos = 0;
-  std::string in;
+  std::size_t off = 0;
   bool connected = false;
   auto fail = [&](std::string why) {
-    if (out.error.empty()) out.error = std::move(why);
+    if (error.empty()) error = std::move(why);
   };
-  while (out.replies.size() < replies) {
+  while (!done(in)) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                           deadline - std::chrono::steady_clock::now())
                           .count();
@@ -127,10 +138,10 @@ QueryResult query(const Address& address, std::string_view request, std::size_t 
       if (!(p.revents & (POLLOUT | POLLIN))) continue;
       connected = true;
       if (tls != nullptr) {
-        std::string error;
-        stream = net::TlsStream::connect(*tls, fd, address.host, error);
+        std::string why;
+        stream = net::TlsStream::connect(*tls, fd, address.host, why);
         if (!stream) {
-          fail(error);
+          fail(why);
           break;
         }
       }
@@ -166,22 +177,46 @@ QueryResult query(const Address& address, std::string_view request, std::size_t 
       fail("reply over " + std::to_string(kMaxControlInput >> 20) + " MiB");
       break;
     }
+  }
+  ::close(fd);
+  return in;
+}
+
+}  // namespace
+
+QueryResult query(const Endpoint& to, std::string_view request, std::size_t replies,
+                  std::chrono::milliseconds timeout, const net::TlsContext* tls) {
+  QueryResult out;
+  std::size_t pos = 0;
+  bool malformed = false;
+  // Done when `replies` values have been parsed (or the bytes are not RESP).
+  const auto done = [&](std::string_view in) {
     while (out.replies.size() < replies) {
       RespValue v;
       std::size_t at = pos;
       const int rc = parse_resp(in, at, v);
-      if (rc == 0) break;
+      if (rc == 0) return false;
       if (rc < 0) {
-        fail("malformed reply");
-        ::close(fd);
-        return out;
+        malformed = true;
+        return true;
       }
       pos = at;
       out.replies.push_back(std::move(v));
     }
-  }
-  ::close(fd);
+    return true;
+  };
+  converse(to, request, timeout, tls, done, out.error);
+  if (malformed && out.error.empty()) out.error = "malformed reply";
   return out;
+}
+
+std::string exchange(const Endpoint& to, std::string_view request, std::string_view until,
+                     std::chrono::milliseconds timeout, const net::TlsContext* tls,
+                     std::string& error) {
+  error.clear();
+  return converse(
+      to, request, timeout, tls, [until](std::string_view in) { return in.ends_with(until); },
+      error);
 }
 
 }  // namespace chash::proxy

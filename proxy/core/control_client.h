@@ -7,6 +7,8 @@
 // hostile or broken peer costs at most the deadline and kMaxControlInput bytes.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -34,6 +36,15 @@ int parse_resp(std::string_view in, std::size_t& pos, RespValue& out, int depth 
 
 inline constexpr std::size_t kMaxControlInput = std::size_t{8} << 20;  // per query
 
+// Where to connect: `address` (its host names the TLS peer), at `resolved` when given (an
+// address already looked up, as the workers connect), else looked up now.
+struct Endpoint {
+  Endpoint(const Address& a) : address(a) {}  // NOLINT: an Address is an Endpoint
+  const Address& address;
+  const sockaddr_storage* resolved = nullptr;
+  socklen_t len = 0;
+};
+
 struct QueryResult {
   std::vector<RespValue> replies;  // in order; fewer than asked when `error` says why
   std::string error;               // empty: every reply arrived
@@ -41,7 +52,13 @@ struct QueryResult {
 
 // Connects to `address` (resolving a name: control threads may block), [TLS handshake],
 // sends `request` and reads `replies` replies before `timeout` has passed.
-QueryResult query(const Address& address, std::string_view request, std::size_t replies,
+QueryResult query(const Endpoint& to, std::string_view request, std::size_t replies,
                   std::chrono::milliseconds timeout, const net::TlsContext* tls = nullptr);
+
+// The same for a text protocol (memcached): reads until what arrived ends with `until`
+// ("MN\r\n" after meta commands, "OK\r\n"); what arrived, and `error` when it ended early.
+std::string exchange(const Endpoint& to, std::string_view request, std::string_view until,
+                     std::chrono::milliseconds timeout, const net::TlsContext* tls,
+                     std::string& error);
 
 }  // namespace chash::proxy

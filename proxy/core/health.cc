@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <string>
 
 #include "core/log.h"
@@ -42,7 +43,7 @@ bool probe_due(const BackendState& s, const PoolConfig& pool, std::int64_t now,
 }
 
 void apply_probe_result(BackendState& s, const PoolConfig& pool, bool was_down, bool ok,
-                        std::string_view why, ServerRole role) {
+                        std::string_view why, ServerRole role, const std::function<bool()>& hold) {
   s.last_check_ms = steady_ms();
   if (!was_down && !ok && role == ServerRole::kReplica) {
     // Lagging or loading is a state, not a failure to count: reads leave it at once.
@@ -63,7 +64,10 @@ void apply_probe_result(BackendState& s, const PoolConfig& pool, bool was_down, 
     }
   } else if (ok) {
     const std::uint32_t n = s.probe_successes.fetch_add(1) + 1;
-    if (n >= pool.rise) {
+    if (n >= pool.rise && hold && hold()) {
+      s.probe_successes = 0;
+      s.down_since_ms = steady_ms();  // probed again later (the return may be held)
+    } else if (n >= pool.rise) {
       s.probe_successes = 0;
       s.failures = 0;
       s.down = false;
@@ -83,8 +87,11 @@ void apply_probe_result(BackendState& s, const PoolConfig& pool, bool was_down, 
 
 class HealthChecker::Probe : public net::Pollable {
  public:
-  Probe(net::EventLoop& loop, std::shared_ptr<const Pool> pool, NodeId node)
+  Probe(net::EventLoop& loop, std::shared_ptr<const Pool> pool, NodeId node,
+        const HealthChecker::ReturnHook* hook)
       : loop_(loop),
+        hook_(hook),
+        node_(node),
         pool_(std::move(pool)),
         state_(pool_->states[node]),
         check_(make_probe_check(pool_->config, pool_->servers[node])),
@@ -194,12 +201,15 @@ class HealthChecker::Probe : public net::Pollable {
     done_ = true;
     loop_.cancel_timer(timer_);
     if (fd_ >= 0) loop_.remove(fd_);
-    apply_probe_result(*state_, pool_->config, was_down_, ok, why, role_);
+    apply_probe_result(*state_, pool_->config, was_down_, ok, why, role_,
+                       [this] { return hook_ != nullptr && *hook_ && (*hook_)(*pool_, node_); });
     state_->probing = false;
     loop_.defer_delete(std::unique_ptr<net::Pollable>(this));
   }
 
   net::EventLoop& loop_;
+  const HealthChecker::ReturnHook* hook_;
+  NodeId node_;
   std::shared_ptr<const Pool> pool_;
   std::shared_ptr<BackendState> state_;
   std::unique_ptr<ProbeCheck> check_;
@@ -236,7 +246,7 @@ void HealthChecker::tick() {
       // A backend that is down may have moved: look its name up again (off this thread); the
       // probe after the next server_retry_timeout uses what it finds.
       if (resolver_ != nullptr && pool->states[i]->down.load()) resolver_->refresh(pool, i);
-      (new Probe(loop_, pool, i))->start();  // frees itself
+      (new Probe(loop_, pool, i, &return_hook_))->start();  // frees itself
     }
   }
 }

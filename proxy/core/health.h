@@ -32,12 +32,18 @@ bool probe_due(const BackendState& s, const PoolConfig& pool, std::int64_t now,
 // Up backend: success clears its failure count, failure is record_failure("health check: why")
 // (a replica's: down at once, it is lagging or loading). Down backend: success counts toward
 // `rise` (then it is up); failure restarts the count and the retry wait.
+// `hold`: called when a down backend has passed `rise` probes, before it is let in; true when
+// the caller takes its return over (core/failback.h: it stays down meanwhile).
 void apply_probe_result(BackendState& s, const PoolConfig& pool, bool was_down, bool ok,
-                        std::string_view why, ServerRole role = ServerRole::kNode);
+                        std::string_view why, ServerRole role = ServerRole::kNode,
+                        const std::function<bool()>& hold = nullptr);
 
 class HealthChecker {
  public:
   using TopologySource = std::function<std::shared_ptr<const Topology>()>;
+  // A down backend passed its probes: true when its return is taken over (safe failover).
+  using ReturnHook = std::function<bool(const Pool& pool, NodeId node)>;
+  void set_return_hook(ReturnHook hook) { return_hook_ = std::move(hook); }
   // Probes run on `loop` (the control loop), which must outlive the checker. With a resolver,
   // the names of backends that are down are looked up again before each probe.
   HealthChecker(net::EventLoop& loop, TopologySource topology, Resolver* resolver = nullptr);
@@ -54,6 +60,7 @@ class HealthChecker {
   net::EventLoop& loop_;
   TopologySource topology_;
   Resolver* resolver_;
+  ReturnHook return_hook_;
 };
 
 }  // namespace chash::proxy

@@ -60,9 +60,9 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
   resolver_->resolve_now(*topology_);
   // Sentinel-managed masters and Redis Cluster maps likewise (core/sentinel.h, core/cluster.h);
   // none reachable is logged, not fatal: the watchers keep asking.
-  sentinel_ = std::make_unique<SentinelWatcher>(
-      [this] { return topology(); }, SentinelWatcher::Options{}, &discovered_,
-      [this] { republish(); });
+  sentinel_ =
+      std::make_unique<SentinelWatcher>([this] { return topology(); }, SentinelWatcher::Options{},
+                                        &discovered_, [this] { republish(); });
   sentinel_->discover_now();
   cluster_ = std::make_unique<ClusterWatcher>([this] { return topology(); }, discovered_,
                                               [this] { republish(); });
@@ -75,7 +75,10 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
     admin_ = std::make_unique<AdminServer>(
         control_, admin_fd_,
         AdminServer::Handlers{[this] { return prometheus(); }, [this] { return status_json(); },
-                              [this](std::string& message) { return reload_from_file(message); }});
+                              [this](std::string& message) { return reload_from_file(message); },
+                              [this](std::string_view query, std::string& message) {
+                                return flush_backend(query, message);
+                              }});
     admin_->set_auth(config_.admin_auth);
     admin_->set_tls(config_.admin_tls);
     const std::string& host = config_.admin->host;
@@ -118,12 +121,26 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
   metrics_.last_reload_ms.store(wall_ms());  // the initial load counts as the last (good) one
   health_ = std::make_unique<HealthChecker>(
       control_, [this] { return topology(); }, resolver_.get());
+  failback_ = std::make_unique<FailbackSweeper>([this] { return topology(); },
+                                                [this] { quiesce_workers(); });
+  health_->set_return_hook([this](const Pool& pool, NodeId node) {
+    // Safe return (core/failback.h): a backend that missed writes is swept before it is in.
+    const PoolConfig& pc = pool.config;
+    if (!pc.auto_eject_hosts || !pc.failover_invalidate || node >= pool.nodes) return false;
+    AbsenceLog& absence = pool.states[node]->absence;
+    if (absence.phase() != AbsenceLog::Phase::kNormal) return true;  // being swept, or held
+    if (absence.empty()) return false;                               // it missed nothing
+    absence.set_phase(AbsenceLog::Phase::kSweeping);
+    failback_->returned(pc.name, pool.states[node]->name);
+    return true;
+  });
 }
 
 Proxy::~Proxy() {
   stop();
   sentinel_.reset();  // their threads read topology()
   cluster_.reset();
+  failback_.reset();
   workers_.clear();
   health_.reset();
   signals_.reset();
@@ -336,6 +353,36 @@ bool Proxy::reload(const ProxyConfig& config, std::string& message) {
   const std::string v = std::to_string(version_);
   log(LogLevel::kInfo, "reloaded", {{"version", v}, {"changes", one_line}});
   return true;
+}
+
+void Proxy::quiesce_workers() {
+  std::vector<Worker*> workers;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& w : workers_) workers.push_back(w.get());
+  }
+  for (Worker* w : workers) w->quiesce(std::chrono::milliseconds(1000));
+}
+
+bool Proxy::flush_backend(std::string_view query, std::string& message) {
+  // "pool=P&backend=B" (the admin port's POST /flush?...).
+  std::string pool, backend;
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view kv = query.substr(0, amp);
+    const std::size_t eq = kv.find('=');
+    if (eq != std::string_view::npos) {
+      if (kv.substr(0, eq) == "pool") pool = std::string(kv.substr(eq + 1));
+      if (kv.substr(0, eq) == "backend") backend = std::string(kv.substr(eq + 1));
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  if (pool.empty() || backend.empty()) {
+    message = "POST /flush?pool=NAME&backend=NAME";
+    return false;
+  }
+  return failback_->flush(pool, backend, message);
 }
 
 void Proxy::republish() {

@@ -25,6 +25,7 @@
 #include "config/config.h"
 #include "core/admin.h"
 #include "core/cluster.h"
+#include "core/failback.h"
 #include "core/handover.h"
 #include "core/health.h"
 #include "core/metrics.h"
@@ -78,6 +79,11 @@ class Proxy {
   // Thread-safe: publishes a topology of the running config with what the watchers discovered
   // since (a cluster's new map, a shard's replicas); the version stays.
   void republish();
+  // Thread-safe: returns once every worker has finished the event it was handling.
+  void quiesce_workers();
+  // POST /flush?pool=P&backend=B: empty a backend kept out after its absence log overflowed
+  // (core/failback.h) and let it in.
+  bool flush_backend(std::string_view query, std::string& message);
 
   std::uint16_t port(std::size_t pool) const;  // TCP port of pool i (0 for unix sockets)
   // TCP port the pool named `name` listens on (0: unix socket or no such pool).
@@ -132,6 +138,7 @@ class Proxy {
   Discovered discovered_;  // before the watchers that write it
   std::unique_ptr<SentinelWatcher> sentinel_;
   std::unique_ptr<ClusterWatcher> cluster_;
+  std::unique_ptr<FailbackSweeper> failback_;
   std::vector<std::unique_ptr<Worker>> workers_;
   mutable std::mutex mu_;  // topology_, config_ across threads; serializes reloads
   std::shared_ptr<const Topology> topology_;

@@ -22,6 +22,7 @@
 #include "chash/router.h"
 #include "config/config.h"
 #include "core/discovery.h"
+#include "core/failback.h"
 #include "core/metrics.h"
 
 namespace chash::proxy {
@@ -81,6 +82,8 @@ struct BackendState {
   std::atomic<std::uint64_t> address_epoch{0};
   // A reply said this "master" is a replica (-READONLY): the sentinel watcher asks again now.
   std::atomic<bool> rediscover{false};
+  // Safe failover and return (core/failback.h): the keys written elsewhere while it was down.
+  AbsenceLog absence;
 
  private:
   mutable std::mutex address_mu_;

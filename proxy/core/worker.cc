@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <future>
 
 #include "core/log.h"
 #include "core/protocols.h"
@@ -121,6 +122,13 @@ void Worker::drain() {
     for (const auto& [c, info] : clients_) open.push_back(c);
     for (ClientConn* c : open) c->drain();  // may close (and unregister) at once
   });
+}
+
+void Worker::quiesce(std::chrono::milliseconds timeout) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> f = done->get_future();
+  loop_.post([done] { done->set_value(); });
+  f.wait_for(timeout);
 }
 
 void Worker::apply_listeners(const Listeners& listeners) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -70,6 +71,10 @@ class Worker {
   void set_topology(std::shared_ptr<const Topology> t, Listeners listeners);
   // Thread-safe: stop accepting and drain every client (ClientConn::drain).
   void drain();
+  // Thread-safe: returns once this worker has finished the event it was handling (it runs a
+  // posted no-op), or after `timeout` (a stopped worker). What it routed before the call is
+  // then fully dispatched (core/failback.h waits on this).
+  void quiesce(std::chrono::milliseconds timeout);
   // Open client connections (thread-safe): a drain is over when every worker has none.
   std::size_t open_clients() const noexcept {
     return open_clients_.load(std::memory_order_acquire);

@@ -37,7 +37,8 @@ class AdminHarness {
                                                               reloads_.fetch_add(1);
                                                               message = "reloaded";
                                                               return true;
-                                                            }},
+                                                            },
+                                                            nullptr},
                                       limits);
     thread_ = std::thread([this] { loop_.run(); });
   }

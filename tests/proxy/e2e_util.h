@@ -245,6 +245,7 @@ class UnixSocketServer {
   explicit UnixSocketServer(std::string socket) : socket_(std::move(socket)) {}
   ~UnixSocketServer() { stop(); }
   const std::string& socket() const { return socket_; }
+  pid_t pid() const { return process_.pid(); }
   bool start(std::vector<std::string> argv) {
     return process_.start(std::move(argv), [this] {
       const int fd = dial_unix(socket_);

@@ -96,6 +96,7 @@ class MemcachedServer {
     return server_.start(args);
   }
   void stop() { server_.stop(); }
+  pid_t pid() const { return server_.pid(); }
   McClient client() const { return McClient(testing::dial_unix(socket())); }
 
  private:

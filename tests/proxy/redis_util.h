@@ -105,6 +105,7 @@ class RedisServer {
     return server_.start(args);
   }
   void stop() { server_.stop(); }
+  pid_t pid() const { return server_.pid(); }
   std::vector<std::string> keys() {
     RespClient c(RespClient::dial_unix(socket()));
     if (!password_.empty()) c.call({"AUTH", password_});

@@ -29,6 +29,9 @@ std::string server_error(std::string_view text) {
 
 void append_uint(std::string& out, std::uint64_t v) { out += std::to_string(v); }
 
+// memcached reads an exptime above 30 days as a Unix time.
+constexpr std::int64_t kRelativeMax = 60 * 60 * 24 * 30;
+
 }  // namespace
 
 // ---- Msg ----------------------------------------------------------------------------------------
@@ -262,7 +265,8 @@ bool Client::route(std::string_view key, const std::shared_ptr<Msg>& m, NodeId& 
 }
 
 void Client::forward(NodeId node, const std::shared_ptr<Msg>& m, std::uint32_t part,
-                     std::initializer_list<std::string_view> bytes) {
+                     std::initializer_list<std::string_view> bytes,
+                     std::span<const std::string_view> keys) {
   std::string error;
   BackendConn* b = worker_.backend(pool_index_, node, error);
   if (b == nullptr) {
@@ -270,7 +274,40 @@ void Client::forward(NodeId node, const std::shared_ptr<Msg>& m, std::uint32_t p
     m->fail_part(part, server_error("backend " + pool_->states[node]->name + ": " + error));
     return;
   }
+  // Safe return (core/failback.h): a key a returned backend missed is deleted there first.
+  AbsenceLog& absence = pool_->states[node]->absence;
+  if (absence.phase() == AbsenceLog::Phase::kFlipped) {
+    for (const std::string_view k : keys) {
+      if (!absence.take(k)) continue;
+      auto s = std::make_shared<Msg>();
+      s->parts.resize(1);
+      s->outstanding = 1;
+      s->then = [](Msg&) {};
+      b->send({"delete " + std::string(k) + "\r\n"}, s, 0);
+    }
+  }
   b->send(bytes, m, part);
+}
+
+std::int64_t Client::capped_exptime(std::int64_t exptime) const {
+  const std::int64_t cap = (pool_->config.failover_ttl_ms + 999) / 1000;  // whole seconds
+  if (exptime < 0) return exptime;                                        // expired at once already
+  std::int64_t left = exptime;
+  if (exptime > kRelativeMax) {
+    left = exptime - std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  }
+  return exptime == 0 || left > cap ? cap : exptime;
+}
+
+bool Client::note_fallback_write(std::string_view key, NodeId node) {
+  const PoolConfig& pc = pool_->config;
+  if (!pc.auto_eject_hosts || !pc.failover_invalidate) return false;
+  const NodeId owner = pool_->router.route(key);
+  if (owner == node || owner == kNoNode || owner >= pool_->nodes) return false;
+  pool_->states[owner]->absence.note(key, pc.failover_track_keys);
+  return true;
 }
 
 void Client::dispatch() {
@@ -321,7 +358,13 @@ void Client::dispatch() {
       line += ' ';
       append_uint(line, parser_.flags());
       line += ' ';
-      line += std::to_string(parser_.exptime());
+      // Safe failover: a write that goes to a fallback is noted, and gets failover_ttl at most.
+      std::int64_t exptime = parser_.exptime();
+      if (note_fallback_write(key, node) && pool_->config.failover_ttl_ms != 0 &&
+          cmd != memcache::Command::kAppend && cmd != memcache::Command::kPrepend) {
+        exptime = capped_exptime(exptime);
+      }
+      line += std::to_string(exptime);
       line += ' ';
       const std::string_view data = parser_.data(in);
       append_uint(line, data.size());
@@ -331,7 +374,7 @@ void Client::dispatch() {
       }
       line += "\r\n";
       if (pool_->warming() && warm(cmd, key, node, m, 0, line + std::string(data) + "\r\n")) return;
-      forward(node, m, 0, {line, data, "\r\n"});
+      forward(node, m, 0, {line, data, "\r\n"}, {&key, 1});
       return;
     }
     case memcache::Command::kDelete:
@@ -348,8 +391,10 @@ void Client::dispatch() {
       }
       if (parser_.forward_zero()) line += " 0";
       line += "\r\n";
-      if (pool_->warming() && warm(cmd, parser_.token(in, 1), node, m, 0, line)) return;
-      forward(node, m, 0, {line});
+      const std::string_view key = parser_.token(in, 1);
+      if (cmd != memcache::Command::kTouch) note_fallback_write(key, node);
+      if (pool_->warming() && warm(cmd, key, node, m, 0, line)) return;
+      forward(node, m, 0, {line}, {&key, 1});
       return;
     }
   }

@@ -417,7 +417,8 @@ bool Client::usable_or_fail(NodeId node, std::string_view what, const std::share
   return false;
 }
 
-void Client::forward_one(NodeId node, const std::shared_ptr<Msg>& m, std::uint16_t slot) {
+void Client::forward_one(NodeId node, const std::shared_ptr<Msg>& m, std::uint16_t slot,
+                         std::string_view key, bool write) {
   std::string error;
   BackendConn* b = connection(node, error);
   if (b == nullptr) {
@@ -430,7 +431,13 @@ void Client::forward_one(NodeId node, const std::shared_ptr<Msg>& m, std::uint16
   std::string scratch;
   const std::string_view bytes = request_bytes(scratch);
   if (keep_request(node)) keep(m, 0, bytes, node, slot);
+  bool fell_back = false;
+  if (!key.empty()) {
+    invalidate_first(b, node, key);
+    fell_back = write && note_fallback_write(key, node);  // noted before it is sent
+  }
   b->send({bytes}, m, 0);
+  if (fell_back) cap_ttl(b, key);
 }
 
 void Client::dispatch() {
@@ -488,7 +495,7 @@ void Client::dispatch() {
         m->outstanding = 1;
         if (warm_key(*cmd, key, node, m, 0, redis::Merge::kNone, request_bytes(scratch))) return;
       }
-      forward_one(target, m, slot);
+      forward_one(target, m, slot, key, !redis::read_only(*cmd));
       return;
     }
     case redis::Route::kKeysSameNode:
@@ -691,6 +698,9 @@ void Client::same_node(const redis::Command& cmd, std::size_t argc) {
     m->outstanding = 1;
     if (warm_keys_then_forward(cmd, argc, node, m)) return;
   }
+  if (!redis::read_only(cmd)) {
+    for (std::size_t i = first; i <= last; i += step) note_fallback_write(parser_.arg(in_, i), node);
+  }
   forward_one(target, m, slot);
 }
 
@@ -768,8 +778,22 @@ void Client::split(const redis::Command& cmd) {
                    error_reply("ERR backend " + pool_->states[part_node[p]]->name + ": " + error));
       continue;
     }
+    // Safe failover: deletes first for keys a returned backend missed; writes noted before they
+    // are sent, their TTL capped after.
+    const bool write = !redis::read_only(cmd);
+    bool fell_back = false;
+    for (std::size_t k = 1; k < part_args[p].size(); k += step) {
+      invalidate_first(b, part_node[p], part_args[p][k]);
+      if (write) fell_back |= note_fallback_write(part_args[p][k], part_node[p]);
+    }
     std::string bytes;
     redis::append_command(bytes, part_args[p]);
+    if (fell_back && pool_->config.failover_ttl_ms != 0 && step == 2) {
+      // MSET's keys each get the cap after the part (its other commands do not write values).
+      b->send({bytes}, m, p);
+      for (std::size_t k = 1; k < part_args[p].size(); k += step) cap_ttl(b, part_args[p][k]);
+      continue;
+    }
     if (keep_request(part_node[p])) {
       keep(m, p, bytes, part_node[p], static_cast<std::uint16_t>(cluster ? part_place[p] : 0));
       b->send({m->parts[p].request}, m, p);

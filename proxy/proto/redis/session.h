@@ -158,7 +158,19 @@ class Client final : public ClientSession {
   void split(const Command& cmd);                        // kSplitKeys, kSplitPairs
   // Sends the request being dispatched, unchanged, to member `node` (or fails `m` when no
   // connection); `slot` is its keys' (cluster pools).
-  void forward_one(NodeId node, const std::shared_ptr<Msg>& m, std::uint16_t slot = 0);
+  // `key` (a single-key command's) and `write`: safe failover's notes, TTL cap and first delete
+  // (proto/redis/session_failover.cc).
+  void forward_one(NodeId node, const std::shared_ptr<Msg>& m, std::uint16_t slot = 0,
+                   std::string_view key = {}, bool write = false);
+
+  // Safe failover and return (proto/redis/session_failover.cc, core/failback.h). A write of
+  // `key` going to `node` while its owner is another backend is noted in that one's absence log;
+  // true when it is such a fallback write.
+  bool note_fallback_write(std::string_view key, NodeId node);
+  // `node` is back and its last sweep runs: a key it missed is deleted there first, on `b`.
+  void invalidate_first(BackendConn* b, NodeId node, std::string_view key);
+  // A fallback write's TTL capped at failover_ttl (PEXPIRE key ms LT), on `b` after it.
+  void cap_ttl(BackendConn* b, std::string_view key);
 
   // Cluster pools and replica reads (proto/redis/session_cluster.cc).
   // The member a request routed to `node` (not kNoNode) goes to: for a read-only command under

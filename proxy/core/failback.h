@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+// chash-proxy — safe failover and return: a backend that comes back never serves a value older
+// than one written while it was out.
+//
+// While a backend is down (auto_eject_hosts), its keys are read and written at their next
+// choice. The workers note every key whose write or delete went elsewhere in the backend's
+// AbsenceLog (bounded: failover_track_keys). When its probes say it is back, it does not take
+// traffic at once: the FailbackSweeper (a thread of its own; blocking control connections)
+//   1. waits until every worker has finished what it was doing (Proxy's quiesce: each worker
+//      runs a posted no-op), so every write routed while it was down has been noted;
+//   2. deletes the noted keys on it (Redis DEL, memcached md), swapping the log out, until a
+//      round finds nothing new (writes keep going elsewhere meanwhile, and keep being noted);
+//   3. lets it take traffic (down = false), then waits for the workers again and deletes what
+//      was noted in between. Until that last sweep is done (Phase::kFlipped) a request routed
+//      to it for a noted key is preceded, on the same connection, by a delete of that key — so
+//      no read reaches a value the sweep has not removed yet.
+// A log that overflowed cannot say which keys are stale: `failover_overflow: flush` empties the
+// backend first (FLUSHDB / flush_all), `keep_ejected` keeps it down (logged) until
+// POST /flush?pool=P&backend=B. What is not covered: values written to the backend by anyone
+// but this proxy (other proxies, other clients) — see docs/PROXY.md.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+namespace chash::proxy {
+
+struct Topology;
+
+class AbsenceLog {
+ public:
+  enum class Phase : std::uint8_t {
+    kNormal,    // nothing to do (the backend is up, or down and noting)
+    kSweeping,  // probes passed; still down for routing while the log is swept
+    kFlipped,   // taking traffic; a request for a noted key deletes it first
+    kHeld,      // the log overflowed and failover_overflow is keep_ejected: stays down
+  };
+
+  // A write or delete of `key` went elsewhere: noted (at most `limit` keys; more overflows).
+  void note(std::string_view key, std::size_t limit);
+  // kFlipped: true (and the key forgotten) when `key` was noted — the caller deletes it first.
+  bool take(std::string_view key);
+  std::vector<std::string> swap();  // the noted keys, forgotten
+  bool overflowed() const;
+  bool empty() const;
+  void clear();
+
+  Phase phase() const noexcept { return phase_.load(std::memory_order_acquire); }
+  void set_phase(Phase p) noexcept { phase_.store(p, std::memory_order_release); }
+  std::uint64_t noted() const noexcept { return noted_.load(std::memory_order_relaxed); }
+  std::uint64_t swept() const noexcept { return swept_.load(std::memory_order_relaxed); }
+  void count_swept(std::uint64_t n) noexcept { swept_.fetch_add(n, std::memory_order_relaxed); }
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_set<std::string> keys_;
+  bool overflow_ = false;
+  std::atomic<Phase> phase_{Phase::kNormal};
+  std::atomic<std::uint64_t> noted_{0}, swept_{0};
+};
+
+class FailbackSweeper {
+ public:
+  using TopologyFn = std::function<std::shared_ptr<const Topology>()>;
+  // Returns once every worker has run an event boundary after the call.
+  using QuiesceFn = std::function<void()>;
+  FailbackSweeper(TopologyFn topology, QuiesceFn quiesce);
+  ~FailbackSweeper();  // stops and joins the thread
+  FailbackSweeper(const FailbackSweeper&) = delete;
+  FailbackSweeper& operator=(const FailbackSweeper&) = delete;
+
+  // Thread-safe: backend `backend` of pool `pool` passed its probes; sweep it, then let it in.
+  void returned(const std::string& pool, const std::string& backend);
+  // Thread-safe: empty backend `backend` (FLUSHDB / flush_all) and let it in (POST /flush).
+  // False with `message` when there is no such backend.
+  bool flush(const std::string& pool, const std::string& backend, std::string& message);
+
+ private:
+  struct Job {
+    std::string pool, backend;
+    bool flush = false;
+  };
+  void run();
+  void sweep(const Job& job);
+
+  TopologyFn topology_;
+  QuiesceFn quiesce_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace chash::proxy

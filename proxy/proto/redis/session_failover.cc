@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// chash-proxy — a Redis client's side of safe failover and return (core/failback.h): writes of
+// a down backend's keys that went to a fallback are noted (before they are sent) and their TTL
+// capped (failover_ttl), and while a returned backend's last sweep runs, a request for a key it
+// missed deletes that key there first, on the same connection.
+#include "core/worker.h"
+#include "proto/redis/session.h"
+
+namespace chash::proxy::redis {
+
+namespace {
+
+// A step of the proxy's own whose answer nobody needs (any reply is fine).
+void send_unanswered(BackendConn* b, std::string_view bytes) {
+  auto s = std::make_shared<Msg>();
+  s->parts.resize(1);
+  s->outstanding = 1;
+  s->then = [](Msg&) {};
+  b->send({bytes}, s, 0);
+}
+
+}  // namespace
+
+bool Client::note_fallback_write(std::string_view key, NodeId node) {
+  const PoolConfig& pc = pool_->config;
+  if (!pc.auto_eject_hosts || !pc.failover_invalidate) return false;
+  const NodeId owner = pool_->router.route(key);
+  if (owner == node || owner == kNoNode || owner >= pool_->nodes) return false;
+  pool_->states[owner]->absence.note(key, pc.failover_track_keys);
+  return true;
+}
+
+void Client::invalidate_first(BackendConn* b, NodeId node, std::string_view key) {
+  AbsenceLog& absence = pool_->states[node]->absence;
+  if (absence.phase() != AbsenceLog::Phase::kFlipped || !absence.take(key)) return;
+  std::string del;
+  append_command(del, {"DEL", key});
+  send_unanswered(b, del);
+}
+
+void Client::cap_ttl(BackendConn* b, std::string_view key) {
+  const std::uint32_t cap = pool_->config.failover_ttl_ms;
+  if (cap == 0) return;
+  // LT: only lowers a TTL (a key without one counts as infinite): Redis 7.0+.
+  std::string out;
+  const std::string ms = std::to_string(cap);
+  append_command(out, {"PEXPIRE", key, ms, "LT"});
+  send_unanswered(b, out);
+}
+
+}  // namespace chash::proxy::redis

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: Apache-2.0
+// Safe failover and return against real servers (core/failback.h): a backend stopped (SIGSTOP:
+// it keeps its memory, so it comes back holding old values) is ejected; the writes and deletes
+// of its keys meanwhile go to their next choice, get failover_ttl at most, and are noted; when
+// it answers again it is swept before it takes traffic, so no read returns a value older than
+// one written while it was away. Without failover_invalidate the same run reads stale values.
+// An absence log that overflows flushes the backend, or keeps it out until POST /flush.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/proxy.h"
+#include "e2e_util.h"
+#include "memcache_util.h"
+#include "redis_util.h"
+
+namespace chash::proxy::testing {
+namespace {
+
+constexpr const char* kHealth =
+    "  timeout: 300\n  auto_eject_hosts: true\n  server_failure_limit: 1\n"
+    "  server_retry_timeout: 200\n";
+
+class FailbackE2E : public ::testing::Test {
+ protected:
+  void SetUp() override { dir = make_test_dir("chash-failback"); }
+  void TearDown() override {
+    for (const pid_t p : stopped) ::kill(p, SIGCONT);
+    proxy.stop();
+    redis.clear();
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  void start_redis(const std::string& extra, const std::string& head = "") {
+    std::string y =
+        head + "p:\n  listen: 127.0.0.1:0\n  redis: true\n" + kHealth + extra + "  servers:\n";
+    for (int i = 1; i <= 3; ++i) {
+      redis.push_back(std::make_unique<RedisServer>(dir, "n" + std::to_string(i)));
+      ASSERT_TRUE(redis.back()->start());
+      y += "    - " + redis.back()->socket() + ":1 n" + std::to_string(i) + "\n";
+    }
+    proxy.start(dir, y);
+  }
+  std::uint16_t port() { return proxy->port(std::size_t{0}); }
+  const Pool& pool() {
+    topology = proxy->topology();
+    return *topology->pools[0];
+  }
+  bool down(int i) { return pool().states[static_cast<std::size_t>(i)]->down.load(); }
+  std::vector<std::string> keys_of(int node, int n) {
+    std::vector<std::string> out;
+    for (int i = 0; static_cast<int>(out.size()) < n; ++i) {
+      const std::string k = "key:" + std::to_string(i);
+      if (pool().router.route(k) == static_cast<NodeId>(node)) out.push_back(k);
+    }
+    return out;
+  }
+  void pause(pid_t p) {
+    ::kill(p, SIGSTOP);
+    stopped.push_back(p);
+  }
+  void resume(pid_t p) {
+    ::kill(p, SIGCONT);
+    std::erase(stopped, p);
+  }
+  // Runs the fail-and-return story on n2; returns (stale reads, misses, fresh reads) of its keys.
+  std::tuple<int, int, int> fail_and_return(int writes) {
+    RespClient c(RespClient::dial_tcp(port()));
+    const auto k2 = keys_of(1, 40);
+    for (const auto& k : k2) EXPECT_EQ(c.call({"SET", k, "old"}), "+OK\r\n");
+    pause(redis[1]->pid());
+    EXPECT_TRUE(eventually([&] {
+      c.call({"GET", k2[0]});  // a request must fail on it first
+      return down(1);
+    }));
+    for (int i = 0; i < writes && i < static_cast<int>(k2.size()); ++i) {
+      EXPECT_EQ(c.call({"SET", k2[static_cast<std::size_t>(i)], "new"}), "+OK\r\n");
+    }
+    EXPECT_EQ(c.call({"DEL", k2.back()}), ":0\r\n");  // its next choice has none: nothing there
+    resume(redis[1]->pid());
+    EXPECT_TRUE(eventually([&] { return !down(1); }));
+    int stale = 0, miss = 0, fresh = 0;
+    for (std::size_t i = 0; i < k2.size(); ++i) {
+      const std::string r = c.call({"GET", k2[i]});
+      const bool written = static_cast<int>(i) < writes || i + 1 == k2.size();
+      if (r == "$-1\r\n") ++miss;
+      else if (r == bulk("new")) ++fresh;
+      else if (written) ++stale;  // "old" after a newer write (or a delete): a stale read
+    }
+    return {stale, miss, fresh};
+  }
+
+  fs::path dir;
+  std::vector<std::unique_ptr<RedisServer>> redis;
+  std::vector<pid_t> stopped;
+  std::shared_ptr<const Topology> topology;
+  ProxyRunner proxy;
+};
+
+TEST_F(FailbackE2E, ReturningRedisServesNoStaleValue) {
+  start_redis("  failover_ttl: 60000\n");
+  const auto [stale, miss, fresh] = fail_and_return(20);
+  EXPECT_EQ(stale, 0);
+  EXPECT_EQ(miss, 21);  // the 20 rewritten keys and the deleted one: swept from n2
+  EXPECT_EQ(fresh, 0);  // (the fresh values are on the fallbacks, which n2's keys left)
+  EXPECT_GE(pool().states[1]->absence.swept(), 21u);
+  // The fallbacks' copies expire within failover_ttl.
+  int capped = 0;
+  for (int s : {0, 2}) {
+    RespClient d(RespClient::dial_unix(redis[static_cast<std::size_t>(s)]->socket()));
+    for (const auto& k : keys_of(1, 20)) {
+      const std::string ttl = d.call({"PTTL", k});
+      if (ttl != ":-2\r\n") {
+        std::int64_t v = 0;
+        ASSERT_TRUE(redis::parse_int(ttl.substr(1, ttl.size() - 3), v)) << ttl;
+        EXPECT_GT(v, 0);
+        EXPECT_LE(v, 60000);
+        ++capped;
+      }
+    }
+  }
+  EXPECT_EQ(capped, 20);
+}
+
+TEST_F(FailbackE2E, WithoutInvalidationTheReturningServerIsStale) {
+  start_redis("  failover_invalidate: false\n");
+  const auto [stale, miss, fresh] = fail_and_return(20);
+  EXPECT_EQ(stale, 21);  // what nutcracker does: n2 serves the values it had before
+}
+
+TEST_F(FailbackE2E, OverflowFlushesTheServer) {
+  start_redis("  failover_track_keys: 5\n");
+  const auto [stale, miss, fresh] = fail_and_return(20);
+  EXPECT_EQ(stale, 0);
+  EXPECT_EQ(miss, 40);  // flushed: every key of n2 is a miss, none is stale
+}
+
+// failover_overflow: keep_ejected: the server stays out after it answers again, until an
+// operator flushes it through the admin port.
+TEST_F(FailbackE2E, OverflowKeepsTheServerOutUntilFlushed) {
+  const auto admin = free_port();
+  start_redis("  failover_track_keys: 5\n  failover_overflow: keep_ejected\n",
+              "chash_proxy:\n  admin: 127.0.0.1:" + std::to_string(admin) + "\n");
+  RespClient c(RespClient::dial_tcp(port()));
+  const auto k2 = keys_of(1, 20);
+  for (const auto& k : k2) ASSERT_EQ(c.call({"SET", k, "old"}), "+OK\r\n");
+  pause(redis[1]->pid());
+  ASSERT_TRUE(eventually([&] {
+    c.call({"GET", k2[0]});
+    return down(1);
+  }));
+  for (const auto& k : k2) ASSERT_EQ(c.call({"SET", k, "new"}), "+OK\r\n");
+  resume(redis[1]->pid());
+  ASSERT_TRUE(
+      eventually([&] { return pool().states[1]->absence.phase() == AbsenceLog::Phase::kHeld; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // probes pass; it stays out
+  EXPECT_TRUE(down(1));
+  for (const auto& k : k2) EXPECT_EQ(c.call({"GET", k}), bulk("new")) << k;  // the fallbacks'
+  const std::string r = http(admin, "POST /flush?pool=p&backend=n2 HTTP/1.1\r\n\r\n");
+  EXPECT_NE(r.find("200 OK"), std::string::npos) << r;
+  EXPECT_NE(http(admin, "POST /flush?pool=p&backend=zz HTTP/1.1\r\n\r\n").find("409"),
+            std::string::npos);
+  ASSERT_TRUE(eventually([&] { return !down(1); }));
+  for (const auto& k : k2) EXPECT_EQ(c.call({"GET", k}), "$-1\r\n") << k;  // flushed
+}
+
+// memcached: the same story with a stopped memcached; exptimes capped by failover_ttl.
+TEST_F(FailbackE2E, ReturningMemcachedServesNoStaleValue) {
+  std::vector<std::unique_ptr<MemcachedServer>> mc;
+  std::string y = std::string("m:\n  listen: 127.0.0.1:0\n  protocol: memcache\n") + kHealth +
+                  "  failover_ttl: 30000\n  servers:\n";
+  for (int i = 1; i <= 3; ++i) {
+    mc.push_back(std::make_unique<MemcachedServer>(dir, "m" + std::to_string(i)));
+    ASSERT_TRUE(mc.back()->start());
+    y += "    - " + mc.back()->socket() + ":1 m" + std::to_string(i) + "\n";
+  }
+  proxy.start(dir, y);
+  McClient c(dial_tcp(port()));
+  const auto k2 = keys_of(1, 30);
+  for (const auto& k : k2) ASSERT_EQ(c.call(set(k, "old")), "STORED\r\n");
+  pause(mc[1]->pid());
+  ASSERT_TRUE(eventually([&] {
+    c.call("get " + k2[0] + "\r\n");
+    return down(1);
+  }));
+  for (std::size_t i = 0; i < 20; ++i) ASSERT_EQ(c.call(set(k2[i], "new")), "STORED\r\n");
+  EXPECT_EQ(c.call("delete " + k2[20] + "\r\n"), "NOT_FOUND\r\n");
+  // On its next choice, the copy expires within failover_ttl (30 s).
+  for (int s : {0, 2}) {
+    const std::string meta =
+        mc[static_cast<std::size_t>(s)]->client().call("mg " + k2[0] + " t\r\n");
+    if (meta == "EN\r\n") continue;
+    ASSERT_TRUE(meta.starts_with("HD t")) << meta;
+    const int ttl = std::stoi(meta.substr(4));
+    EXPECT_GT(ttl, 0);
+    EXPECT_LE(ttl, 30);
+  }
+  resume(mc[1]->pid());
+  ASSERT_TRUE(eventually([&] { return !down(1); }));
+  int stale = 0;
+  for (std::size_t i = 0; i < k2.size(); ++i) {
+    const std::string r = c.call("get " + k2[i] + "\r\n");
+    if (i <= 20 && r == value(k2[i], "old") + "END\r\n") ++stale;
+  }
+  EXPECT_EQ(stale, 0);
+  EXPECT_EQ(c.call("get " + k2[25] + "\r\n"), value(k2[25], "old") + "END\r\n");  // untouched
+  proxy.stop();
+}
+
+}  // namespace
+}  // namespace chash::proxy::testing
