@@ -17,6 +17,8 @@ const char* reason(int code) noexcept {
   switch (code) {
     case 200:
       return " OK";
+    case 202:
+      return " Accepted";
     case 401:
       return " Unauthorized";
     case 404:
@@ -333,7 +335,14 @@ std::string AdminServer::respond(std::string_view req) const {
     const bool ok = handlers_.flush(query, message);
     return response(ok ? 200 : 409, kText, message + "\n");
   }
-  return response(404, kText, "not found: GET /metrics, GET /status, POST /reload, POST /flush\n");
+  if (method == "POST" && path == "/rebalance" && handlers_.rebalance) {
+    std::string message;
+    const bool ok = handlers_.rebalance(query, message);
+    return response(ok ? 202 : 409, kText, message + "\n");
+  }
+  return response(404, kText,
+                  "not found: GET /metrics, GET /status, POST /reload, POST /flush, "
+                  "POST /rebalance\n");
 }
 
 }  // namespace chash::proxy

@@ -39,6 +39,8 @@ class AdminServer : public net::Pollable {
     std::function<bool(std::string& message)> reload;  // POST /reload: 200 when true, else 409
     // POST /flush?pool=P&backend=B (its query string): 200 when true, else 409.
     std::function<bool(std::string_view query, std::string& message)> flush;
+    // POST /rebalance?pool=P[&rate=N]: 202 when started, else 409.
+    std::function<bool(std::string_view query, std::string& message)> rebalance = nullptr;
   };
   struct Limits {
     std::chrono::milliseconds deadline{5000};  // accept to last byte written

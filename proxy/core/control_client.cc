@@ -96,7 +96,7 @@ namespace {
 // bytes read. `error` says why it ended early.
 std::string converse(const Endpoint& to, std::string_view request,
                      std::chrono::milliseconds timeout, const net::TlsContext* tls,
-                     const std::function<bool(std::string_view)>& done, std::string& error) {
+                     const std::function<bool(std::string&)>& done, std::string& error) {
   std::string in;
   const Address& address = to.address;
   sockaddr_storage ss{};
@@ -190,7 +190,7 @@ QueryResult query(const Endpoint& to, std::string_view request, std::size_t repl
   std::size_t pos = 0;
   bool malformed = false;
   // Done when `replies` values have been parsed (or the bytes are not RESP).
-  const auto done = [&](std::string_view in) {
+  const auto done = [&](std::string& in) {
     while (out.replies.size() < replies) {
       RespValue v;
       std::size_t at = pos;
@@ -215,8 +215,14 @@ std::string exchange(const Endpoint& to, std::string_view request, std::string_v
                      std::string& error) {
   error.clear();
   return converse(
-      to, request, timeout, tls, [until](std::string_view in) { return in.ends_with(until); },
-      error);
+      to, request, timeout, tls, [until](std::string& in) { return in.ends_with(until); }, error);
+}
+
+void stream(const Endpoint& to, std::string_view request, std::chrono::milliseconds timeout,
+            const net::TlsContext* tls, const std::function<bool(std::string&)>& each,
+            std::string& error) {
+  error.clear();
+  converse(to, request, timeout, tls, each, error);
 }
 
 }  // namespace chash::proxy

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,5 +61,12 @@ QueryResult query(const Endpoint& to, std::string_view request, std::size_t repl
 std::string exchange(const Endpoint& to, std::string_view request, std::string_view until,
                      std::chrono::milliseconds timeout, const net::TlsContext* tls,
                      std::string& error);
+
+// A long answer read as it comes (a memcached metadump): `each` gets the bytes not consumed
+// yet, may erase what it has used from the front, and returns true when the answer is over.
+// At most kMaxControlInput bytes wait unconsumed.
+void stream(const Endpoint& to, std::string_view request, std::chrono::milliseconds timeout,
+            const net::TlsContext* tls, const std::function<bool(std::string&)>& each,
+            std::string& error);
 
 }  // namespace chash::proxy

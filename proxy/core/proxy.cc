@@ -78,6 +78,9 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
                               [this](std::string& message) { return reload_from_file(message); },
                               [this](std::string_view query, std::string& message) {
                                 return flush_backend(query, message);
+                              },
+                              [this](std::string_view query, std::string& message) {
+                                return start_rebalance(query, message);
                               }});
     admin_->set_auth(config_.admin_auth);
     admin_->set_tls(config_.admin_tls);
@@ -121,6 +124,8 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
   metrics_.last_reload_ms.store(wall_ms());  // the initial load counts as the last (good) one
   health_ = std::make_unique<HealthChecker>(
       control_, [this] { return topology(); }, resolver_.get());
+  rebalancer_ =
+      std::make_unique<Rebalancer>([this] { return topology(); }, [this] { republish(); });
   failback_ = std::make_unique<FailbackSweeper>([this] { return topology(); },
                                                 [this] { quiesce_workers(); });
   health_->set_return_hook([this](const Pool& pool, NodeId node) {
@@ -141,6 +146,7 @@ Proxy::~Proxy() {
   sentinel_.reset();  // their threads read topology()
   cluster_.reset();
   failback_.reset();
+  rebalancer_.reset();
   workers_.clear();
   health_.reset();
   signals_.reset();
@@ -364,20 +370,45 @@ void Proxy::quiesce_workers() {
   for (Worker* w : workers) w->quiesce(std::chrono::milliseconds(1000));
 }
 
-bool Proxy::flush_backend(std::string_view query, std::string& message) {
-  // "pool=P&backend=B" (the admin port's POST /flush?...).
-  std::string pool, backend;
+namespace {
+
+// The value of `name` in a query string "a=1&b=2" ("" when absent).
+std::string query_param(std::string_view query, std::string_view name) {
   while (!query.empty()) {
     const std::size_t amp = query.find('&');
     const std::string_view kv = query.substr(0, amp);
     const std::size_t eq = kv.find('=');
-    if (eq != std::string_view::npos) {
-      if (kv.substr(0, eq) == "pool") pool = std::string(kv.substr(eq + 1));
-      if (kv.substr(0, eq) == "backend") backend = std::string(kv.substr(eq + 1));
-    }
+    if (eq != std::string_view::npos && kv.substr(0, eq) == name)
+      return std::string(kv.substr(eq + 1));
     if (amp == std::string_view::npos) break;
     query.remove_prefix(amp + 1);
   }
+  return {};
+}
+
+}  // namespace
+
+bool Proxy::start_rebalance(std::string_view query, std::string& message) {
+  if (query_param(query, "stop") == "1") return rebalancer_->stop(message);
+  const std::string pool = query_param(query, "pool"), rate = query_param(query, "rate");
+  double r = 0;
+  if (!rate.empty()) {
+    try {
+      r = std::stod(rate);
+    } catch (const std::exception&) {
+      r = -1;
+    }
+  }
+  if (pool.empty() || r < 0) {
+    message = "POST /rebalance?pool=NAME[&rate=KEYS_PER_SECOND], or POST /rebalance?stop=1";
+    return false;
+  }
+  return rebalancer_->start(pool, r, message);
+}
+
+bool Proxy::flush_backend(std::string_view query, std::string& message) {
+  // "pool=P&backend=B" (the admin port's POST /flush?...).
+  const std::string pool = query_param(query, "pool"), backend = query_param(query, "backend");
   if (pool.empty() || backend.empty()) {
     message = "POST /flush?pool=NAME&backend=NAME";
     return false;
@@ -489,6 +520,8 @@ std::string Proxy::status_json() const {
   if (sentinel != "\"sentinel\":[]" && o.size() >= 2) o.insert(o.size() - 2, "," + sentinel);
   const std::string cluster = cluster_->status_json();
   if (cluster != "\"cluster\":[]" && o.size() >= 2) o.insert(o.size() - 2, "," + cluster);
+  const std::string rebalance = rebalancer_->status_json();
+  if (rebalance != "\"rebalance\":[]" && o.size() >= 2) o.insert(o.size() - 2, "," + rebalance);
   return o;
 }
 

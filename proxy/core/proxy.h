@@ -26,6 +26,7 @@
 #include "core/admin.h"
 #include "core/cluster.h"
 #include "core/failback.h"
+#include "core/rebalance.h"
 #include "core/handover.h"
 #include "core/health.h"
 #include "core/metrics.h"
@@ -84,6 +85,9 @@ class Proxy {
   // POST /flush?pool=P&backend=B: empty a backend kept out after its absence log overflowed
   // (core/failback.h) and let it in.
   bool flush_backend(std::string_view query, std::string& message);
+  // POST /rebalance?pool=P[&rate=N]: move the keys a reload moved (core/rebalance.h).
+  bool start_rebalance(std::string_view query, std::string& message);
+  const Rebalancer& rebalancer() const noexcept { return *rebalancer_; }
 
   std::uint16_t port(std::size_t pool) const;  // TCP port of pool i (0 for unix sockets)
   // TCP port the pool named `name` listens on (0: unix socket or no such pool).
@@ -139,6 +143,7 @@ class Proxy {
   std::unique_ptr<SentinelWatcher> sentinel_;
   std::unique_ptr<ClusterWatcher> cluster_;
   std::unique_ptr<FailbackSweeper> failback_;
+  std::unique_ptr<Rebalancer> rebalancer_;
   std::vector<std::unique_ptr<Worker>> workers_;
   mutable std::mutex mu_;  // topology_, config_ across threads; serializes reloads
   std::shared_ptr<const Topology> topology_;

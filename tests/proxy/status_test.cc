@@ -234,7 +234,7 @@ TEST(AdminTest, RoutesEachRequest) {
             http(409, "Conflict", "text/plain; version=0.0.4", "reload refused: bad\n"));
   EXPECT_EQ(fake.reloads, 2);
   const std::string not_found = http(404, "Not Found", "text/plain; version=0.0.4",
-                                     "not found: GET /metrics, GET /status, POST /reload, POST /flush\n");
+                                     "not found: GET /metrics, GET /status, POST /reload, POST /flush, POST /rebalance\n");
   EXPECT_EQ(admin.respond("GET /reload HTTP/1.1\r\n\r\n"), not_found);  // wrong method
   EXPECT_EQ(admin.respond("POST /metrics HTTP/1.1\r\n\r\n"), not_found);
   EXPECT_EQ(admin.respond("GET /metricsx HTTP/1.1\r\n\r\n"), not_found);

@@ -209,5 +209,67 @@ TEST_F(WarmupE2E, OffOrOutOfWindowReadsTheNewOwnerOnly) {
   }
 }
 
+// POST /rebalance: every key a reload moved goes to its owner (TTL and type kept, the old copy
+// removed), then the window ends and a removed server is let go; stopped halfway and started
+// again, it loses nothing.
+TEST_F(WarmupE2E, RebalanceMovesEveryKeyAndEndsTheWindow) {
+  const auto admin = free_port();
+  const std::string head = "chash_proxy:\n  admin: 127.0.0.1:" + std::to_string(admin) + "\n";
+  proxy.start(dir, head + yaml({1, 2, 3}));
+  RespClient c(RespClient::dial_tcp(port()));
+  constexpr int kKeys = 1000;
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string k = "r" + std::to_string(i);
+    ASSERT_EQ(c.call({"SET", k, std::to_string(i), "EX", "900"}), "+OK\r\n");
+  }
+  ASSERT_EQ(c.call({"HSET", "hash", "f", "v"}), ":1\r\n");
+  // Drain n2 and add n4 in one change: n2 is retired, its keys (and a share of the others) move.
+  proxy.rewrite(head + yaml({1, 3, 4}));
+  std::string message;
+  ASSERT_TRUE(proxy->reload_from_file(message)) << message;
+  ASSERT_TRUE(reload_applied(*proxy));
+  // Slowly, then stopped: part of the keys moved, every key still reads.
+  auto post = [&](const std::string& q) {
+    return http(admin, "POST /rebalance?" + q + " HTTP/1.1\r\n\r\n");
+  };
+  const std::string first = post("pool=p&rate=300");
+  EXPECT_NE(first.find("202 Accepted"), std::string::npos) << first;
+  EXPECT_NE(post("pool=p").find("409"), std::string::npos);  // one at a time
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_NE(post("stop=1").find("202"), std::string::npos);
+  proxy->rebalancer().wait();
+  EXPECT_NE(proxy->status_json().find("\"state\":\"stopped\""), std::string::npos);
+  for (int i = 0; i < kKeys; i += 7) {
+    ASSERT_EQ(c.call({"GET", "r" + std::to_string(i)}), bulk(std::to_string(i))) << i;
+  }
+  // Started again: it goes on to the end, and the window closes.
+  EXPECT_NE(post("pool=p").find("202"), std::string::npos);
+  proxy->rebalancer().wait();
+  const std::string status = proxy->status_json();
+  EXPECT_NE(status.find("\"state\":\"done\""), std::string::npos) << status;
+  EXPECT_NE(status.find("\"failed\":0"), std::string::npos) << status;
+  ASSERT_TRUE(eventually([&] { return proxy->topology()->pools[0]->previous.empty(); }));
+  ASSERT_TRUE(reload_applied(*proxy));
+  const auto t = proxy->topology();
+  EXPECT_EQ(t->pools[0]->servers.size(), 3u);  // n2 let go
+  EXPECT_EQ(on(2, {"DBSIZE"}), ":0\r\n");      // drained
+  // Every key is where the router puts it, with its TTL and type.
+  int total = 0;
+  for (int s : {1, 3, 4}) {
+    const std::string n = on(s, {"DBSIZE"});
+    total += std::stoi(n.substr(1));
+  }
+  EXPECT_EQ(total, kKeys + 1);
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string k = "r" + std::to_string(i);
+    ASSERT_EQ(on(owner(k), {"GET", k}), bulk(std::to_string(i))) << k;
+  }
+  const std::string ttl = on(owner("r5"), {"TTL", "r5"});
+  EXPECT_TRUE(ttl.starts_with(":89")) << ttl;
+  EXPECT_EQ(on(owner("hash"), {"HGET", "hash", "f"}), bulk("v"));
+  // Nothing left to move: refused with a reason.
+  EXPECT_NE(post("pool=p").find("nothing to move"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace chash::proxy::testing

@@ -84,7 +84,8 @@ TEST_F(WarmupMemcacheE2E, ReadsThroughCopiesTtlAndFlagsAndMovesWrites) {
       meta = on(3, "mg " + k + " t f\r\n");
       return meta == "HD t600 f" + std::to_string(i) + "\r\n" ||
              meta == "HD t599 f" + std::to_string(i) + "\r\n";
-    })) << k << " " << meta;
+    })) << k
+        << " " << meta;
     EXPECT_TRUE(eventually([&] { return on(before[k], "mg " + k + "\r\n") == "EN\r\n"; })) << k;
   }
   EXPECT_GT(moved, 30);
@@ -118,6 +119,49 @@ TEST_F(WarmupMemcacheE2E, ReadsThroughCopiesTtlAndFlagsAndMovesWrites) {
   EXPECT_EQ(c.call("cas " + k + " 0 0 3 " + cas + "\r\nnew\r\n"), "STORED\r\n");
   const auto& shared = *proxy->topology()->pools[0]->shared;
   EXPECT_GT(shared.warmup_copies.load(), 30u);
+}
+
+// POST /rebalance on a memcache pool: lru_crawler metadump of the previous owners, each moved
+// key copied with its TTL and flags and deleted there; then the window ends.
+TEST_F(WarmupMemcacheE2E, RebalanceMovesEveryKey) {
+  const auto admin = free_port();
+  const std::string head = "chash_proxy:\n  admin: 127.0.0.1:" + std::to_string(admin) + "\n";
+  proxy.start(dir, head + yaml(2));
+  McClient c(dial_tcp(proxy->port(std::size_t{0})));
+  constexpr int kKeys = 600;
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string k = "r" + std::to_string(i), v = "v" + std::to_string(i);
+    ASSERT_EQ(c.call("set " + k + " 7 900 " + std::to_string(v.size()) + "\r\n" + v + "\r\n"),
+              "STORED\r\n");
+  }
+  proxy.rewrite(head + yaml(3));
+  std::string message;
+  ASSERT_TRUE(proxy->reload_from_file(message)) << message;
+  ASSERT_TRUE(reload_applied(*proxy));
+  const std::string r = http(admin, "POST /rebalance?pool=p HTTP/1.1\r\n\r\n");
+  ASSERT_NE(r.find("202"), std::string::npos) << r;
+  proxy->rebalancer().wait();
+  const std::string status = proxy->status_json();
+  EXPECT_NE(status.find("\"state\":\"done\""), std::string::npos) << status;
+  ASSERT_TRUE(eventually([&] { return proxy->topology()->pools[0]->previous.empty(); }));
+  int moved = 0;
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string k = "r" + std::to_string(i);
+    const int o = owner(k);
+    for (int s = 1; s <= 3; ++s) {
+      const std::string meta = on(s, "mg " + k + " t f v\r\n");
+      if (s != o) {
+        EXPECT_EQ(meta, "EN\r\n") << k << " on m" << s;  // only at its owner
+        continue;
+      }
+      EXPECT_TRUE(meta.starts_with("VA " + std::to_string(std::to_string(i).size() + 1) + " t8") ||
+                  meta.starts_with("VA " + std::to_string(std::to_string(i).size() + 1) + " t9"))
+          << k << " " << meta;
+      EXPECT_NE(meta.find(" f7\r\nv" + std::to_string(i) + "\r\n"), std::string::npos) << meta;
+    }
+    moved += o == 3;
+  }
+  EXPECT_GT(moved, 100);
 }
 
 }  // namespace
