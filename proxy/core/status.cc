@@ -123,6 +123,17 @@ constexpr PoolSeries kPoolSeries[] = {
     {"chash_proxy_replica_fallbacks_total",
      "Reads a replica refused (LOADING) that went to its master instead.", "counter",
      CHASH_POOL_COUNTER(replica_fallbacks)},
+    {"chash_proxy_warmup_reads_total",
+     "Warm-up: requests for a moved key looked up at its previous owner.", "counter",
+     CHASH_POOL_COUNTER(warmup_reads)},
+    {"chash_proxy_warmup_copies_total",
+     "Warm-up: values found at a previous owner and copied to the key's new owner.", "counter",
+     CHASH_POOL_COUNTER(warmup_copies)},
+    {"chash_proxy_warmup_removed_total",
+     "Warm-up: copies removed at a previous owner (moved, overwritten or deleted keys).",
+     "counter", CHASH_POOL_COUNTER(warmup_removed)},
+    {"chash_proxy_warmup_errors_total", "Warm-up steps that failed.", "counter",
+     CHASH_POOL_COUNTER(warmup_errors)},
 };
 #undef CHASH_POOL_COUNTER
 
@@ -167,6 +178,13 @@ constexpr BackendSeries kBackendSeries[] = {
      "Open connections to the backend, every worker, every pool type (redis and memcache: "
      "pooled server connections; tcp: relays).",
      "gauge", [](const BackendState& s) -> std::uint64_t { return non_negative(s.active.load()); }},
+    {"chash_proxy_backend_absent_writes_total",
+     "Safe failover: writes and deletes of the backend's keys that went elsewhere while it was "
+     "down (noted to delete on it before it returns).",
+     "counter", [](const BackendState& s) -> std::uint64_t { return s.absence.noted(); }},
+    {"chash_proxy_backend_swept_keys_total",
+     "Safe return: keys deleted on the backend before it took traffic again.", "counter",
+     [](const BackendState& s) -> std::uint64_t { return s.absence.swept(); }},
 };
 #undef CHASH_BACKEND_COUNTER
 
