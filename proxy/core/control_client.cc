@@ -13,6 +13,7 @@
 
 #include "net/socket.h"
 #include "net/tls.h"
+#include "proto/redis/resp.h"
 
 namespace chash::proxy {
 
@@ -183,6 +184,25 @@ std::string converse(const Endpoint& to, std::string_view request,
 }
 
 }  // namespace
+
+std::size_t append_redis_prelude(const PoolConfig& pc, const ServerConfig& s, std::string& out) {
+  std::size_t n = 0;
+  const auto& password = s.password ? s.password : pc.server_password;
+  const auto& user = s.user ? s.user : pc.server_user;
+  if (password && user) {
+    redis::append_command(out, {"AUTH", *user, *password});
+    ++n;
+  } else if (password) {
+    redis::append_command(out, {"AUTH", *password});
+    ++n;
+  }
+  if (pc.redis_db != 0) {
+    const std::string db = std::to_string(pc.redis_db);
+    redis::append_command(out, {"SELECT", db});
+    ++n;
+  }
+  return n;
+}
 
 QueryResult query(const Endpoint& to, std::string_view request, std::size_t replies,
                   std::chrono::milliseconds timeout, const net::TlsContext* tls) {

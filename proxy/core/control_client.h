@@ -24,6 +24,11 @@ namespace net {
 class TlsContext;
 }
 
+// The AUTH [user] password and SELECT db a connection to `server` of redis pool `pool` starts
+// with (as the workers' connections do), appended to `out`; how many replies they add.
+std::size_t append_redis_prelude(const PoolConfig& pool, const ServerConfig& server,
+                                 std::string& out);
+
 // One RESP2 value, as Sentinels and cluster nodes answer (nil: a $-1 or *-1).
 struct RespValue {
   char type = 0;  // '+', '-', ':', '$', '*'

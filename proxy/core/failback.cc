@@ -17,26 +17,6 @@ constexpr std::size_t kBatch = 200;  // keys per DEL / per pipelined md run
 constexpr int kMaxRounds = 8;        // sweeps while the backend is still out
 constexpr auto kTimeout = std::chrono::milliseconds(5000);
 
-// The AUTH [and SELECT] a connection to `s` of `pc` starts with, and how many replies they add.
-std::size_t redis_prelude(const PoolConfig& pc, const ServerConfig& s, std::string& out) {
-  std::size_t n = 0;
-  const auto& password = s.password ? s.password : pc.server_password;
-  const auto& user = s.user ? s.user : pc.server_user;
-  if (password && user) {
-    redis::append_command(out, {"AUTH", *user, *password});
-    ++n;
-  } else if (password) {
-    redis::append_command(out, {"AUTH", *password});
-    ++n;
-  }
-  if (pc.redis_db != 0) {
-    const std::string db = std::to_string(pc.redis_db);
-    redis::append_command(out, {"SELECT", db});
-    ++n;
-  }
-  return n;
-}
-
 // Deletes `keys` on backend `s`; false (and `error`) when it could not.
 bool remove_keys(const PoolConfig& pc, const ServerConfig& s, const Endpoint& to,
                  const std::vector<std::string>& keys, std::string& error) {
@@ -44,7 +24,7 @@ bool remove_keys(const PoolConfig& pc, const ServerConfig& s, const Endpoint& to
     const std::size_t end = std::min(keys.size(), at + kBatch);
     std::string req;
     if (pc.protocol == PoolProtocol::kRedis) {
-      const std::size_t prelude = redis_prelude(pc, s, req);
+      const std::size_t prelude = append_redis_prelude(pc, s, req);
       std::vector<std::string_view> del = {"UNLINK"};
       for (std::size_t i = at; i < end; ++i) del.push_back(keys[i]);
       redis::append_command(req, del);
@@ -68,7 +48,7 @@ bool flush_backend(const PoolConfig& pc, const ServerConfig& s, const Endpoint& 
                    std::string& error) {
   std::string req;
   if (pc.protocol == PoolProtocol::kRedis) {
-    const std::size_t prelude = redis_prelude(pc, s, req);
+    const std::size_t prelude = append_redis_prelude(pc, s, req);
     redis::append_command(req, {"FLUSHDB"});
     const QueryResult r = query(to, req, prelude + 1, kTimeout, s.tls.get());
     error = r.error;

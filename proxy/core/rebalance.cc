@@ -47,30 +47,11 @@ Member member(const Pool& p, NodeId i) {
   return {p.servers[i].name, p.servers[i], p.states[i]->resolved()};
 }
 
-std::size_t prelude(const PoolConfig& pc, const ServerConfig& s, std::string& out) {
-  std::size_t n = 0;
-  const auto& password = s.password ? s.password : pc.server_password;
-  const auto& user = s.user ? s.user : pc.server_user;
-  if (password && user) {
-    redis::append_command(out, {"AUTH", *user, *password});
-    ++n;
-  } else if (password) {
-    redis::append_command(out, {"AUTH", *password});
-    ++n;
-  }
-  if (pc.redis_db != 0) {
-    const std::string db = std::to_string(pc.redis_db);
-    redis::append_command(out, {"SELECT", db});
-    ++n;
-  }
-  return n;
-}
-
 // A RESP call on `m` with its prelude; the replies after it (error: why it failed).
 QueryResult call(const PoolConfig& pc, const Member& m, const std::string& commands,
                  std::size_t replies) {
   std::string req;
-  const std::size_t n = prelude(pc, m.server, req);
+  const std::size_t n = append_redis_prelude(pc, m.server, req);
   req += commands;
   QueryResult r = query(m.endpoint(), req, n + replies, kTimeout, m.server.tls.get());
   if (r.error.empty()) {

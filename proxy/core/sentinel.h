@@ -124,7 +124,7 @@ class SentinelWatcher {
   Options options_;
   Discovered* discovered_;
   PublishFn publish_;
-  bool publish_needed_ = false;  // under mu_: replicas changed during a round
+  bool publish_needed_ = false;               // under mu_: replicas changed during a round
   mutable std::mutex mu_;                     // masters_ (status readers vs the thread)
   std::map<std::string, Master> masters_;     // by "pool/server"
   std::map<std::string, Subscription> subs_;  // by sentinel address text (thread only)

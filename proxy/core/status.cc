@@ -130,8 +130,8 @@ constexpr PoolSeries kPoolSeries[] = {
      "Warm-up: values found at a previous owner and copied to the key's new owner.", "counter",
      CHASH_POOL_COUNTER(warmup_copies)},
     {"chash_proxy_warmup_removed_total",
-     "Warm-up: copies removed at a previous owner (moved, overwritten or deleted keys).",
-     "counter", CHASH_POOL_COUNTER(warmup_removed)},
+     "Warm-up: copies removed at a previous owner (moved, overwritten or deleted keys).", "counter",
+     CHASH_POOL_COUNTER(warmup_removed)},
     {"chash_proxy_warmup_errors_total", "Warm-up steps that failed.", "counter",
      CHASH_POOL_COUNTER(warmup_errors)},
 };

@@ -289,6 +289,15 @@ std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const 
   return t;
 }
 
+bool note_fallback_write(const Pool& pool, std::string_view key, NodeId node) {
+  const PoolConfig& pc = pool.config;
+  if (!pc.auto_eject_hosts || !pc.failover_invalidate) return false;
+  const NodeId owner = pool.router.route(key);
+  if (owner == node || owner == kNoNode || owner >= pool.nodes) return false;
+  pool.states[owner]->absence.note(key, pc.failover_track_keys);
+  return true;
+}
+
 std::string describe_change(const Topology& before, const Topology& after) {
   std::string out;
   for (const auto& np : after.pools) {

@@ -249,6 +249,11 @@ std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const 
                                                std::uint64_t version,
                                                const Discovered* discovered = nullptr);
 
+// Safe failover (core/failback.h): a write of `key` going to `node` while the router's owner of
+// it is another backend (down, with auto_eject_hosts) is noted in that backend's absence log;
+// true when it is such a fallback write. Called before the write is sent.
+bool note_fallback_write(const Pool& pool, std::string_view key, NodeId node);
+
 // One line per change ("pool alpha: + 127.0.0.1:7003, moved 24.8% of keys"), for the log.
 std::string describe_change(const Topology& before, const Topology& after);
 

@@ -281,6 +281,18 @@ BackendConn* Worker::backend(std::size_t pool_index, NodeId node, std::string& e
   return slot;
 }
 
+BackendConn* Worker::backend_named(std::size_t pool_index, std::string_view name,
+                                   std::string& error) {
+  const auto& pool = this->pool(pool_index);
+  if (pool != nullptr) {
+    for (NodeId i = 0; i < pool->servers.size(); ++i) {
+      if (pool->servers[i].name == name) return backend(pool_index, i, error);
+    }
+  }
+  error = "it has left the pool";
+  return nullptr;
+}
+
 BackendConn* Worker::dedicated_backend(std::size_t pool_index, NodeId node, std::string& error) {
   auto b = open_backend(pools_[pool_index], node, error);
   if (b == nullptr) return nullptr;

@@ -96,6 +96,9 @@ class Worker {
   // A connection to backend `node` of pool `pool_index` (connecting if needed); nullptr when a
   // connection cannot even be started (the error says why).
   BackendConn* backend(std::size_t pool_index, NodeId node, std::string& error);
+  // The same for the member named `name` of the pool as this worker routes it now (warm-up
+  // steps name members, not ids: a reload between two steps renumbers them).
+  BackendConn* backend_named(std::size_t pool_index, std::string_view name, std::string& error);
   // A new connection to backend `node` that no other client shares (redis WATCH ... EXEC): the
   // worker flushes it, times it out and frees it when it closes, as its own; the caller
   // drain()s it when done. nullptr (with `error`) when it cannot be started.

@@ -302,12 +302,7 @@ std::int64_t Client::capped_exptime(std::int64_t exptime) const {
 }
 
 bool Client::note_fallback_write(std::string_view key, NodeId node) {
-  const PoolConfig& pc = pool_->config;
-  if (!pc.auto_eject_hosts || !pc.failover_invalidate) return false;
-  const NodeId owner = pool_->router.route(key);
-  if (owner == node || owner == kNoNode || owner >= pool_->nodes) return false;
-  pool_->states[owner]->absence.note(key, pc.failover_track_keys);
-  return true;
+  return proxy::note_fallback_write(*pool_, key, node);
 }
 
 void Client::dispatch() {

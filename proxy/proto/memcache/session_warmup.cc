@@ -74,15 +74,8 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
 
   void send(const std::shared_ptr<Msg>& s, std::uint32_t part, const std::string& name,
             std::string bytes) {
-    const auto& pool = worker->pool(pool_index);
-    NodeId n = kNoNode;
-    if (pool != nullptr) {
-      for (NodeId i = 0; i < pool->servers.size(); ++i) {
-        if (pool->servers[i].name == name) n = i;
-      }
-    }
-    std::string error = "it has left the pool";
-    BackendConn* b = n == kNoNode ? nullptr : worker->backend(pool_index, n, error);
+    std::string error;
+    BackendConn* b = worker->backend_named(pool_index, name, error);
     if (b == nullptr) {
       s->fail_part(part, server_error("backend " + name + ": " + error));
       return;

@@ -22,12 +22,7 @@ void send_unanswered(BackendConn* b, std::string_view bytes) {
 }  // namespace
 
 bool Client::note_fallback_write(std::string_view key, NodeId node) {
-  const PoolConfig& pc = pool_->config;
-  if (!pc.auto_eject_hosts || !pc.failover_invalidate) return false;
-  const NodeId owner = pool_->router.route(key);
-  if (owner == node || owner == kNoNode || owner >= pool_->nodes) return false;
-  pool_->states[owner]->absence.note(key, pc.failover_track_keys);
-  return true;
+  return proxy::note_fallback_write(*pool_, key, node);
 }
 
 void Client::invalidate_first(BackendConn* b, NodeId node, std::string_view key) {
