@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // A pool's `acl:` lines are input from outside (the config file): any bytes must build users or
 // be refused with AclError — never a crash, a hang or another exception. The users built are then
-// asked what the proxy asks per request (AUTH, a command, a key), and every pattern is matched
-// against a key made from the input (the glob must stay O(|p| * |s|)).
+// asked what the proxy asks per request (AUTH, a command with arguments made from the input, for
+// every selector), and every pattern is matched against a key made from the input (the glob must
+// stay O(|p| * |s|)).
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "proto/redis/acl.h"
@@ -25,12 +27,33 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const auto acl = Acl::build(lines, std::string("pw"));
     const std::string key = lines.empty() ? std::string() : lines.back().substr(0, 256);
+    // Arguments for commands whose keys are found in every way Redis finds them: by index,
+    // keyword, numkeys, and from the arguments (SET ... GET, BITFIELD, SORT ... STORE).
+    std::vector<std::string_view> words;
+    for (std::size_t i = 0; i < key.size() && words.size() < 16;) {
+      const std::size_t sp = key.find(' ', i);
+      words.push_back(std::string_view(key).substr(i, sp == std::string::npos ? sp : sp - i));
+      if (sp == std::string::npos) break;
+      i = sp + 1;
+    }
+    namespace r = chash::proxy::redis;
     for (const auto& u : acl->users()) {
       (void)acl->authenticate(u.name, key);
-      (void)chash::proxy::redis::acl_command_allowed(u,
-                                                     chash::proxy::redis::acl_command_index("get"));
-      (void)chash::proxy::redis::acl_key_allowed(u, key);
-      for (const auto& p : u.key_patterns) (void)chash::proxy::redis::glob_match(p, key);
+      for (const char* name : {"get", "set", "bitfield", "sort", "eval", "zunionstore", "migrate",
+                               "xread", "lmove", "mset"}) {
+        std::vector<std::string_view> argv{name};
+        argv.insert(argv.end(), words.begin(), words.end());
+        const int index = r::acl_command_index(name);
+        (void)r::acl_check(u, index, r::AclArgSpan(argv));
+        for (const auto& [pos, perms] : r::acl_keys(index, r::AclArgSpan(argv))) {
+          if (pos >= argv.size()) __builtin_trap();  // a key outside the arguments
+          (void)perms;
+        }
+      }
+      for (const auto& p : u.key_patterns) (void)r::glob_match(p.glob, key);
+      for (const auto& s : u.selectors) {
+        for (const auto& p : s.key_patterns) (void)r::glob_match(p.glob, key);
+      }
     }
   } catch (const chash::proxy::redis::AclError&) {
     // refused, with a reason: fine

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Writes proxy/proto/redis/acl_table.inc: every Redis command's ACL categories, asked of a real
-redis-server (COMMAND and ACL CAT), so that chash-proxy's `+@read` means what Redis's does.
+"""Writes proxy/proto/redis/acl_table.inc: every Redis command's ACL categories and key specs, asked
+of a real redis-server (COMMAND and ACL CAT), so that chash-proxy's `+@read` means what Redis's
+does and `%R~` / `%W~` key permissions see the keys Redis sees, with the access Redis declares.
 
     python3 scripts/gen_redis_acl_table.py [--out proxy/proto/redis/acl_table.inc]
 
@@ -53,6 +54,47 @@ def call(sock_file, sock, *args):
     return read_reply(sock_file)
 
 
+# Commands whose key specs say `variable_flags`: acl.cc computes their keys' access from the
+# arguments, as Redis's getkeys procs do (setGetKeys, bitfieldGetKeys).
+VARIABLE_FLAGS = ["bitfield", "set"]
+
+
+def pairs(flat):
+    """A RESP2 map (a flat list of key, value) as a dict."""
+    return dict(zip(flat[::2], flat[1::2]))
+
+
+def key_spec(command, ks):
+    """One key spec as a C++ KeySpecAcl initializer."""
+    flags = set(ks["flags"])
+    perms = []
+    if "access" in flags:
+        perms.append("kAclKeyRead")
+    if flags & {"insert", "delete", "update"}:
+        perms.append("kAclKeyWrite")
+    extra = [name for flag, name in (("not_key", "kSpecNotKey"), ("incomplete", "kSpecIncomplete"),
+                                     ("variable_flags", "kSpecVariable")) if flag in flags]
+    bs, fk = pairs(ks["begin_search"]), pairs(ks["find_keys"])
+    bss, fks = pairs(bs["spec"] or []), pairs(fk["spec"] or [])
+    if bs["type"] == "index":
+        begin = "Begin::kIndex, %d, {}" % bss["index"]
+    elif bs["type"] == "keyword":
+        begin = 'Begin::kKeyword, %d, "%s"' % (bss["startfrom"], bss["keyword"])
+    elif bs["type"] == "unknown":
+        begin = "Begin::kUnknown, 0, {}"
+    else:
+        sys.exit("%s: unknown begin_search type %r" % (command, bs["type"]))
+    if fk["type"] == "range":
+        find = "Find::kRange, %d, %d, %d" % (fks["lastkey"], fks["keystep"], fks["limit"])
+    elif fk["type"] == "keynum":
+        find = "Find::kKeynum, %d, %d, %d" % (fks["keynumidx"], fks["firstkey"], fks["keystep"])
+    elif fk["type"] == "unknown":
+        find = "Find::kUnknown, 0, 0, 0"
+    else:
+        sys.exit("%s: unknown find_keys type %r" % (command, fk["type"]))
+    return "{%s, %s, %s, %s}" % ("|".join(perms) or "0", "|".join(extra) or "0", begin, find)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -92,7 +134,7 @@ def main():
             server.wait()
 
     bit = {c: i for i, c in enumerate(categories)}
-    rows, subs = [], []
+    rows, subs, specs = [], [], []
     for cmd in commands:
         name, flags, cats = cmd[0], cmd[2], cmd[6]
         mask = 0
@@ -101,11 +143,18 @@ def main():
         for c in categories:
             if (name in by_cat[c]) != bool(mask >> bit[c] & 1):
                 sys.exit("COMMAND and ACL CAT %s disagree on %s" % (c, name))
-        rows.append((name.lower(), mask, "no_auth" in flags))
+        first_spec = len(specs)
+        for ks in (cmd[8] if len(cmd) > 8 and cmd[8] else []):
+            specs.append(key_spec(name, pairs(ks)))
+        rows.append((name.lower(), mask, "no_auth" in flags, first_spec, len(specs) - first_spec))
         for sub in (cmd[9] if len(cmd) > 9 and cmd[9] else []):
             subs.append(sub[0].lower())
     rows.sort()
     subs.sort()
+    variable = sorted({r[0] for r in rows for sp in specs[r[3]:r[3] + r[4]] if "kSpecVariable" in sp})
+    if variable != VARIABLE_FLAGS:
+        sys.exit("commands with variable key flags are now %s, acl.cc knows %s: teach "
+                 "acl.cc's variable_flag_keys() the new ones" % (variable, VARIABLE_FLAGS))
 
     lines = [
         "// SPDX-License-Identifier: Apache-2.0",
@@ -119,10 +168,20 @@ def main():
     for c in categories:
         lines.append('    "%s",' % c)
     lines += ["};", "",
-              "// Every command: {name, category mask, no_auth (allowed to every user)}, by name.",
+              "// Key specs (COMMAND's key-specs), each command's in order: {permissions an ACL",
+              "// pattern needs (access: read; insert, delete, update: write), flags, begin search",
+              "// (index: position; keyword: startfrom, keyword), find keys (range: lastkey, keystep,",
+              "// limit; keynum: keynumidx, firstkey, keystep)}.",
+              "constexpr KeySpecAcl kKeySpecs[] = {"]
+    for sp in specs:
+        lines.append("    " + sp + ",")
+    lines += ["};", "",
+              "// Every command: {name, category mask, no_auth (allowed to every user), first key",
+              "// spec, key specs}, by name.",
               "constexpr CommandAcl kCommandAcl[] = {"]
-    for name, mask, no_auth in rows:
-        lines.append('    {"%s", 0x%06xu, %s},' % (name, mask, "true" if no_auth else "false"))
+    for name, mask, no_auth, first, count in rows:
+        lines.append('    {"%s", 0x%06xu, %s, %d, %d},' % (name, mask, "true" if no_auth else "false",
+                                                         first, count))
     lines += ["};", "", "// Subcommands of container commands (`+config|get`), by name.",
               "constexpr std::string_view kSubcommands[] = {"]
     for s in subs:
@@ -130,8 +189,8 @@ def main():
     lines += ["};", ""]
     with open(opts.out, "w") as out:
         out.write("\n".join(lines))
-    print("wrote %s: %d commands, %d subcommands, %d categories (redis %s)"
-          % (opts.out, len(rows), len(subs), len(categories), version))
+    print("wrote %s: %d commands, %d key specs, %d subcommands, %d categories (redis %s)"
+          % (opts.out, len(rows), len(specs), len(subs), len(categories), version))
 
 
 if __name__ == "__main__":

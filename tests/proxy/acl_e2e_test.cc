@@ -75,6 +75,9 @@ const std::vector<std::string> kAclLines = {
     "user np on nopass ~np:* ~app:* +@string +@keyspace -@dangerous",
     "user hashed on #" + kHashOfH + " ~* +@all -@write",
     "user mixed on >m ~* -@all +@hash +get +mget -hdel +@scripting",
+    // Redis 7 read/write key permissions and selectors.
+    "user rw on >rw %R~app:* %W~w:* %RW~both:* +@all -@dangerous",
+    "user sel on >s ~app:* +get +mget (~w:* +set +@list) (%R~* +@read) (%W~log:* +rpush +set)",
 };
 
 class AclE2E : public ::testing::Test {
@@ -139,6 +142,8 @@ TEST_F(AclE2E, DecidesAsRedisServerDoes) {
       {{"AUTH", "mixed", "m"}},
       {{"AUTH", "nobody", "x"}},
       {{"AUTH", "a", "b", "c"}},
+      {{"AUTH", "rw", "rw"}},
+      {{"AUTH", "sel", "s"}},
   };
   const std::vector<std::vector<std::string>> commands = {
       {"GET", "app:1"},
@@ -190,6 +195,33 @@ TEST_F(AclE2E, DecidesAsRedisServerDoes) {
       {"DEL", "app:1", "zz"},
       {"DEL", "w:l"},
       {"UNLINK", "app:1"},
+      // Keys read, written, or both, as each command's key specs (or getkeys proc) say.
+      {"SET", "w:1", "v"},
+      {"GET", "w:1"},
+      {"SET", "w:1", "v", "GET"},
+      {"SET", "both:1", "v", "GET"},
+      {"GETDEL", "w:1"},
+      {"EXISTS", "w:1", "app:1"},
+      {"TYPE", "w:1"},
+      {"TTL", "w:1"},
+      {"STRLEN", "w:1"},
+      {"RPUSH", "app:l", "x"},
+      {"LMOVE", "app:l", "w:l", "LEFT", "LEFT"},
+      {"LMOVE", "both:l", "w:l", "LEFT", "LEFT"},
+      {"RPOPLPUSH", "w:l", "app:l"},
+      {"BITFIELD", "app:1", "GET", "u8", "0"},
+      {"BITFIELD", "app:1", "SET", "u8", "0", "1"},
+      {"BITFIELD", "w:1", "SET", "u8", "0", "1"},
+      {"SORT_RO", "app:l"},
+      {"SINTERSTORE", "w:s", "app:s"},
+      {"SINTERSTORE", "app:s2", "app:s"},
+      {"RPUSH", "log:1", "x"},
+      {"LRANGE", "log:1", "0", "-1"},
+      {"SET", "log:1", "v"},
+      {"HSET", "w:h", "f", "v"},
+      {"EVAL", "return 1", "01", "w:1"},
+      {"EVAL", "return 1", "1", "w:1"},
+      {"MGET", "app:1", "w:1"},
       {"PING"},
       {"ECHO", "x"},
       {"GET"},
@@ -212,7 +244,7 @@ TEST_F(AclE2E, DecidesAsRedisServerDoes) {
       ++compared;
     }
   }
-  EXPECT_GT(compared, 700);
+  EXPECT_GT(compared, 1300);
 }
 
 // A connection whose user is removed by a reload must AUTH again; it does not become the

@@ -28,6 +28,33 @@ bool may_run(const AclUser& u, std::string_view cmd) {
   return acl_command_allowed(u, acl_command_index(cmd));
 }
 
+bool may_touch(const AclSelector& s, std::string_view key) {
+  return acl_key_allowed(s, key, kAclKeyAll);
+}
+
+// acl_check of a command line ("SET k v GET").
+AclVerdict check(const AclUser& u, const std::string& line) {
+  std::vector<std::string> words = Acl::split_line(line);
+  std::vector<std::string_view> argv(words.begin(), words.end());
+  for (auto& c : words[0]) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return acl_check(u, acl_command_index(words[0]), AclArgSpan(argv));
+}
+
+// The keys acl_keys finds in a command line, as "pos:R", "pos:W", "pos:RW" or "pos:-".
+std::string keys_of(const std::string& line) {
+  std::vector<std::string> words = Acl::split_line(line);
+  std::vector<std::string_view> argv(words.begin(), words.end());
+  std::string out;
+  for (const auto& [pos, perms] : acl_keys(acl_command_index(words[0]), AclArgSpan(argv))) {
+    if (!out.empty()) out += ' ';
+    out += std::to_string(pos) + ':';
+    if (perms & kAclKeyRead) out += 'R';
+    if (perms & kAclKeyWrite) out += 'W';
+    if (perms == 0) out += '-';
+  }
+  return out;
+}
+
 std::string error_of(const std::string& yaml) {
   try {
     (void)parse_config(yaml, "p.yml");
@@ -177,16 +204,101 @@ TEST(AclRuleTest, KeyPatterns) {
                            "user all on nopass +@all allkeys", "user tilde on nopass +@all ~*",
                            "user rk on nopass +@all ~* resetkeys ~only"});
   const AclUser& k = *acl->find("k");
-  EXPECT_TRUE(acl_key_allowed(k, "app:1"));
-  EXPECT_TRUE(acl_key_allowed(k, "user:7x"));
-  EXPECT_FALSE(acl_key_allowed(k, "user:x7"));
-  EXPECT_TRUE(acl_key_allowed(k, "hallo"));
-  EXPECT_FALSE(acl_key_allowed(k, "hllo"));
-  EXPECT_FALSE(acl_key_allowed(k, "other"));
-  EXPECT_TRUE(acl_key_allowed(*acl->find("all"), "anything"));
+  EXPECT_TRUE(may_touch(k, "app:1"));
+  EXPECT_TRUE(may_touch(k, "user:7x"));
+  EXPECT_FALSE(may_touch(k, "user:x7"));
+  EXPECT_TRUE(may_touch(k, "hallo"));
+  EXPECT_FALSE(may_touch(k, "hllo"));
+  EXPECT_FALSE(may_touch(k, "other"));
+  EXPECT_TRUE(may_touch(*acl->find("all"), "anything"));
   EXPECT_TRUE(acl->find("tilde")->all_keys);
-  EXPECT_TRUE(acl_key_allowed(*acl->find("rk"), "only"));
-  EXPECT_FALSE(acl_key_allowed(*acl->find("rk"), "other"));
+  EXPECT_TRUE(may_touch(*acl->find("rk"), "only"));
+  EXPECT_FALSE(may_touch(*acl->find("rk"), "other"));
+}
+
+// %R~ / %W~ / %RW~ as Redis 7.0 parses them (ACL GETUSER of redis-server 7.0.15 shows the same).
+TEST(AclRuleTest, ReadWriteKeyPermissions) {
+  const auto acl = acl_of({"user p on nopass +@all %R~r:* %W~w:* %RW~rw:* %r~x %W~x %WR~y %R",
+                           "user star on nopass +@all %RW~* ~more"});
+  const AclUser& p = *acl->find("p");
+  const std::vector<AclKeyPattern> want = {{"r:*", kAclKeyRead},   {"w:*", kAclKeyWrite},
+                                           {"rw:*", kAclKeyAll},   {"x", kAclKeyAll},
+                                           {"y", kAclKeyAll},      {"", kAclKeyRead}};
+  EXPECT_EQ(p.key_patterns, want);  // %r~x then %W~x widen one pattern
+  EXPECT_TRUE(acl_key_allowed(p, "r:1", kAclKeyRead));
+  EXPECT_FALSE(acl_key_allowed(p, "r:1", kAclKeyWrite));
+  EXPECT_FALSE(acl_key_allowed(p, "r:1", kAclKeyAll));
+  EXPECT_TRUE(acl_key_allowed(p, "r:1", 0));  // EXISTS, TYPE: neither read nor written
+  EXPECT_TRUE(acl_key_allowed(p, "w:1", kAclKeyWrite));
+  EXPECT_FALSE(acl_key_allowed(p, "w:1", kAclKeyRead));
+  EXPECT_TRUE(acl_key_allowed(p, "rw:1", kAclKeyAll));
+  EXPECT_TRUE(acl_key_allowed(p, "", kAclKeyRead));
+  EXPECT_FALSE(acl_key_allowed(p, "z", 0));
+  // %RW~* is a pattern, not allkeys: more patterns may follow.
+  const AclUser& star = *acl->find("star");
+  EXPECT_FALSE(star.all_keys);
+  EXPECT_EQ(star.key_patterns.size(), 2u);
+}
+
+// Selectors: a command runs when the root or one selector allows it and all its keys.
+TEST(AclRuleTest, Selectors) {
+  const auto acl = acl_of({
+      "user s on nopass ~app:* +get (~w:* +set) (%R~r:* +@read) ( ~both:*  +@all )",
+      "user split on nopass +get \"(~a:*\" \"+set)\"",
+      "user cleared on nopass ~* +get (~w:* +set) clearselectors",
+      "user r on nopass (~w:* +set) reset on nopass",
+  });
+  const AclUser& s = *acl->find("s");
+  ASSERT_EQ(s.selectors.size(), 3u);
+  EXPECT_EQ(check(s, "GET app:1"), AclVerdict::kAllowed);      // root
+  EXPECT_EQ(check(s, "SET w:1 v"), AclVerdict::kAllowed);      // selector 1
+  EXPECT_EQ(check(s, "GET r:1"), AclVerdict::kAllowed);        // selector 2
+  EXPECT_EQ(check(s, "SET r:1 v"), AclVerdict::kDeniedKey);    // set allowed, not the key
+  EXPECT_EQ(check(s, "SET app:1 v"), AclVerdict::kDeniedKey);  // key denial is more relevant
+  EXPECT_EQ(check(s, "HSET w:1 f v"), AclVerdict::kDeniedKey);  // only selector 3 runs hset
+  EXPECT_EQ(check(s, "HSET both:1 f v"), AclVerdict::kAllowed);
+  EXPECT_EQ(check(s, "SET w:1 v GET"), AclVerdict::kAllowed);  // ~w:* reads and writes
+  EXPECT_EQ(check(s, "MGET app:1 r:1"), AclVerdict::kDeniedKey);  // no single selector has both
+  const AclUser& split = *acl->find("split");
+  ASSERT_EQ(split.selectors.size(), 1u);  // "(~a:*" "+set)" merged, as Redis merges them
+  EXPECT_EQ(check(split, "SET a:1 v"), AclVerdict::kAllowed);
+  EXPECT_EQ(check(split, "SET b:1 v"), AclVerdict::kDeniedKey);
+  EXPECT_EQ(check(split, "DEL a:1"), AclVerdict::kDeniedCommand);
+  EXPECT_TRUE(acl->find("cleared")->selectors.empty());
+  EXPECT_TRUE(acl->find("r")->selectors.empty());
+}
+
+// The keys Redis 7.0 finds in a command, with what it does to each (COMMAND GETKEYSANDFLAGS of
+// redis-server 7.0.15 gives the same positions and access).
+TEST(AclKeysTest, AsRedisFindsThem) {
+  EXPECT_EQ(keys_of("get k"), "1:R");
+  EXPECT_EQ(keys_of("set k v"), "1:W");
+  EXPECT_EQ(keys_of("set k v ex 10 get"), "1:RW");
+  EXPECT_EQ(keys_of("exists a b"), "1:- 2:-");
+  EXPECT_EQ(keys_of("mset a 1 b 2"), "1:W 3:W");
+  EXPECT_EQ(keys_of("mset a 1 b"), "1:W 3:W");
+  EXPECT_EQ(keys_of("lmove s d left right"), "1:RW 2:W");
+  EXPECT_EQ(keys_of("getdel k"), "1:RW");
+  EXPECT_EQ(keys_of("sinterstore d a b"), "1:W 2:R 3:R");
+  EXPECT_EQ(keys_of("eval s 2 a b c"), "3:RW 4:RW");
+  EXPECT_EQ(keys_of("eval s 0"), "");
+  EXPECT_EQ(keys_of("eval s 3 a b"), "");   // more keys than arguments: none
+  // numkeys not a clean count: the getkeys proc's atoi finds keys, with no access flags.
+  EXPECT_EQ(keys_of("eval s 01 a"), "3:-");
+  EXPECT_EQ(keys_of("eval s 2x a b"), "3:- 4:-");
+  EXPECT_EQ(keys_of("eval s x a"), "");
+  EXPECT_EQ(keys_of("eval s 4294967297 a"), "3:RW");  // Redis's (int) numkeys
+  EXPECT_EQ(keys_of("zunionstore d 01 a"), "3:- 1:-");
+  EXPECT_EQ(keys_of("zunionstore d 2 a b weights 1 2"), "1:W 3:R 4:R");
+  EXPECT_EQ(keys_of("bitfield k get u8 0"), "1:R");
+  EXPECT_EQ(keys_of("bitfield k get u8 0 overflow wrap"), "1:R");
+  EXPECT_EQ(keys_of("bitfield k get u8"), "1:RW");  // a syntax error counts as a write
+  EXPECT_EQ(keys_of("bitfield k set u8 0 1"), "1:RW");
+  EXPECT_EQ(keys_of("sort_ro k by w:*"), "1:R");
+  EXPECT_EQ(keys_of("sort k limit 0 1 store d"), "1:R 6:W");
+  EXPECT_EQ(keys_of("sort k get store"), "1:R");  // STORE here is GET's argument
+  EXPECT_EQ(keys_of("xread count 1 streams a b 0 0"), "4:R 5:R");
+  EXPECT_EQ(keys_of("ping"), "");
 }
 
 TEST(AclRuleTest, AcceptedWithoutEffect) {
@@ -216,8 +328,16 @@ TEST(AclRuleTest, BadRulesAreRefusedWithTheirReason) {
       {"user a on <nope", "<nope", "The password you are trying to remove"},
       {"user a on ~* ~app:*", "~app:*", "Adding a pattern after the * pattern"},
       {"user a on allkeys ~x", "~x", "Adding a pattern after the * pattern"},
-      {"user a on %R~app:*", "%R~app:*", "not supported by chash-proxy"},
-      {"user a on (~x +get)", "(~x", "selectors"},
+      {"user a on %~x", "%~x", "Syntax error"},
+      {"user a on %RR~x", "%RR~x", "Syntax error"},
+      {"user a on %X~x", "%X~x", "Syntax error"},
+      {"user a on \"~a b\"", "~a b", "Syntax error"},
+      {"user a on ~* %R~x", "%R~x", "Adding a pattern after the * pattern"},
+      {"user a on (~x +get", "(~x", "Unmatched parenthesis in acl selector starting at '(~x'"},
+      {"user a on (on)", "(on)", "Syntax error"},
+      {"user a on (>pw)", "(>pw)", "Syntax error"},
+      {"user a on (allkeys ~x)", "(allkeys ~x)", "Adding a pattern after the * pattern"},
+      {"user a on (+nosuch)", "(+nosuch)", "Unknown command or category name in ACL"},
   };
   for (const Case& c : cases) {
     try {

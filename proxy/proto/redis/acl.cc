@@ -6,14 +6,35 @@
 
 #include <algorithm>
 
+#include "proto/redis/resp.h"
+
 namespace chash::proxy::redis {
 
 namespace {
+
+// One key spec of a command (Redis's keySpec, server.h), as COMMAND gives it.
+enum class Begin : std::uint8_t { kIndex, kKeyword, kUnknown };
+enum class Find : std::uint8_t { kRange, kKeynum, kUnknown };
+constexpr std::uint8_t kSpecNotKey = 1;      // NOT_KEY: an argument that looks like a key
+constexpr std::uint8_t kSpecIncomplete = 2;  // INCOMPLETE: some keys are elsewhere
+constexpr std::uint8_t kSpecVariable = 4;    // VARIABLE_FLAGS: access depends on the arguments
+
+struct KeySpecAcl {
+  std::uint8_t perms;  // kAclKeyRead / kAclKeyWrite a pattern needs for these keys
+  std::uint8_t flags;  // kSpec*
+  Begin begin;
+  std::int16_t begin_arg;  // kIndex: position; kKeyword: startfrom
+  std::string_view keyword;
+  Find find;
+  std::int16_t a, b, c;  // kRange: lastkey, keystep, limit; kKeynum: keynumidx, firstkey, keystep
+};
 
 struct CommandAcl {
   std::string_view name;
   std::uint32_t categories;
   bool no_auth;
+  std::uint16_t first_spec;  // in kKeySpecs
+  std::uint8_t spec_count;
 };
 
 #include "proto/redis/acl_table.inc"
@@ -100,7 +121,7 @@ void remove_password(AclUser& u, const PasswordHash& h, std::string_view rule) {
 }
 
 // +cmd, -cmd, +@cat, -@cat, +cmd|sub, -cmd|sub.
-void command_rule(AclUser& u, std::string_view rule) {
+void command_rule(AclSelector& u, std::string_view rule) {
   const bool allow = rule[0] == '+';
   const std::string_view what = rule.substr(1);
   if (!what.empty() && what[0] == '@') {
@@ -136,6 +157,88 @@ void command_rule(AclUser& u, std::string_view rule) {
   u.commands.set(static_cast<std::size_t>(i), allow);
 }
 
+// ACLStringHasSpaces: a pattern may not hold a space or a NUL.
+bool has_spaces(std::string_view s) noexcept {
+  return std::any_of(s.begin(), s.end(), [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '\0';
+  });
+}
+
+// ~pattern, %R~pattern, %W~pattern, %RW~pattern (ACLSetSelector).
+void key_rule(AclSelector& s, std::string_view rule) {
+  if (s.all_keys) throw AclError(std::string(rule), kPatternAfterAll);
+  std::uint8_t perms = kAclKeyAll;
+  std::size_t offset = 1;
+  if (rule[0] == '%') {
+    // Redis 7.0: R and W each at most once, then '~' (only after at least one of them); a rule
+    // that ends before the '~' ("%R") is an empty pattern.
+    perms = 0;
+    for (; offset < rule.size(); ++offset) {
+      const char c = rule[offset];
+      if ((c == 'R' || c == 'r') && (perms & kAclKeyRead) == 0) {
+        perms |= kAclKeyRead;
+      } else if ((c == 'W' || c == 'w') && (perms & kAclKeyWrite) == 0) {
+        perms |= kAclKeyWrite;
+      } else if (c == '~' && perms != 0) {
+        ++offset;
+        break;
+      } else {
+        throw AclError(std::string(rule), kSyntax);
+      }
+    }
+  }
+  const std::string_view glob = rule.substr(std::min(offset, rule.size()));
+  if (has_spaces(glob)) throw AclError(std::string(rule), kSyntax);
+  // The same pattern again widens its permissions (%R~k %W~k is ~k).
+  for (AclKeyPattern& p : s.key_patterns) {
+    if (p.glob == glob) {
+      p.perms |= perms;
+      return;
+    }
+  }
+  s.key_patterns.push_back({std::string(glob), perms});
+}
+
+// The rules of a selector (ACLSetSelector): keys, channels and commands.
+void selector_rule(AclSelector& s, std::string_view rule) {
+  const std::string r = lowered(rule);
+  if (r == "allkeys" || r == "~*") {
+    s.all_keys = true;
+    s.key_patterns.clear();
+  } else if (r == "resetkeys") {
+    s.all_keys = false;
+    s.key_patterns.clear();
+  } else if (rule[0] == '~' || rule[0] == '%') {
+    key_rule(s, rule);
+  } else if (r == "allchannels" || r == "resetchannels" || rule[0] == '&') {
+    // Pub/sub is not proxied: channel permissions have nothing to allow.
+  } else if (r == "allcommands") {
+    s.commands.set();
+  } else if (r == "nocommands") {
+    s.commands.reset();
+  } else if ((rule[0] == '+' || rule[0] == '-') && rule.size() > 1) {
+    command_rule(s, rule);
+  } else {
+    throw AclError(std::string(rule), kSyntax);
+  }
+}
+
+// "(rules)": a new selector (no keys, no commands) with the rules inside, split as Redis
+// splits them (sdssplitargs).
+AclSelector make_selector(std::string_view rule) {
+  AclSelector s;
+  std::vector<std::string> inner;
+  try {
+    inner = Acl::split_line(rule.substr(1, rule.size() - 2));
+    for (const std::string& r : inner) {
+      if (!r.empty()) selector_rule(s, r);
+    }
+  } catch (const AclError& e) {
+    throw AclError(std::string(rule), e.what());  // Redis names the whole selector
+  }
+  return s;
+}
+
 }  // namespace
 
 // ---- Rules ---------------------------------------------------------------------------------
@@ -147,8 +250,8 @@ void Acl::apply_rule(AclUser& u, std::string_view rule) {
     u.enabled = true;
   } else if (r == "off") {
     u.enabled = false;
-  } else if (r == "skip-sanitize-payload" || r == "sanitize-payload" || r == "clearselectors") {
-    // RESTORE payload checks / selectors: nothing the proxy enforces (selectors are refused).
+  } else if (r == "skip-sanitize-payload" || r == "sanitize-payload") {
+    // RESTORE payload checks: nothing the proxy enforces.
   } else if (r == "nopass") {
     u.nopass = true;
     u.passwords.clear();
@@ -163,46 +266,49 @@ void Acl::apply_rule(AclUser& u, std::string_view rule) {
     remove_password(u, sha256(rule.substr(1)), rule);
   } else if (rule[0] == '!') {
     remove_password(u, parse_hash(rule), rule);
-  } else if (rule[0] == '(') {
-    throw AclError(std::string(rule),
-                   "selectors '(...)' are not supported by chash-proxy; give the user's "
-                   "permissions as root rules");
+  } else if (rule[0] == '(' && rule.back() == ')') {
+    u.selectors.push_back(make_selector(rule));
+  } else if (r == "clearselectors") {
+    u.selectors.clear();
   } else if (r == "reset") {
-    // Redis 7.0: resetpass resetkeys resetchannels off -@all clearselectors (and allchannels
+    // Redis 7.0: resetpass resetkeys resetchannels off clearselectors -@all (and allchannels
     // when acl-pubsub-default says so; channels are not proxied).
     u.nopass = false;
     u.passwords.clear();
     u.all_keys = false;
     u.key_patterns.clear();
     u.enabled = false;
+    u.selectors.clear();
     u.commands.reset();
-  } else if (r == "allkeys" || rule == "~*") {
-    u.all_keys = true;
-    u.key_patterns.assign(1, "*");
-  } else if (r == "resetkeys") {
-    u.all_keys = false;
-    u.key_patterns.clear();
-  } else if (rule[0] == '~') {
-    if (u.all_keys) throw AclError(std::string(rule), kPatternAfterAll);
-    const std::string pattern(rule.substr(1));
-    if (std::find(u.key_patterns.begin(), u.key_patterns.end(), pattern) == u.key_patterns.end()) {
-      u.key_patterns.push_back(pattern);
-    }
-  } else if (rule[0] == '%') {
-    throw AclError(std::string(rule),
-                   "read/write key permissions (%R~, %W~, %RW~) are not supported by "
-                   "chash-proxy; use ~pattern");
-  } else if (r == "allchannels" || r == "resetchannels" || rule[0] == '&') {
-    // Pub/sub is not proxied: channel permissions have nothing to allow.
-  } else if (r == "allcommands") {
-    u.commands.set();
-  } else if (r == "nocommands") {
-    u.commands.reset();
-  } else if ((rule[0] == '+' || rule[0] == '-') && rule.size() > 1) {
-    command_rule(u, rule);
   } else {
-    throw AclError(std::string(rule), kSyntax);
+    selector_rule(u, rule);  // the root selector's
   }
+}
+
+std::vector<std::string> Acl::merge_selectors(std::vector<std::string> args) {
+  std::vector<std::string> out;
+  std::string open;  // a selector begun but not closed
+  bool in_selector = false;
+  for (std::string& a : args) {
+    if (!in_selector && !a.empty() && a.front() == '(' && a.back() != ')') {
+      open = std::move(a);
+      in_selector = true;
+    } else if (in_selector) {
+      open += ' ';
+      open += a;
+      if (!a.empty() && a.back() == ')') {
+        out.push_back(std::move(open));
+        in_selector = false;
+      }
+    } else {
+      out.push_back(std::move(a));
+    }
+  }
+  if (in_selector) {
+    const std::string start = open.substr(0, open.find(' '));
+    throw AclError(start, "Unmatched parenthesis in acl selector starting at '" + start + "'");
+  }
+  return out;
 }
 
 std::vector<std::string> Acl::split_line(std::string_view line) {
@@ -277,7 +383,7 @@ std::shared_ptr<const Acl> Acl::build(std::span<const std::string> lines,
   auto acl = std::make_shared<Acl>();
   for (std::size_t n = 0; n < lines.size(); ++n) {
     if (line_index != nullptr) *line_index = n;
-    const std::vector<std::string> argv = split_line(lines[n]);
+    std::vector<std::string> argv = split_line(lines[n]);
     if (argv.empty() || !iequals(argv[0], "user")) {
       throw AclError("", "an acl line starts with 'user <name>', as in an aclfile");
     }
@@ -285,13 +391,18 @@ std::shared_ptr<const Acl> Acl::build(std::span<const std::string> lines,
     if (acl->find(argv[1]) != nullptr) throw AclError("", "duplicate user '" + argv[1] + "'");
     AclUser u;  // a new user: off, no password, no keys, no commands (ACLCreateUser)
     u.name = argv[1];
-    for (std::size_t j = 2; j < argv.size(); ++j) apply_rule(u, argv[j]);
+    argv.erase(argv.begin(), argv.begin() + 2);
+    for (const std::string& rule : merge_selectors(std::move(argv))) apply_rule(u, rule);
     acl->users_.push_back(std::move(u));
   }
   if (line_index != nullptr) *line_index = lines.size();
   const auto finish = [](AclUser& u) {
-    u.all_commands = true;
-    for (std::size_t i = 0; i < std::size(kCommandAcl); ++i) u.all_commands &= u.commands.test(i);
+    const auto all = [](AclSelector& s) {
+      s.all_commands = true;
+      for (std::size_t i = 0; i < std::size(kCommandAcl); ++i) s.all_commands &= s.commands.test(i);
+    };
+    all(u);
+    for (AclSelector& s : u.selectors) all(s);
   };
   for (AclUser& u : acl->users_) finish(u);
   const AclUser* given = acl->find("default");
@@ -378,12 +489,266 @@ std::uint32_t acl_command_categories(int index) noexcept {
 
 std::span<const std::string_view> acl_categories() noexcept { return kCategoryNames; }
 
-bool acl_key_allowed(const AclUser& user, std::string_view key) noexcept {
-  if (user.all_keys) return true;
-  for (const std::string& p : user.key_patterns) {
-    if (glob_match(p, key)) return true;
+bool acl_key_allowed(const AclSelector& s, std::string_view key, std::uint8_t perms) noexcept {
+  // ACLSelectorCheckKey: a pattern that grants every permission the key needs, and matches.
+  if (s.all_keys) return true;
+  for (const AclKeyPattern& p : s.key_patterns) {
+    if ((p.perms & perms) == perms && glob_match(p.glob, key)) return true;
   }
   return false;
+}
+
+// ---- Keys of a command -------------------------------------------------------------------------
+
+namespace {
+
+bool is_word(std::string_view arg, std::string_view word) noexcept { return iequals(arg, word); }
+
+// numkeys as Redis's string2ll reads it: a RESP integer without leading zeros ("01", "-0").
+bool parse_numkeys(std::string_view s, std::int64_t& out) noexcept {
+  const std::string_view digits = !s.empty() && s[0] == '-' ? s.substr(1) : s;
+  if (digits.size() > 1 && digits[0] == '0') return false;
+  if (digits == "0" && digits.size() != s.size()) return false;
+  return parse_int(s, out);
+}
+
+// The keys of one spec (db.c getKeysUsingKeySpecs, one iteration of its loop): calls
+// visit(position, perms); returns false when the spec cannot find them (an unknown or
+// incomplete spec, numkeys not a count, positions out of range), as Redis's goto invalid_spec.
+template <class Visit>
+bool spec_keys(const KeySpecAcl& spec, const AclArgs& argv, Visit&& visit) {
+  const long argc = static_cast<long>(argv.size());
+  long first = 0;
+  if (spec.begin == Begin::kIndex) {
+    first = spec.begin_arg;
+  } else if (spec.begin == Begin::kKeyword) {
+    // From startfrom towards the end (or, negative, from the end backwards), as Redis scans.
+    const long start = spec.begin_arg > 0 ? spec.begin_arg : argc + spec.begin_arg;
+    const long end = spec.begin_arg > 0 ? argc - 1 : 1;
+    for (long i = start; i != end; i = start <= end ? i + 1 : i - 1) {
+      if (i >= argc || i < 1) break;
+      if (is_word(argv[static_cast<std::size_t>(i)], spec.keyword)) {
+        first = i + 1;
+        break;
+      }
+    }
+    if (first == 0) return true;  // keyword absent: no keys from this spec
+  } else {
+    return false;
+  }
+  long last = 0, step = 1;
+  if (spec.find == Find::kRange) {
+    step = spec.b;
+    if (spec.a >= 0) {
+      last = first + spec.a;
+    } else if (spec.c == 0) {
+      last = argc + spec.a;
+    } else {
+      last = first + ((argc - first) / spec.c + spec.a);
+    }
+  } else if (spec.find == Find::kKeynum) {
+    step = spec.c;
+    const long at = first + spec.a;
+    std::int64_t numkeys = 0;
+    if (at >= argc || at < 0 || !parse_numkeys(argv[static_cast<std::size_t>(at)], numkeys) ||
+        numkeys < 0) {
+      return false;
+    }
+    first += spec.b;
+    last = first + static_cast<int>(numkeys) - 1;  // Redis's (int) cast, wrap and all
+  } else {
+    return false;
+  }
+  if (last >= argc || last < first || first >= argc || step <= 0) return false;
+  for (long i = first; i <= last; i += step) {
+    if (!visit(static_cast<std::size_t>(i), spec.perms)) return true;
+  }
+  return (spec.flags & kSpecIncomplete) == 0;
+}
+
+// SET's key: written, and read too with GET (t_string.c setGetKeys).
+template <class Visit>
+void set_keys(const AclArgs& argv, Visit&& visit) {
+  std::uint8_t perms = kAclKeyWrite;
+  for (std::size_t i = 3; i < argv.size(); ++i) {
+    if (is_word(argv[i], "get")) perms = kAclKeyAll;
+  }
+  visit(1, perms);
+}
+
+// BITFIELD's key: read only while every operation is a well-formed GET or OVERFLOW
+// (bitops.c bitfieldGetKeys; a syntax error counts as a write, to be safe).
+template <class Visit>
+void bitfield_keys(const AclArgs& argv, Visit&& visit) {
+  bool readonly = true;
+  for (std::size_t i = 2; i < argv.size(); ++i) {
+    const std::size_t rest = argv.size() - i - 1;
+    if (is_word(argv[i], "get") && rest >= 2) {
+      i += 2;
+    } else if ((is_word(argv[i], "set") || is_word(argv[i], "incrby")) && rest >= 3) {
+      readonly = false;
+      break;
+    } else if (is_word(argv[i], "overflow") && rest >= 1) {
+      i += 1;
+    } else {
+      readonly = false;
+      break;
+    }
+  }
+  visit(1, readonly ? kAclKeyRead : kAclKeyAll);
+}
+
+// SORT's key is read; the last STORE's key is written (sort.c sortGetKeys: LIMIT takes two
+// arguments, GET and BY one). SORT_RO has only the key.
+template <class Visit>
+void sort_keys(const AclArgs& argv, bool ro, Visit&& visit) {
+  std::size_t store = 0;
+  for (std::size_t i = 2; !ro && i < argv.size(); ++i) {
+    if (is_word(argv[i], "limit")) {
+      i += 2;
+    } else if (is_word(argv[i], "get") || is_word(argv[i], "by")) {
+      i += 1;
+    } else if (is_word(argv[i], "store") && i + 1 < argv.size()) {
+      store = i + 1;
+    }
+  }
+  if (!visit(1, kAclKeyRead)) return;
+  if (store != 0) visit(store, kAclKeyWrite);
+}
+
+// C's atoi as glibc has it ((int)strtol): leading spaces, a sign, the digits up to the first
+// other byte, saturated at the long range, then cut to int.
+int c_atoi(std::string_view s) noexcept {
+  std::size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r'))) ++i;
+  bool negative = false;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
+  std::int64_t v = 0;
+  bool saturated = false;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+    const int d = s[i] - '0';
+    if (!saturated && v > (INT64_MAX - d) / 10) saturated = true;
+    if (!saturated) v = v * 10 + d;
+  }
+  if (saturated) v = negative ? INT64_MIN : INT64_MAX;
+  else if (negative) v = -v;
+  return static_cast<int>(v);
+}
+
+// The commands whose getkeys proc is db.c genericGetKeys: {name, store key position, numkeys
+// position, first key, step}. Their keys come back with no access flags (any pattern matching
+// the key allows it), which is what Redis does when numkeys is not a clean count ("01", "2x").
+struct GenericKeys {
+  std::string_view name;
+  int store, count, first, step;
+};
+constexpr GenericKeys kGenericKeys[] = {
+    {"blmpop", 0, 2, 3, 1},      {"bzmpop", 0, 2, 3, 1},      {"eval", 0, 2, 3, 1},
+    {"eval_ro", 0, 2, 3, 1},     {"evalsha", 0, 2, 3, 1},     {"evalsha_ro", 0, 2, 3, 1},
+    {"fcall", 0, 2, 3, 1},       {"fcall_ro", 0, 2, 3, 1},    {"lmpop", 0, 1, 2, 1},
+    {"sintercard", 0, 1, 2, 1},  {"zdiff", 0, 1, 2, 1},       {"zdiffstore", 1, 2, 3, 1},
+    {"zinter", 0, 1, 2, 1},      {"zintercard", 0, 1, 2, 1},  {"zinterstore", 1, 2, 3, 1},
+    {"zmpop", 0, 1, 2, 1},       {"zunion", 0, 1, 2, 1},      {"zunionstore", 1, 2, 3, 1},
+};
+
+template <class Visit>
+void generic_keys(const GenericKeys& g, const AclArgs& argv, Visit&& visit) {
+  const long argc = static_cast<long>(argv.size());
+  if (g.count >= argc) return;
+  const int num = c_atoi(argv[static_cast<std::size_t>(g.count)]);
+  if (num < 1 || num > (argc - g.first) / g.step) return;  // the command will refuse it
+  for (int i = 0; i < num; ++i) {
+    if (!visit(static_cast<std::size_t>(g.first + i * g.step), std::uint8_t{0})) return;
+  }
+  if (g.store != 0) visit(static_cast<std::size_t>(g.store), std::uint8_t{0});
+}
+
+// db.c getKeysFromCommandWithSpecs: the key specs when they are all valid and their flags fixed;
+// else the command's getkeys proc: SET, BITFIELD (flags from the arguments), SORT, SORT_RO
+// (unknown specs) and the numkeys commands (genericGetKeys) are here. The procs of commands the
+// proxy refuses anyway (MIGRATE, GEORADIUS ... STORE, XREAD with a bad STREAMS) are not: their
+// keys are what the specs give, or none.
+template <class Visit>
+void command_keys(int index, const AclArgs& argv, Visit&& visit) {
+  const CommandAcl& c = kCommandAcl[index];
+  const std::span<const KeySpecAcl> specs(kKeySpecs + c.first_spec, c.spec_count);
+  bool has_key = false, variable = false;
+  for (const KeySpecAcl& s : specs) {
+    has_key |= (s.flags & kSpecNotKey) == 0;
+    variable |= (s.flags & kSpecVariable) != 0;
+  }
+  if (has_key && !variable) {
+    // Redis drops every key when one spec fails: check them all before visiting any.
+    bool valid = true;
+    for (const KeySpecAcl& s : specs) {
+      if ((s.flags & kSpecNotKey) == 0) {
+        valid = valid && spec_keys(s, argv, [](std::size_t, std::uint8_t) { return true; });
+      }
+    }
+    if (valid) {
+      bool more = true;
+      const auto until = [&](std::size_t pos, std::uint8_t perms) {
+        more = visit(pos, perms);
+        return more;
+      };
+      for (const KeySpecAcl& s : specs) {
+        if ((s.flags & kSpecNotKey) == 0 && more) spec_keys(s, argv, until);
+      }
+      return;
+    }
+  }
+  if (argv.size() < 2) return;
+  if (c.name == "set") {
+    set_keys(argv, visit);
+  } else if (c.name == "bitfield") {
+    bitfield_keys(argv, visit);
+  } else if (c.name == "sort" || c.name == "sort_ro") {
+    sort_keys(argv, c.name == "sort_ro", visit);
+  } else {
+    const auto* g = std::lower_bound(
+        std::begin(kGenericKeys), std::end(kGenericKeys), c.name,
+        [](const GenericKeys& k, std::string_view n) { return k.name < n; });
+    if (g != std::end(kGenericKeys) && g->name == c.name) generic_keys(*g, argv, visit);
+  }
+}
+
+AclVerdict selector_check(const AclSelector& s, int index, const AclArgs& argv) noexcept {
+  if (!acl_command_allowed(s, index)) return AclVerdict::kDeniedCommand;
+  if (s.all_keys) return AclVerdict::kAllowed;
+  bool ok = true;
+  command_keys(index, argv, [&](std::size_t pos, std::uint8_t perms) {
+    ok = acl_key_allowed(s, argv[pos], perms);
+    return ok;
+  });
+  return ok ? AclVerdict::kAllowed : AclVerdict::kDeniedKey;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::size_t, std::uint8_t>> acl_keys(int index, const AclArgs& args) {
+  std::vector<std::pair<std::size_t, std::uint8_t>> out;
+  if (index < 0 || static_cast<std::size_t>(index) >= std::size(kCommandAcl)) return out;
+  command_keys(index, args, [&](std::size_t pos, std::uint8_t perms) {
+    out.emplace_back(pos, perms);
+    return true;
+  });
+  return out;
+}
+
+AclVerdict acl_check(const AclUser& user, int index, const AclArgs& args) noexcept {
+  // acl.c ACLCheckAllUserCommandPerm: the first selector that allows it wins; otherwise a key
+  // denial is more relevant than a command denial (both reply NOPERM, with different words).
+  if (index < 0 || static_cast<std::size_t>(index) >= std::size(kCommandAcl)) {
+    return AclVerdict::kDeniedCommand;
+  }
+  AclVerdict worst = selector_check(user, index, args);
+  if (worst == AclVerdict::kAllowed) return worst;
+  for (const AclSelector& s : user.selectors) {
+    const AclVerdict v = selector_check(s, index, args);
+    if (v == AclVerdict::kAllowed) return v;
+    if (v > worst) worst = v;
+  }
+  return worst;
 }
 
 std::string noperm_command_reply(std::string_view lower_name) {

@@ -8,18 +8,19 @@
 //
 // Each line is an aclfile line: `user <name>` then rules applied in order to a new user (off,
 // no password, no keys, no commands). Rules: on, off, nopass, resetpass, >pass, <pass, #hash,
-// !hash, ~pattern, allkeys, resetkeys, +cmd, -cmd, +@category, -@category, allcommands,
-// nocommands, reset; channel rules (&pattern, allchannels, resetchannels) and
-// (skip-)sanitize-payload are accepted and have no effect (pub/sub is not proxied);
-// `+cmd|sub` / `-cmd|sub` only name subcommands of server commands the proxy does not forward,
-// and are accepted with no effect. Not supported (refused with a clear error): %R~ / %W~ key
-// permissions and (...) selectors.
+// !hash, ~pattern, %R~pattern, %W~pattern, %RW~pattern, allkeys, resetkeys, +cmd, -cmd,
+// +@category, -@category, allcommands, nocommands, reset, (...) selectors and clearselectors;
+// channel rules (&pattern, allchannels, resetchannels) and (skip-)sanitize-payload are accepted
+// and have no effect (pub/sub is not proxied); `+cmd|sub` / `-cmd|sub` only name subcommands of
+// server commands the proxy does not forward, and are accepted with no effect.
 // Without a `user default` line the default user is Redis's: on nopass ~* +@all, with the
 // pool's client password (requirepass) when one is set.
 //
-// Categories are Redis's own, per command: proxy/proto/redis/acl_table.inc is generated from a
-// real redis-server by scripts/gen_redis_acl_table.py. Passwords are kept only as SHA-256 (as
-// Redis keeps them) and compared in constant time.
+// Categories and key specs are Redis's own, per command: proxy/proto/redis/acl_table.inc is
+// generated from a real redis-server by scripts/gen_redis_acl_table.py, so a command's keys, and
+// whether each is read or written, are found as Redis finds them (db.c
+// getKeysFromCommandWithSpecs). Passwords are kept only as SHA-256 (as Redis keeps them) and
+// compared in constant time.
 #pragma once
 
 #include <array>
@@ -40,16 +41,34 @@ inline constexpr std::size_t kAclMaxCommands = 256;
 
 using PasswordHash = std::array<unsigned char, 32>;  // SHA-256
 
-struct AclUser {
+// What a key pattern allows (Redis 7): `~p` reading and writing, `%R~p` reading, `%W~p` writing.
+inline constexpr std::uint8_t kAclKeyRead = 1;
+inline constexpr std::uint8_t kAclKeyWrite = 2;
+inline constexpr std::uint8_t kAclKeyAll = kAclKeyRead | kAclKeyWrite;
+
+struct AclKeyPattern {
+  std::string glob;  // Redis glob
+  std::uint8_t perms = kAclKeyAll;
+  friend bool operator==(const AclKeyPattern&, const AclKeyPattern&) = default;
+};
+
+// Commands and keys a selector allows. A user's own rules are its root selector; Redis 7 adds
+// `(...)` selectors, each with commands and keys of its own: a command runs when one selector
+// allows it and every key it touches (ACLCheckAllUserCommandPerm).
+struct AclSelector {
+  bool all_keys = false;                     // ~* / allkeys
+  std::vector<AclKeyPattern> key_patterns;   // unused when all_keys
+  std::bitset<kAclMaxCommands> commands;     // allowed, by index in the generated table
+  // Every command of the table is allowed (set by Acl::build): the per-command lookup is skipped.
+  bool all_commands = false;
+};
+
+struct AclUser : AclSelector {  // the root selector
   std::string name;
   bool enabled = false;
   bool nopass = false;
   std::vector<PasswordHash> passwords;
-  bool all_keys = false;                  // ~* / allkeys
-  std::vector<std::string> key_patterns;  // Redis globs; unused when all_keys
-  std::bitset<kAclMaxCommands> commands;  // allowed, by index in the generated table
-  // Every command of the table is allowed (set by Acl::build): the per-command lookup is skipped.
-  bool all_commands = false;
+  std::vector<AclSelector> selectors;  // (...) rules, tried after the root, in order
 };
 
 // A rule line that cannot be applied: `rule` is the offending token ("" for the line as a
@@ -69,8 +88,12 @@ class Acl {
                                           const std::optional<std::string>& default_password,
                                           std::size_t* line_index = nullptr);
 
-  // Applies one rule to `user` as ACL SETUSER does; throws AclError.
+  // Applies one rule to `user` as ACL SETUSER does (a selector is one rule: "(~k:* +get)");
+  // throws AclError.
   static void apply_rule(AclUser& user, std::string_view rule);
+  // Joins the arguments of a selector split over several ("(~k:*", "+get)") as Redis does
+  // (ACLMergeSelectorArguments); throws AclError on an unclosed one.
+  static std::vector<std::string> merge_selectors(std::vector<std::string> args);
   // Splits an aclfile line into arguments as Redis does (sdssplitargs: spaces, "double" quotes
   // with \x41-style escapes, 'single' quotes); throws AclError on unbalanced quotes.
   static std::vector<std::string> split_line(std::string_view line);
@@ -96,13 +119,44 @@ class Acl {
 int acl_command_index(std::string_view lower_name) noexcept;
 // Whether every user may run it (Redis's no_auth flag: AUTH, HELLO, QUIT).
 bool acl_command_no_auth(int index) noexcept;
-// May `user` run command `index`?
-inline bool acl_command_allowed(const AclUser& user, int index) noexcept {
-  return index >= 0 &&
-         (acl_command_no_auth(index) || user.commands.test(static_cast<std::size_t>(index)));
+// May `selector` run command `index` (its command rules only)?
+inline bool acl_command_allowed(const AclSelector& s, int index) noexcept {
+  return index >= 0 && (acl_command_no_auth(index) || s.all_commands ||
+                        s.commands.test(static_cast<std::size_t>(index)));
 }
-// May `user` touch `key`?
-bool acl_key_allowed(const AclUser& user, std::string_view key) noexcept;
+// May `selector` touch `key` with `perms` (kAclKeyRead / kAclKeyWrite / both / 0 for neither,
+// as EXISTS or TYPE touch a key)?
+bool acl_key_allowed(const AclSelector& s, std::string_view key, std::uint8_t perms) noexcept;
+
+// A command's arguments, argv[0] its name, as the checks read them (the session's request
+// buffer, or a span in tests).
+class AclArgs {
+ public:
+  virtual std::size_t size() const noexcept = 0;
+  virtual std::string_view operator[](std::size_t i) const noexcept = 0;
+
+ protected:
+  ~AclArgs() = default;
+};
+class AclArgSpan final : public AclArgs {
+ public:
+  explicit AclArgSpan(std::span<const std::string_view> args) noexcept : args_(args) {}
+  std::size_t size() const noexcept override { return args_.size(); }
+  std::string_view operator[](std::size_t i) const noexcept override { return args_[i]; }
+
+ private:
+  std::span<const std::string_view> args_;
+};
+
+// The keys of command `index` in `args` and what the command does to each: {argument position,
+// kAclKeyRead | kAclKeyWrite}, as Redis 7.0 finds them (key specs; SET, BITFIELD, SORT and
+// SORT_RO by their arguments, as their getkeys procs do). For tests; acl_check does not allocate.
+std::vector<std::pair<std::size_t, std::uint8_t>> acl_keys(int index, const AclArgs& args);
+
+enum class AclVerdict : std::uint8_t { kAllowed, kDeniedCommand, kDeniedKey };
+// May `user` run command `index` with `args`? Each selector in turn, the root first; when none
+// allows it, the most relevant denial (a key over the command, as Redis picks it).
+AclVerdict acl_check(const AclUser& user, int index, const AclArgs& args) noexcept;
 
 // Redis's glob (util.c stringmatchlen, case-sensitive): * ? [abc] [^a-z] and \x escapes.
 bool glob_match(std::string_view pattern, std::string_view text) noexcept;

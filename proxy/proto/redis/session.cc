@@ -338,55 +338,27 @@ bool Client::authenticate(std::string_view user, std::string_view password) {
 bool Client::permitted(const redis::Command& cmd, std::size_t argc) {
   if (user_ == nullptr) return true;  // no acl (an unauthenticated client never gets here)
   const AclUser& u = *user_;
-  if (!u.all_commands && !redis::acl_command_allowed(u, redis::acl_command_index(cmd.name))) {
-    reject(redis::noperm_command_reply(cmd.name));
-    return false;
-  }
-  if (u.all_keys) return true;
-  // The command's keys, where the router finds them (Redis checks each key spec's keys).
-  std::size_t first = 1, last = 0, step = 1;
-  switch (cmd.route) {
-    case redis::Route::kLocal:
-    case redis::Route::kUnsupported:
+  if (u.all_commands && u.all_keys) return true;  // the root selector allows everything
+  // The request's arguments, read in place (no copy).
+  struct Args final : redis::AclArgs {
+    Args(const RequestParser& p, std::string_view in, std::size_t n) : parser(p), buf(in), argc(n) {}
+    std::size_t size() const noexcept override { return argc; }
+    std::string_view operator[](std::size_t i) const noexcept override { return parser.arg(buf, i); }
+    const RequestParser& parser;
+    std::string_view buf;
+    std::size_t argc;
+  };
+  switch (redis::acl_check(u, redis::acl_command_index(cmd.name), Args(parser_, in_, argc))) {
+    case redis::AclVerdict::kAllowed:
       return true;
-    case redis::Route::kTransaction:  // WATCH's keys
-      if (cmd.key_first == 0) return true;
-      last = argc - 1;
-      break;
-    case redis::Route::kKey:
-      last = 1;
-      break;
-    case redis::Route::kKeysSameNode:
-      first = static_cast<std::size_t>(cmd.key_first);
-      last = cmd.key_last < 0 ? argc - 1 : static_cast<std::size_t>(cmd.key_last);
-      step = static_cast<std::size_t>(cmd.key_step);
-      break;
-    case redis::Route::kSplitKeys:
-      last = argc - 1;
-      break;
-    case redis::Route::kSplitPairs:
-      last = argc - 1;
-      step = 2;
-      break;
-    case redis::Route::kEval: {
-      // A bad numkeys has no keys to check; EVAL's own error answers it (as in Redis).
-      std::int64_t numkeys = 0;
-      if (!redis::parse_int(parser_.arg(in_, 2), numkeys) || numkeys <= 0 ||
-          static_cast<std::uint64_t>(numkeys) > argc - 3) {
-        return true;
-      }
-      first = 3;
-      last = 2 + static_cast<std::size_t>(numkeys);
-      break;
-    }
-  }
-  for (std::size_t i = first; i <= last && i < argc; i += step) {
-    if (!redis::acl_key_allowed(u, parser_.arg(in_, i))) {
+    case redis::AclVerdict::kDeniedCommand:
+      reject(redis::noperm_command_reply(cmd.name));
+      return false;
+    case redis::AclVerdict::kDeniedKey:
       reject(redis::kNopermKeyReply);
       return false;
-    }
   }
-  return true;
+  return false;
 }
 
 std::shared_ptr<Msg> Client::new_msg() {
