@@ -14,6 +14,7 @@
 #include "core/daemon.h"
 #include "core/log.h"
 #include "core/proxy.h"
+#include "core/signals.h"
 #include "core/stats_port.h"
 
 namespace {
@@ -127,6 +128,8 @@ int main(int argc, char** argv) {
     daemon.failed(what);
     return 1;
   };
+  // Before the listening sockets open and any thread starts (core/signals.h).
+  chash::proxy::block_handled_signals();
   try {
     chash::proxy::ProxyOptions options;
     options.config_path = cl.config_path;

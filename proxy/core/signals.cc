@@ -10,9 +10,9 @@
 
 namespace chash::proxy {
 
-SignalHandler::SignalHandler(net::EventLoop& loop, std::function<void()> on_reload,
-                             std::function<void(std::string_view)> on_stop)
-    : loop_(loop), on_reload_(std::move(on_reload)), on_stop_(std::move(on_stop)) {
+namespace {
+
+sigset_t handled_signals() noexcept {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGHUP);
@@ -22,7 +22,22 @@ SignalHandler::SignalHandler(net::EventLoop& loop, std::function<void()> on_relo
   sigaddset(&set, SIGUSR2);  // nothing, as nutcracker (its default action would kill us)
   sigaddset(&set, SIGTTIN);
   sigaddset(&set, SIGTTOU);
+  return set;
+}
+
+}  // namespace
+
+void block_handled_signals() noexcept {
+  const sigset_t set = handled_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+SignalHandler::SignalHandler(net::EventLoop& loop, std::function<void()> on_reload,
+                             std::function<void(std::string_view)> on_stop)
+    : loop_(loop), on_reload_(std::move(on_reload)), on_stop_(std::move(on_stop)) {
+  const sigset_t set = handled_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before the workers start: they inherit it
+  // Signals that came before (blocked since main(): pending) are read from it at once.
   fd_ = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
   if (fd_ >= 0) loop_.add(fd_, EPOLLIN, this);
 }

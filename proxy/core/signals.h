@@ -7,7 +7,10 @@
 //   SIGINT/SIGTERM   stop
 //
 // The constructor blocks these signals in the calling thread; construct it before any worker
-// thread starts so they inherit the mask and the signals reach only the signalfd.
+// thread starts so they inherit the mask and the signals reach only the signalfd. main() blocks
+// them earlier still (block_handled_signals), before the listening sockets open: a SIGTERM or
+// SIGHUP sent as soon as the port accepts then waits, pending, for the signalfd instead of
+// killing a process that has not finished starting (and would leave no clean-up behind).
 #pragma once
 
 #include <functional>
@@ -16,6 +19,9 @@
 #include "net/event_loop.h"
 
 namespace chash::proxy {
+
+// Blocks the signals SignalHandler reads in the calling thread (threads it starts inherit that).
+void block_handled_signals() noexcept;
 
 class SignalHandler : public net::Pollable {
  public:

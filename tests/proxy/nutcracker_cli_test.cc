@@ -188,12 +188,18 @@ TEST_F(NutcrackerCli, OutputFileIsReopenedAfterRotation) {
 
 TEST_F(NutcrackerCli, PidFileWrittenOnceListeningAndRemovedOnExit) {
   const fs::path pid = dir_ / "proxy.pid";
+  // The port accepts from the moment it is bound; the pid file is written once the whole
+  // proxy is up, a little later (ThreadSanitizer makes that "little" long): wait for it.
+  const auto written = [&] {
+    return testing::eventually([&] { return slurp(pid) == std::to_string(process_.pid()) + "\n"; });
+  };
   ASSERT_TRUE(start({"-p", pid.string(), "--no-stats"}));
-  EXPECT_EQ(slurp(pid), std::to_string(process_.pid()) + "\n");
+  EXPECT_TRUE(written()) << slurp(pid);
   EXPECT_EQ(process_.terminate(SIGTERM), 0);
   EXPECT_FALSE(fs::exists(pid));
   // A pid file that a successor (binary hand-over) rewrote is its: left in place.
   ASSERT_TRUE(start({"-p", pid.string(), "--no-stats"}));
+  ASSERT_TRUE(written()) << slurp(pid);
   std::ofstream(pid, std::ios::trunc) << "1\n";
   EXPECT_EQ(process_.terminate(SIGTERM), 0);
   EXPECT_EQ(slurp(pid), "1\n");
