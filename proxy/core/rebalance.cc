@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "chash/internal/uri_decode.h"
 #include "core/control_client.h"
 #include "core/log.h"
 #include "core/status.h"
@@ -62,28 +63,6 @@ QueryResult call(const PoolConfig& pc, const Member& m, const std::string& comma
                     r.replies.begin() + static_cast<std::ptrdiff_t>(std::min(n, r.replies.size())));
   }
   return r;
-}
-
-bool uri_decode(std::string_view in, std::string& out) {
-  out.clear();
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out += in[i];
-      continue;
-    }
-    if (i + 2 >= in.size()) return false;
-    const int hi = hex(in[i + 1]), lo = hex(in[i + 2]);
-    if (hi < 0 || lo < 0) return false;
-    out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return true;
 }
 
 // Moves a batch of keys found on `from`: each to its owner now; counts into `run`.
@@ -408,7 +387,8 @@ void Rebalancer::run(std::string pool_name, double rate) {
               }
               if (!line.starts_with("key=")) continue;
               std::string key;
-              if (uri_decode(line.substr(4, line.find(' ') - 4), key)) keys.push_back(key);
+              if (internal::uri_decode(line.substr(4, line.find(' ') - 4), key))
+                keys.push_back(key);
               if (keys.size() >= kBatch) flush();
               if (stop_) return true;
             }

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "chash/error.h"
+#include "chash/internal/uri_decode.h"
 #include "chash/node.h"
 #include "wire.h"
 
@@ -49,28 +50,6 @@ ScanTarget parse_scan_target(std::string_view text, ScanTarget::Kind kind, std::
   if (t.name.empty()) t.name = std::string(addr);
   if (t.name.size() > kMaxNodeNameBytes) fail("node name too long");
   return t;
-}
-
-bool uri_decode(std::string_view in, std::string& out) {
-  out.clear();
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out += in[i];
-      continue;
-    }
-    if (i + 2 >= in.size()) return false;
-    const int hi = hex(in[i + 1]), lo = hex(in[i + 2]);
-    if (hi < 0 || lo < 0) return false;
-    out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return true;
 }
 
 namespace {
@@ -144,7 +123,7 @@ void metadump(Connection& c, std::chrono::milliseconds timeout,
                "\" (memcached 1.4.31 or later with the LRU crawler enabled is needed)");
       }
       const std::string_view field = l.substr(4, l.find(' ') - 4);
-      if (!uri_decode(field, key)) {
+      if (!internal::uri_decode(field, key)) {
         c.fail("metadump key \"" + std::string(field.substr(0, 64)) + "\" is not URI-encoded");
       }
       if (!each(key)) return;  // the rest of the dump is dropped with the socket

@@ -33,8 +33,4 @@ ScanTarget parse_scan_target(std::string_view text, ScanTarget::Kind kind, std::
 std::vector<std::string> scan_keys(const ScanTarget& target, std::uint64_t limit,
                                    std::chrono::milliseconds timeout);
 
-// memcached's metadump spells keys URI-encoded ("%20" for a space); decodes %XX, leaves any other
-// byte as it is. False for a '%' not followed by two hex digits.
-bool uri_decode(std::string_view in, std::string& out);
-
 }  // namespace chash::cli
