@@ -199,7 +199,17 @@ void ClientSession::run_process() {
   processing_ = true;
   process();
   processing_ = false;
+  if (requests_uncounted_ != 0) {  // once per read, not per request (see count_request)
+    worker_.metrics().requests.fetch_add(requests_uncounted_, std::memory_order_relaxed);
+    pool_->shared->requests.fetch_add(requests_uncounted_, std::memory_order_relaxed);
+    requests_uncounted_ = 0;
+  }
   if (closed_) return;
+  // Where this read's requests end (for hold_output), unless they are all answered already.
+  if (requests_queued_ > replies_emitted_ &&
+      (read_ends_.empty() || read_ends_.back() < requests_queued_)) {
+    read_ends_.push_back(requests_queued_);
+  }
   // A large buffer left from a big request is not kept for the connection's life.
   if (in_.capacity() > (1u << 20) && in_.size() < (1u << 16)) in_.shrink_to_fit();
 }
@@ -210,15 +220,13 @@ void ClientSession::reply_local(std::string reply, bool count_error, bool close_
   m->done = true;
   m->close_after = close_after;
   pending_.push_back(std::move(m));
+  ++requests_queued_;
   pool_->shared->local_replies.fetch_add(1, std::memory_order_relaxed);
   if (count_error) pool_->shared->errors.fetch_add(1, std::memory_order_relaxed);
   on_done();
 }
 
-void ClientSession::count_request() noexcept {
-  worker_.metrics().requests.fetch_add(1, std::memory_order_relaxed);
-  pool_->shared->requests.fetch_add(1, std::memory_order_relaxed);
-}
+void ClientSession::count_request() noexcept { ++requests_uncounted_; }
 
 void ClientSession::protocol_error(std::string reply) {
   worker_.metrics().protocol_errors.fetch_add(1, std::memory_order_relaxed);
@@ -234,21 +242,23 @@ void ClientSession::push(const std::shared_ptr<Reply>& r) {
   r->client = this;
   r->start = worker_.loop().now();
   pending_.push_back(r);
+  ++requests_queued_;
 }
 
 void ClientSession::on_done() {
   if (closed_ || closing_) return;
+  net::Clock::time_point now{};  // read once for the replies this completion releases
   while (!pending_.empty() && pending_.front()->done) {
     Reply& m = *pending_.front();
     m.emit(out_);
     m.emitted = true;
     if (m.start != net::Clock::time_point{}) {
-      const auto us =
-          std::chrono::duration_cast<std::chrono::microseconds>(net::Clock::now() - m.start)
-              .count();
+      if (now == net::Clock::time_point{}) now = net::Clock::now();
+      const auto us = std::chrono::duration_cast<std::chrono::microseconds>(now - m.start).count();
       pool_->shared->latency.observe(static_cast<std::uint64_t>(std::max<std::int64_t>(us, 0)));
     }
     m.client = nullptr;
+    ++replies_emitted_;
     closing_ = m.close_after;
     replied_in_drain_ |= draining_;
     pending_.pop_front();
@@ -260,11 +270,22 @@ void ClientSession::on_done() {
   }
 }
 
+bool ClientSession::hold_output() {
+  while (!read_ends_.empty() && read_ends_.front() <= replies_emitted_) {
+    read_ends_.pop_front();
+    read_finished_ = true;
+  }
+  if (read_finished_ || closing_ || read_ends_.empty() || out_.empty()) return false;
+  return out_.charge() < kHoldLimit;
+}
+
 void ClientSession::flush_output() {
   output_scheduled_ = false;
   if (closed_) return;
-  write();
-  if (closed_) return;
+  if (!hold_output()) {
+    write();
+    if (closed_) return;
+  }
   if (closing_ || (read_closed_ && pending_.empty())) {
     if (out_.empty()) {
       close();
@@ -291,6 +312,7 @@ void ClientSession::write() {
     return;
   }
   if (out_.empty()) {
+    read_finished_ = false;
     if (read_closed_ && pending_.empty()) {
       close();
       return;
@@ -339,7 +361,7 @@ void ClientSession::update_events() {
     if (closed_) return;
     r = readable();
   }
-  const bool w = !out_.empty() || (tls_ != nullptr && tls_->wants_write());
+  const bool w = (!out_.empty() && !hold_output()) || (tls_ != nullptr && tls_->wants_write());
   if (r == want_read_ && w == want_write_) return;
   want_read_ = r;
   want_write_ = w;
@@ -375,6 +397,7 @@ BackendSession::BackendSession(Worker& worker, std::shared_ptr<const Pool> pool,
 
 BackendSession::~BackendSession() {
   if (fd_ >= 0) ::close(fd_);
+  publish_counts();
   uncount_connection();
   unqueue_all();
   state_->inflight.fetch_sub(static_cast<std::int64_t>(queue_.size()), std::memory_order_relaxed);
@@ -383,18 +406,32 @@ BackendSession::~BackendSession() {
 BackendSession::Pending BackendSession::take_front() {
   Pending p = std::move(queue_.front());
   queue_.pop_front();
-  state_->inflight.fetch_sub(1, std::memory_order_relaxed);
+  state_->inflight.fetch_sub(1, std::memory_order_relaxed);  // bounded loads read it: at once
   const auto b = static_cast<std::int64_t>(p.bytes);
   if (written_ > 0) {
     --written_;
-    state_->out_queue.fetch_sub(1, std::memory_order_relaxed);
-    state_->out_queue_bytes.fetch_sub(b, std::memory_order_relaxed);
+    ++counts_.answered;
+    counts_.answered_bytes += b;
   } else {  // answered before we knew it was written (cannot happen with a sane server)
     state_->in_queue.fetch_sub(1, std::memory_order_relaxed);
     state_->in_queue_bytes.fetch_sub(b, std::memory_order_relaxed);
   }
-  if (p.msg) state_->responses.fetch_add(1, std::memory_order_relaxed);
+  if (p.msg) ++counts_.responses;
   return p;
+}
+
+void BackendSession::publish_counts() noexcept {
+  Counts& c = counts_;
+  if (c.requests != 0) {
+    state_->requests.fetch_add(c.requests, std::memory_order_relaxed);
+    state_->request_bytes.fetch_add(c.request_bytes, std::memory_order_relaxed);
+  }
+  if (c.responses != 0) state_->responses.fetch_add(c.responses, std::memory_order_relaxed);
+  if (c.answered != 0) {
+    state_->out_queue.fetch_sub(c.answered, std::memory_order_relaxed);
+    state_->out_queue_bytes.fetch_sub(c.answered_bytes, std::memory_order_relaxed);
+  }
+  c = Counts{};
 }
 
 void BackendSession::note_sent() {
@@ -485,8 +522,8 @@ void BackendSession::enqueue(std::initializer_list<std::string_view> bytes,
     size += b.size();
   }
   if (msg) {
-    state_->requests.fetch_add(1, std::memory_order_relaxed);
-    state_->request_bytes.fetch_add(size, std::memory_order_relaxed);
+    ++counts_.requests;
+    counts_.request_bytes += size;
   }
   enqueued_bytes_ += size;
   const auto bytes32 = static_cast<std::uint32_t>(std::min<std::size_t>(size, 0xFFFFFFFFu));
@@ -506,6 +543,7 @@ void BackendSession::update_events() {
 }
 
 void BackendSession::flush() {
+  publish_counts();
   if (closed_ || connecting_) return;
   const std::size_t before = out_off_;
   const bool ok =
@@ -555,9 +593,11 @@ void BackendSession::read() {
     }
     state_->response_bytes.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
     on_input();
-    if (closed_) return;
+    if (closed_) break;
     if (static_cast<std::size_t>(n) < asked) break;
   }
+  publish_counts();
+  if (closed_) return;
   if (draining_ && queue_.empty()) close();
 }
 

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -181,6 +182,51 @@ TEST_F(ProxyE2E, PipelinedRepliesComeBackInOrder) {
       ASSERT_EQ(c.read_reply(), "+PONG\r\n");
     }
   }
+}
+
+// Replies go out in the units the client wrote its requests in (ClientSession::hold_output):
+// the replies to one write are sent together once the last is in, not one send per backend as
+// each answers; a write that is answered is never held by another's unanswered request, and a
+// large answered prefix is not held either.
+TEST_F(ProxyE2E, RepliesToOneWriteGoOutTogether) {
+  start_proxy(yaml(""), 1);
+  const auto router = chash::Router::build(proxy_->topology()->pools[0]->config.routing,
+                                           proxy_->topology()->pools[0]->config.nodes());
+  std::string on_r1, on_r2, big_on_r1;
+  for (int i = 0; on_r1.empty() || on_r2.empty() || big_on_r1.empty(); ++i) {
+    const std::string k = "hold" + std::to_string(i);
+    const auto node = router.route(k);
+    if (node == 1 && on_r2.empty()) on_r2 = k;
+    else if (node == 0 && on_r1.empty()) on_r1 = k;
+    else if (node == 0 && big_on_r1.empty()) big_on_r1 = k;
+  }
+  const std::string big(100 * 1024, 'x');
+  {
+    auto c = client();
+    ASSERT_EQ(c.call({"SET", on_r1, "one"}), "+OK\r\n");
+    ASSERT_EQ(c.call({"SET", on_r2, "two"}), "+OK\r\n");
+    ASSERT_EQ(c.call({"SET", big_on_r1, big}), "+OK\r\n");
+  }
+  auto together = client(), alone = client(), large = client();
+  const pid_t r2 = servers_[1]->pid();
+  ASSERT_EQ(::kill(r2, SIGSTOP), 0);
+  std::string get_both = "*2\r\n$3\r\nGET\r\n" + bulk(on_r1) + "*2\r\n$3\r\nGET\r\n" + bulk(on_r2);
+  ASSERT_TRUE(together.send_raw(get_both));
+  // r1 answers at once; its reply waits for r2's, which cannot come while r2 is stopped.
+  pollfd p{together.fd(), POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 300), 0) << "a partial answer to one write was sent";
+  // Another connection's write, all on r1, is answered while r2 is still stopped.
+  EXPECT_EQ(alone.call({"GET", on_r1}), bulk("one"));
+  // A large answered prefix (over kHoldLimit) is sent without waiting for the rest.
+  ASSERT_TRUE(large.send_raw("*2\r\n$3\r\nGET\r\n" + bulk(big_on_r1) + "*2\r\n$3\r\nGET\r\n" +
+                             bulk(on_r2)));
+  EXPECT_EQ(large.read_reply(), bulk(big));
+  ASSERT_EQ(::kill(r2, SIGCONT), 0);
+  EXPECT_EQ(together.read_reply(), bulk("one"));
+  EXPECT_EQ(together.read_reply(), bulk("two"));
+  EXPECT_EQ(large.read_reply(), bulk("two"));
+  // Unpipelined requests are answered one by one as before.
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(together.call({"GET", on_r2}), bulk("two"));
 }
 
 TEST_F(ProxyE2E, MultiKeyCommandsSplitAndMergeInOrder) {

@@ -27,6 +27,7 @@ class RespClient {
     if (fd_ >= 0) ::close(fd_);
   }
   bool ok() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
   bool send_raw(std::string_view bytes) { return send_all(fd_, bytes); }
   void send(const std::vector<std::string>& argv) {
     std::vector<std::string_view> v(argv.begin(), argv.end());
