@@ -14,6 +14,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
+  libjemalloc-dev                 # chash-proxy's allocator (as redis-server's; proxy/CMakeLists.txt)
   librsvg2-bin                    # rsvg-convert: render SVG plots to PNG to look at them
   redis-server redis-tools        # chash-proxy tests run real redis-server and redis-benchmark
   redis-sentinel                  # chash-proxy Sentinel tests run three real Sentinels
