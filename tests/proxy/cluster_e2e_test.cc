@@ -181,14 +181,19 @@ TEST_F(ClusterE2E, ReplicaReadsAndAKilledReplica) {
   ASSERT_TRUE(cluster.start());
   proxy.start(dir, pool_yaml(cluster.seed(0), "  read_policy: prefer_replica\n"));
   ASSERT_TRUE(map_covers(*proxy, kRedisSlots));
-  // Replicas come up once their probes (INFO replication) say they are usable.
+  // Replicas come up once the map names them (a node may still have called itself a master
+  // when the proxy first read it) and their probes (INFO replication) say they are usable.
   ASSERT_TRUE(eventually([&] {
     const auto t = proxy->topology();
-    if (t->pools[0]->servers.size() != 6) return false;
-    for (std::size_t i = 3; i < 6; ++i) {
-      if (t->pools[0]->states[i]->down.load()) return false;
+    const Pool& pool = *t->pools[0];
+    if (pool.servers.size() != 6) return false;
+    std::size_t replicas = 0;
+    for (std::size_t i = 0; i < 6; ++i) {
+      if (pool.servers[i].role != ServerRole::kReplica) continue;
+      if (pool.states[i]->down.load()) return false;
+      ++replicas;
     }
-    return true;
+    return replicas == 3;
   }));
   RespClient c(RespClient::dial_tcp(port()));
   for (int i = 0; i < 30; ++i) ASSERT_EQ(c.call({"SET", "k" + std::to_string(i), "v"}), "+OK\r\n");

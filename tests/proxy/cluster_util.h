@@ -90,7 +90,18 @@ class RedisCluster {
       ADD_FAILURE() << cmd << ": " << out;
       return false;
     }
-    return wait_ok();
+    // `--cluster create` returns before every replica has turned one: wait_ok() alone let a
+    // test start while a node still reported itself a master (its proxy saw 6 masters).
+    const std::size_t want = ports_.size() / (replicas_ + 1) * replicas_;
+    return wait_ok() && eventually([&] {
+             std::size_t n = 0;
+             for (const auto p : ports_) {
+               if (call_port(p, {"INFO", "replication"}).find("role:slave") != std::string::npos)
+                 ++n;
+             }
+             return n == want;
+           }) &&
+           wait_ok();
   }
   // Every node says cluster_state:ok, every replica is linked to its master, and redis-cli's
   // check passes (all agree on the map).
