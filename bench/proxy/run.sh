@@ -10,8 +10,9 @@
 #             plaintext); all up at once on the same 3 redis-servers (each with a plain and a TLS
 #             port), taken in turn for TLS_ROUNDS rounds; a row is the median of its rounds
 #   cluster   redis-benchmark --cluster straight to a 3-master Redis Cluster (redis-cli --cluster
-#             create) | redis-benchmark through chash-proxy's cluster pool (1 and 2 workers), all
-#             up at once, taken in turn for CLUSTER_ROUNDS rounds; a row is the median of its rounds
+#             create) | redis-benchmark through chash-proxy's cluster pool (1 and 2 workers; and
+#             CHASH_PROXY_BEFORE's beside each), all up at once, taken in turn for CLUSTER_ROUNDS
+#             rounds; a row is the median of its rounds
 #   bigkeys   requests of BIG_KEYS (10,000) keys — redis MSET, MGET, DEL (redis-benchmark) and a
 #             memcached get (mcbench) — through nutcracker and chash-proxy (and, with
 #             CHASH_PROXY_BEFORE=<binary>, an older chash-proxy), all up at once on the same
@@ -879,6 +880,13 @@ run_cluster() {
       continue
     fi
     targets+=("chash-proxy|$w|$port|$started|")
+    [ -n "$CHASH_PROXY_BEFORE" ] || continue
+    read -r port <<<"$(free_ports 1)"
+    sed "2s/listen: .*/listen: $HOST:$port/" "$d/proxy$w.yml" >"$d/before$w.yml"
+    if start "chash-proxy-before-cluster$w" "$PIN_PROXY" "$port" "$CHASH_PROXY_BEFORE" \
+         -c "$d/before$w.yml" --workers "$w" --log-level warn -s 0 -a "$HOST"; then
+      targets+=("chash-proxy (before)|$w|$port|$started|")
+    fi
   done
   sleep 0.5  # the proxies read the map (CLUSTER NODES) right after starting
   local REQUESTS=$CLUSTER_REQUESTS runs=$d/runs
