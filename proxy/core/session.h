@@ -231,6 +231,8 @@ class BackendSession : public BackendConn {
   bool stale() const override {
     return epoch_ != state_->address_epoch.load(std::memory_order_relaxed);
   }
+  // BackendState::address_epoch when this connection's address was read.
+  std::uint64_t address_epoch() const noexcept { return epoch_; }
   void on_event(std::uint32_t events) override;
   const std::string& name() const noexcept { return state_->name; }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -70,6 +71,7 @@ class TcpServer {
     return start({"redis-sentinel", conf.string()});
   }
   void stop() { process_.stop(); }
+  pid_t pid() const { return process_.pid(); }
   std::uint16_t port() const { return port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
 
@@ -486,6 +488,39 @@ TEST(SentinelE2E, ReadonlyReplyTriggersRediscovery) {
   EXPECT_EQ(followed_master(*proxy), a.address());
   EXPECT_EQ(call(a.port(), {"GET", "k"}), bulk("w"));
   EXPECT_TRUE(write_lands_on(port, a.port(), "k"));
+}
+
+// The master moves while a write the old one refuses is on its way back (the periodic check
+// ran first): the write goes on to the new master at once. The move is judged against the
+// address the write was sent to, not the one known when the refusal arrived (that failed the
+// write after waiting for a further move that never came).
+TEST(SentinelE2E, ReadonlyArrivingAfterTheMoveGoesToTheNewMaster) {
+  ASSERT_TRUE(have_redis());
+  const fs::path dir = make_test_dir("chash-sentinel");
+  TcpServer a, r;
+  ASSERT_TRUE(a.redis(dir, "a"));
+  ASSERT_TRUE(r.redis(dir, "r", {"--replicaof", "127.0.0.1", std::to_string(a.port())}));
+  FakeSentinel f1(free_port()), f2(free_port());
+  f1.set_master(r.address());
+  f2.set_master(r.address());
+  f1.start();
+  f2.start();
+  ProxyRunner proxy;
+  proxy.start(dir, pool_yaml({f1.port(), f2.port()}, ""));
+  const std::uint16_t port = proxy->port(std::size_t{0});
+  ASSERT_EQ(followed_master(*proxy), r.address());
+  RespClient c(RespClient::dial_tcp(port));
+  ASSERT_EQ(c.call({"GET", "k"}), "$-1\r\n");  // the proxy's connection to r is open
+  // r stops with the write in flight; the Sentinels name a and the proxy follows meanwhile.
+  ASSERT_EQ(::kill(r.pid(), SIGSTOP), 0);
+  c.send({"SET", "k", "w"});
+  f1.set_master(a.address());
+  f2.set_master(a.address());
+  const bool followed = eventually([&] { return followed_master(*proxy) == a.address(); });
+  ASSERT_EQ(::kill(r.pid(), SIGCONT), 0);
+  ASSERT_TRUE(followed);
+  EXPECT_EQ(c.read_reply(), "+OK\r\n");  // r's -READONLY was not the answer
+  EXPECT_EQ(call(a.port(), {"GET", "k"}), bulk("w"));
 }
 
 }  // namespace

@@ -259,7 +259,7 @@ void Backend::on_input() {
       const bool taken = parser_.type() == '-' && m.client != nullptr &&
                          m.parts[p.part].member != kNoNode &&
                          static_cast<Client*>(m.client)->redirect(
-                             std::static_pointer_cast<Msg>(p.msg), p.part, raw);
+                             std::static_pointer_cast<Msg>(p.msg), p.part, raw, address_epoch());
       // The reply stays in the read chunk: the Msg holds a slice of it (no copy).
       if (!taken) {
         m.complete_part(p.part, in_.slice(parser_.start(), raw.size()), parser_.type(),
@@ -341,9 +341,12 @@ bool Client::permitted(const redis::Command& cmd, std::size_t argc) {
   if (u.all_commands && u.all_keys) return true;  // the root selector allows everything
   // The request's arguments, read in place (no copy).
   struct Args final : redis::AclArgs {
-    Args(const RequestParser& p, std::string_view in, std::size_t n) : parser(p), buf(in), argc(n) {}
+    Args(const RequestParser& p, std::string_view in, std::size_t n)
+        : parser(p), buf(in), argc(n) {}
     std::size_t size() const noexcept override { return argc; }
-    std::string_view operator[](std::size_t i) const noexcept override { return parser.arg(buf, i); }
+    std::string_view operator[](std::size_t i) const noexcept override {
+      return parser.arg(buf, i);
+    }
     const RequestParser& parser;
     std::string_view buf;
     std::size_t argc;
@@ -671,7 +674,8 @@ void Client::same_node(const redis::Command& cmd, std::size_t argc) {
     if (warm_keys_then_forward(cmd, argc, node, m)) return;
   }
   if (!redis::read_only(cmd)) {
-    for (std::size_t i = first; i <= last; i += step) note_fallback_write(parser_.arg(in_, i), node);
+    for (std::size_t i = first; i <= last; i += step)
+      note_fallback_write(parser_.arg(in_, i), node);
   }
   forward_one(target, m, slot);
 }

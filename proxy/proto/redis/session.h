@@ -105,7 +105,9 @@ class Client final : public ClientSession {
   // session_cluster.cc): a MOVED or ASK is followed to the node it names, a TRYAGAIN retried,
   // a replica's LOADING sent to its master, a CLUSTERDOWN given its slot. True when the part was
   // taken over (sent again, scheduled, or failed with another error); false: `raw` answers it.
-  bool redirect(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string_view raw);
+  // `sent_epoch`: the BackendState::address_epoch of the address the part was sent to.
+  bool redirect(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string_view raw,
+                std::uint64_t sent_epoch);
   // The connection to the replica a kept read was sent to failed: true when the read was sent
   // to the replica's master instead (a read is safe to send twice).
   bool replica_lost(const std::shared_ptr<Msg>& m, std::uint32_t part);
@@ -184,9 +186,10 @@ class Client final : public ClientSession {
   // Sends kept part `part` to `member` of the current pool (after ASKING for an ASK).
   void send_part(const std::shared_ptr<Msg>& m, std::uint32_t part, NodeId member, bool asking);
   // A Sentinel shard's demoted master refused part `part`: sent again once `state`'s address
-  // has moved (core/sentinel.h), or failed with `error` after a wait.
+  // has moved from the one it was sent to (`sent_epoch`; it may have moved already, while the
+  // refusal was on its way), or failed with `error` after a wait (core/sentinel.h).
   void retry_on_new_master(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string error,
-                           std::shared_ptr<BackendState> state);
+                           std::shared_ptr<BackendState> state, std::uint64_t sent_epoch);
   void await_new_master(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string error,
                         std::shared_ptr<BackendState> state, std::uint64_t epoch,
                         net::Clock::time_point deadline);

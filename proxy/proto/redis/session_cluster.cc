@@ -133,7 +133,8 @@ bool Client::replica_lost(const std::shared_ptr<Msg>& m, std::uint32_t part) {
   return true;
 }
 
-bool Client::redirect(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string_view raw) {
+bool Client::redirect(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string_view raw,
+                      std::uint64_t sent_epoch) {
   pool_ = worker_.pool(pool_index_);  // the newest map
   Msg::Part& p = m->parts[part];
   PoolShared& shared = *pool_->shared;
@@ -148,7 +149,7 @@ bool Client::redirect(const std::shared_ptr<Msg>& m, std::uint32_t part, std::st
     // A Sentinel shard's master was demoted: the watcher asks the Sentinels now (Backend
     // flagged it); the part goes once more, to the master they name.
     ++p.tries;
-    retry_on_new_master(m, part, std::string(raw), from->states[p.member]);
+    retry_on_new_master(m, part, std::string(raw), from->states[p.member], sent_epoch);
     return true;
   }
   if (!pool_->config.is_cluster()) return false;
@@ -212,9 +213,11 @@ void Client::send_part(const std::shared_ptr<Msg>& m, std::uint32_t part, NodeId
 }
 
 void Client::retry_on_new_master(const std::shared_ptr<Msg>& m, std::uint32_t part,
-                                 std::string error, std::shared_ptr<BackendState> state) {
-  const std::uint64_t epoch = state->address_epoch.load();
-  await_new_master(m, part, std::move(error), std::move(state), epoch,
+                                 std::string error, std::shared_ptr<BackendState> state,
+                                 std::uint64_t sent_epoch) {
+  // Not the epoch now: a periodic check may have moved the master between the send and the
+  // refusal, and waiting for a further move then failed a write the new master would take.
+  await_new_master(m, part, std::move(error), std::move(state), sent_epoch,
                    worker_.loop().now() + std::chrono::milliseconds(kNewMasterWaitMs));
 }
 
