@@ -458,34 +458,55 @@ TEST(SentinelE2E, DisagreeingUnreachableAndLateSentinels) {
 // A "master" that answers -READONLY (a replica now): the proxy asks the Sentinels at once and
 // sends the write once more to the master they then name; when they keep naming the replica,
 // the -READONLY answers after the wait.
+// A shard whose two (fake) Sentinels name r, a replica of a, as its master, and the proxy in
+// front of it following r.
+struct ReplicaNamedMaster {
+  fs::path dir = make_test_dir("chash-sentinel");
+  TcpServer a, r;
+  FakeSentinel f1{free_port()}, f2{free_port()};
+  ProxyRunner proxy;
+  std::uint16_t port = 0;
+
+  // `timeout`: the pool's request timeout (ms).
+  bool start(int timeout = 1000) {
+    if (!a.redis(dir, "a") ||
+        !r.redis(dir, "r", {"--replicaof", "127.0.0.1", std::to_string(a.port())})) {
+      return false;
+    }
+    name(r);
+    f1.start();
+    f2.start();
+    std::string yaml = pool_yaml({f1.port(), f2.port()}, "");
+    const std::string dflt = "timeout: 1000";
+    yaml.replace(yaml.find(dflt), dflt.size(), "timeout: " + std::to_string(timeout));
+    proxy.start(dir, yaml);
+    port = proxy->port(std::size_t{0});
+    return followed_master(*proxy) == r.address();
+  }
+  void name(const TcpServer& master) {
+    f1.set_master(master.address());
+    f2.set_master(master.address());
+  }
+};
+
 TEST(SentinelE2E, ReadonlyReplyTriggersRediscovery) {
   ASSERT_TRUE(have_redis());
-  const fs::path dir = make_test_dir("chash-sentinel");
-  TcpServer a, r;
-  ASSERT_TRUE(a.redis(dir, "a"));
-  ASSERT_TRUE(r.redis(dir, "r", {"--replicaof", "127.0.0.1", std::to_string(a.port())}));
-  FakeSentinel f1(free_port()), f2(free_port());
-  f1.set_master(r.address());
-  f2.set_master(r.address());
-  f1.start();
-  f2.start();
-  ProxyRunner proxy;
-  proxy.start(dir, pool_yaml({f1.port(), f2.port()}, ""));
-  const std::uint16_t port = proxy->port(std::size_t{0});
-  ASSERT_EQ(followed_master(*proxy), r.address());
+  ReplicaNamedMaster shard;
+  ASSERT_TRUE(shard.start());
+  const TcpServer& a = shard.a;
+  const std::uint16_t port = shard.port;
   // The Sentinels go on naming the replica: the write waits for a new master, then fails.
   auto t0 = Clock::now();
   const std::string readonly = call(port, {"SET", "k", "v"});
   EXPECT_TRUE(readonly.starts_with("-READONLY")) << readonly;
   EXPECT_GE(Clock::now() - t0, 1900ms);
   // They name the real master: the write refused by the replica is sent there.
-  f1.set_master(a.address());
-  f2.set_master(a.address());
+  shard.name(a);
   t0 = Clock::now();
   EXPECT_EQ(call(port, {"SET", "k", "w"}), "+OK\r\n");
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
   EXPECT_LT(ms, 500);  // the periodic check comes every 1000 ms
-  EXPECT_EQ(followed_master(*proxy), a.address());
+  EXPECT_EQ(followed_master(*shard.proxy), a.address());
   EXPECT_EQ(call(a.port(), {"GET", "k"}), bulk("w"));
   EXPECT_TRUE(write_lands_on(port, a.port(), "k"));
 }
@@ -496,27 +517,16 @@ TEST(SentinelE2E, ReadonlyReplyTriggersRediscovery) {
 // write after waiting for a further move that never came).
 TEST(SentinelE2E, ReadonlyArrivingAfterTheMoveGoesToTheNewMaster) {
   ASSERT_TRUE(have_redis());
-  const fs::path dir = make_test_dir("chash-sentinel");
-  TcpServer a, r;
-  ASSERT_TRUE(a.redis(dir, "a"));
-  ASSERT_TRUE(r.redis(dir, "r", {"--replicaof", "127.0.0.1", std::to_string(a.port())}));
-  FakeSentinel f1(free_port()), f2(free_port());
-  f1.set_master(r.address());
-  f2.set_master(r.address());
-  f1.start();
-  f2.start();
-  ProxyRunner proxy;
-  proxy.start(dir, pool_yaml({f1.port(), f2.port()}, ""));
-  const std::uint16_t port = proxy->port(std::size_t{0});
-  ASSERT_EQ(followed_master(*proxy), r.address());
-  RespClient c(RespClient::dial_tcp(port));
+  ReplicaNamedMaster shard;
+  ASSERT_TRUE(shard.start(5000));  // the write waits on r for the move (the check is every 1 s)
+  const TcpServer &a = shard.a, &r = shard.r;
+  RespClient c(RespClient::dial_tcp(shard.port));
   ASSERT_EQ(c.call({"GET", "k"}), "$-1\r\n");  // the proxy's connection to r is open
   // r stops with the write in flight; the Sentinels name a and the proxy follows meanwhile.
   ASSERT_EQ(::kill(r.pid(), SIGSTOP), 0);
   c.send({"SET", "k", "w"});
-  f1.set_master(a.address());
-  f2.set_master(a.address());
-  const bool followed = eventually([&] { return followed_master(*proxy) == a.address(); });
+  shard.name(a);
+  const bool followed = eventually([&] { return followed_master(*shard.proxy) == a.address(); });
   ASSERT_EQ(::kill(r.pid(), SIGCONT), 0);
   ASSERT_TRUE(followed);
   EXPECT_EQ(c.read_reply(), "+OK\r\n");  // r's -READONLY was not the answer
