@@ -64,6 +64,32 @@ std::vector<Quota> quotas(std::span<const Node> nodes, const std::vector<NodeId>
 }  // namespace
 
 SlotTable SlotTable::build(std::span<const Node> nodes, const Options& options) {
+  SlotTable t = build_table(nodes, options);
+  t.index_ranges();
+  return t;
+}
+
+void SlotTable::index_ranges() noexcept {
+  const auto& slots = *slots_;
+  std::uint32_t n = 0;
+  for (std::uint32_t s = 0; s < kRedisSlots; ++s) {
+    if (s != 0 && slots[s] == slots[s - 1]) continue;
+    if (n == kMaxRanges) {  // too fragmented: the table it is
+      ranges_ = 0;
+      return;
+    }
+    range_start_[n] = static_cast<std::uint16_t>(s);
+    range_owner_[n] = slots[s];
+    ++n;
+  }
+  for (std::uint32_t i = n; i < kMaxRanges; ++i) {
+    range_start_[i] = kNoRange;  // never <= a slot: the count in pick() stops at n
+    range_owner_[i] = kNoNode;
+  }
+  ranges_ = n;
+}
+
+SlotTable SlotTable::build_table(std::span<const Node> nodes, const Options& options) {
   validate_nodes(nodes);
   SlotTable t;
   t.node_count_ = nodes.size();
@@ -79,9 +105,9 @@ SlotTable SlotTable::build(std::span<const Node> nodes, const Options& options) 
     for (std::uint32_t s = 0; s < kRedisSlots; ++s) {
       const NodeId o = (*options.assignment)[s];
       if (o != kNoNode && o >= nodes.size()) {
-        throw Error(ErrorCode::kInvalidArgument,
-                    "slot " + std::to_string(s) + " is assigned to node " + std::to_string(o) +
-                        " of " + std::to_string(nodes.size()));
+        throw Error(ErrorCode::kInvalidArgument, "slot " + std::to_string(s) +
+                                                     " is assigned to node " + std::to_string(o) +
+                                                     " of " + std::to_string(nodes.size()));
       }
     }
     t.slots_ = options.assignment;  // shared, not copied: the map is immutable

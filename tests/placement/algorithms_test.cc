@@ -215,7 +215,7 @@ TEST(RedisSlotsTest, AssignedTableIsTheClustersOwnMap) {
   SlotTable::Options opt;
   opt.assignment = map;
   const auto t = SlotTable::build(nodes(3), opt);
-  EXPECT_EQ(&t.slots(), map.get());  // shared, not copied
+  EXPECT_EQ(&t.slots(), map.get());                    // shared, not copied
   EXPECT_EQ(t.pick(redis_key_slot("123456789")), 1u);  // slot 12739
   EXPECT_EQ(t.pick(16100), kNoNode);
   int visited = 0;
@@ -227,6 +227,43 @@ TEST(RedisSlotsTest, AssignedTableIsTheClustersOwnMap) {
   EXPECT_EQ(r.route("{user1000}.following"), t.pick(redis_key_slot("user1000")));
   (*map)[7] = 3;
   EXPECT_THROW(SlotTable::build(nodes(3), opt), Error);  // an id beyond the node list
+}
+
+TEST(RedisSlotsTest, PickByRunsAgreesWithTheTable) {
+  // Up to kMaxRanges runs of slots pick() counts over the runs' first slots; a more fragmented
+  // map reads the table. Both must answer every slot as the table says, unserved runs included.
+  const auto check = [](const SlotTable& t) {
+    for (std::uint32_t s = 0; s < kRedisSlots; ++s) {
+      ASSERT_EQ(t.pick(s), t.slots()[s]) << "slot " << s;
+      ASSERT_EQ(t.pick(s + 3 * kRedisSlots), t.slots()[s]);  // only the low 14 bits count
+    }
+  };
+  const auto fresh = SlotTable::build(nodes(3));
+  EXPECT_EQ(fresh.ranges(), 3u);
+  check(fresh);
+  EXPECT_EQ(SlotTable::build(nodes(40)).ranges(), 0u);  // 40 runs: the table
+  check(SlotTable::build(nodes(40)));
+
+  auto map = std::make_shared<std::array<NodeId, kRedisSlots>>();
+  SlotTable::Options opt;
+  opt.assignment = map;
+  // A reshard's shape: a few moved blocks, an unserved gap, and the last slot on its own.
+  map->fill(0);
+  for (std::uint32_t s = 5000; s < 5100; ++s) (*map)[s] = 2;
+  for (std::uint32_t s = 9000; s < 9010; ++s) (*map)[s] = kNoNode;
+  for (std::uint32_t s = 12000; s < 16383; ++s) (*map)[s] = 1;
+  (*map)[16383] = 2;
+  const auto resharded = SlotTable::build(nodes(3), opt);
+  EXPECT_EQ(resharded.ranges(), 7u);
+  check(resharded);
+  EXPECT_EQ(resharded.pick(9005), kNoNode);
+  // Exactly kMaxRanges runs still count; one more reads the table.
+  for (std::uint32_t s = 0; s < kRedisSlots; ++s) (*map)[s] = (s / 1024) % 3;
+  EXPECT_EQ(SlotTable::build(nodes(3), opt).ranges(), SlotTable::kMaxRanges);
+  check(SlotTable::build(nodes(3), opt));
+  (*map)[1] = 2;
+  EXPECT_EQ(SlotTable::build(nodes(3), opt).ranges(), 0u);
+  check(SlotTable::build(nodes(3), opt));
 }
 
 // ---- IP hash ------------------------------------------------------------------------------------------
