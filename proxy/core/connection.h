@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/ref.h"
 #include "net/event_loop.h"
 
 namespace chash::proxy {
@@ -36,7 +37,7 @@ class BackendConn : public net::Pollable {
   virtual bool start(std::string& error) = 0;
   // Queues one request (its bytes, in pieces); the backend's reply completes part `part` of
   // `msg`, a Reply the protocol's client made (so the backend knows its concrete type).
-  virtual void send(std::initializer_list<std::string_view> bytes, std::shared_ptr<Reply> msg,
+  virtual void send(std::initializer_list<std::string_view> bytes, Ref<Reply> msg,
                     std::uint32_t part) = 0;
   // Queues a request of the proxy's own whose reply answers nobody (redis ASKING before a
   // redirected part); an error reply to it fails the connection.

@@ -20,12 +20,39 @@ struct LatencyHistogram {
   std::array<std::atomic<std::uint64_t>, kBucketsUs.size() + 1> counts{};  // last: +Inf
   std::atomic<std::uint64_t> sum_us{0};
 
-  void observe(std::uint64_t us) noexcept {
+  static std::size_t bucket(std::uint64_t us) noexcept {
     std::size_t i = 0;
     while (i < kBucketsUs.size() && us > kBucketsUs[i]) ++i;
-    counts[i].fetch_add(1, std::memory_order_relaxed);
+    return i;
+  }
+  void observe(std::uint64_t us) noexcept {
+    counts[bucket(us)].fetch_add(1, std::memory_order_relaxed);
     sum_us.fetch_add(us, std::memory_order_relaxed);
   }
+};
+
+// Samples gathered by one thread and added to a LatencyHistogram at once: a pipeline's replies
+// released together cost two atomic adds on the pool's shared histogram, not two each.
+class LatencyBatch {
+ public:
+  void observe(std::uint64_t us) noexcept {
+    ++counts_[LatencyHistogram::bucket(us)];
+    sum_us_ += us;
+    any_ = true;
+  }
+  void publish(LatencyHistogram& h) noexcept {
+    if (!any_) return;
+    for (std::size_t i = 0; i < counts_.size(); ++i) {
+      if (counts_[i] != 0) h.counts[i].fetch_add(counts_[i], std::memory_order_relaxed);
+    }
+    h.sum_us.fetch_add(sum_us_, std::memory_order_relaxed);
+    *this = LatencyBatch();
+  }
+
+ private:
+  std::array<std::uint32_t, LatencyHistogram::kBucketsUs.size() + 1> counts_{};
+  std::uint64_t sum_us_ = 0;
+  bool any_ = false;
 };
 
 struct Metrics {

@@ -215,7 +215,7 @@ void ClientSession::run_process() {
 }
 
 void ClientSession::reply_local(std::string reply, bool count_error, bool close_after) {
-  auto m = std::make_shared<LocalReply>();
+  auto m = make_ref<LocalReply>();
   m->reply = std::move(reply);
   m->done = true;
   m->close_after = close_after;
@@ -238,7 +238,7 @@ void ClientSession::protocol_error(std::string reply) {
   in_.shrink_to_fit();  // a hostile client's buffer goes now, not at close
 }
 
-void ClientSession::push(const std::shared_ptr<Reply>& r) {
+void ClientSession::push(const Ref<Reply>& r) {
   r->client = this;
   r->start = worker_.loop().now();
   pending_.push_back(r);
@@ -248,6 +248,7 @@ void ClientSession::push(const std::shared_ptr<Reply>& r) {
 void ClientSession::on_done() {
   if (closed_ || closing_) return;
   net::Clock::time_point now{};  // read once for the replies this completion releases
+  LatencyBatch latency;
   while (!pending_.empty() && pending_.front()->done) {
     Reply& m = *pending_.front();
     m.emit(out_);
@@ -255,7 +256,7 @@ void ClientSession::on_done() {
     if (m.start != net::Clock::time_point{}) {
       if (now == net::Clock::time_point{}) now = net::Clock::now();
       const auto us = std::chrono::duration_cast<std::chrono::microseconds>(now - m.start).count();
-      pool_->shared->latency.observe(static_cast<std::uint64_t>(std::max<std::int64_t>(us, 0)));
+      latency.observe(static_cast<std::uint64_t>(std::max<std::int64_t>(us, 0)));
     }
     m.client = nullptr;
     ++replies_emitted_;
@@ -264,6 +265,7 @@ void ClientSession::on_done() {
     pending_.pop_front();
     if (closing_) break;
   }
+  latency.publish(pool_->shared->latency);
   if (!output_scheduled_) {
     output_scheduled_ = true;
     worker_.schedule_output(this);
@@ -413,8 +415,8 @@ BackendSession::Pending BackendSession::take_front() {
     ++counts_.answered;
     counts_.answered_bytes += b;
   } else {  // answered before we knew it was written (cannot happen with a sane server)
-    state_->in_queue.fetch_sub(1, std::memory_order_relaxed);
-    state_->in_queue_bytes.fetch_sub(b, std::memory_order_relaxed);
+    --counts_.queued;
+    counts_.queued_bytes -= b;
   }
   if (p.msg) ++counts_.responses;
   return p;
@@ -427,6 +429,10 @@ void BackendSession::publish_counts() noexcept {
     state_->request_bytes.fetch_add(c.request_bytes, std::memory_order_relaxed);
   }
   if (c.responses != 0) state_->responses.fetch_add(c.responses, std::memory_order_relaxed);
+  if (c.queued != 0 || c.queued_bytes != 0) {
+    state_->in_queue.fetch_add(c.queued, std::memory_order_relaxed);
+    state_->in_queue_bytes.fetch_add(c.queued_bytes, std::memory_order_relaxed);
+  }
   if (c.answered != 0) {
     state_->out_queue.fetch_sub(c.answered, std::memory_order_relaxed);
     state_->out_queue_bytes.fetch_sub(c.answered_bytes, std::memory_order_relaxed);
@@ -450,6 +456,7 @@ void BackendSession::note_sent() {
 }
 
 void BackendSession::unqueue_all() noexcept {
+  publish_counts();  // in_queue holds every request below before they are taken out
   std::int64_t out_n = 0, out_b = 0, in_n = 0, in_b = 0;
   for (std::size_t i = 0; i < queue_.size(); ++i) {
     const auto b = static_cast<std::int64_t>(queue_[i].bytes);
@@ -514,8 +521,8 @@ bool BackendSession::start(std::string& error) {
   return true;
 }
 
-void BackendSession::enqueue(std::initializer_list<std::string_view> bytes,
-                             std::shared_ptr<Reply> msg, std::uint32_t part, std::uint32_t tag) {
+void BackendSession::enqueue(std::initializer_list<std::string_view> bytes, Ref<Reply> msg,
+                             std::uint32_t part, std::uint32_t tag) {
   std::size_t size = 0;
   for (const std::string_view b : bytes) {
     out_ += b;
@@ -528,8 +535,8 @@ void BackendSession::enqueue(std::initializer_list<std::string_view> bytes,
   enqueued_bytes_ += size;
   const auto bytes32 = static_cast<std::uint32_t>(std::min<std::size_t>(size, 0xFFFFFFFFu));
   queue_.push_back({std::move(msg), part, tag, worker_.loop().now(), enqueued_bytes_, bytes32});
-  state_->in_queue.fetch_add(1, std::memory_order_relaxed);
-  state_->in_queue_bytes.fetch_add(bytes32, std::memory_order_relaxed);
+  ++counts_.queued;  // in_queue: published by the flush (before note_sent takes them out)
+  counts_.queued_bytes += bytes32;
   state_->inflight.fetch_add(1, std::memory_order_relaxed);
   worker_.mark_dirty(this);
 }

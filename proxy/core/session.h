@@ -55,7 +55,7 @@ inline constexpr std::size_t kHoldLimit = 64 * 1024;
 inline constexpr auto kDrainQuiet = std::chrono::milliseconds(200);
 
 // One request's place in its client's in-order reply queue.
-struct Reply {
+struct Reply : RefCounted {
   virtual ~Reply() = default;
   ClientSession* client = nullptr;  // null once the client has gone
   std::string reply;                // written when done (may be empty: noreply), unless emit()
@@ -149,7 +149,7 @@ class ClientSession : public ClientConn {
   // input buffer is freed at once. The caller resets its parser.
   void protocol_error(std::string reply);
   // Queues `r` (a forwarded request) at the back of the reply order.
-  void push(const std::shared_ptr<Reply>& r);
+  void push(const Ref<Reply>& r);
   // Counts one request received (process and pool); `fragments` > 1 counts a split request's
   // parts (nutcracker's fragments).
   void count_request() noexcept;
@@ -172,7 +172,7 @@ class ClientSession : public ClientConn {
   bool saw_eof_ = false;
   bool saw_error_ = false;
   std::string in_;
-  std::deque<std::shared_ptr<Reply>> pending_;
+  std::deque<Ref<Reply>> pending_;
 
  private:
   void read();
@@ -220,7 +220,7 @@ class BackendSession : public BackendConn {
 
   // Starts connecting, then handshake(). False (with `error`) when it cannot start.
   bool start(std::string& error) override;
-  void send(std::initializer_list<std::string_view> bytes, std::shared_ptr<Reply> msg,
+  void send(std::initializer_list<std::string_view> bytes, Ref<Reply> msg,
             std::uint32_t part) override {
     enqueue(bytes, std::move(msg), part, 0);
   }
@@ -238,7 +238,7 @@ class BackendSession : public BackendConn {
 
  protected:
   struct Pending {
-    std::shared_ptr<Reply> msg;  // null: the proxy's own handshake request
+    Ref<Reply> msg;  // null: the proxy's own handshake request
     std::uint32_t part = 0;
     std::uint32_t tag = 0;  // the protocol's note on how to read the reply
     net::Clock::time_point sent;
@@ -258,8 +258,8 @@ class BackendSession : public BackendConn {
   virtual void on_closed() {}
 
   // Queues a request's bytes; its reply completes msg's part `part` (msg null: handshake).
-  void enqueue(std::initializer_list<std::string_view> bytes, std::shared_ptr<Reply> msg,
-               std::uint32_t part, std::uint32_t tag);
+  void enqueue(std::initializer_list<std::string_view> bytes, Ref<Reply> msg, std::uint32_t part,
+               std::uint32_t tag);
   // Removes the oldest queued request (its reply arrived); keeps BackendState::inflight.
   Pending take_front();
   // Every queued request gets failure_reply(why); the connection closes; counts a failure.
@@ -291,6 +291,7 @@ class BackendSession : public BackendConn {
   struct Counts {
     std::uint64_t requests = 0, request_bytes = 0, responses = 0;
     std::int64_t answered = 0, answered_bytes = 0;  // taken out of out_queue(_bytes)
+    std::int64_t queued = 0, queued_bytes = 0;      // added to in_queue(_bytes)
   };
   Counts counts_;
   void uncount_connection() noexcept;

@@ -200,6 +200,9 @@ struct Pool {
     if (!config.auto_eject_hosts) return route_if(key, [](NodeId) { return true; });
     return route_if(key, [this](NodeId id) { return up(id); });
   }
+  // A cluster pool's route(): the master of `key_slot` (chash::redis_key_slot), kNoNode when no
+  // node serves it (cluster pools have no auto_eject_hosts or hash_balance_factor).
+  NodeId slot_owner(std::uint16_t key_slot) const noexcept { return router.pick(key_slot); }
   // The same among the backends for which usable(id) is true.
   template <class Usable>
   NodeId route_if(std::string_view key, Usable&& usable) const noexcept {

@@ -3,6 +3,7 @@
 // payload is buffered.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <string>
 
 #include "proto/redis/commands.h"
@@ -203,6 +204,23 @@ TEST(CommandTableTest, SortedUniqueAndCaseInsensitive) {
   EXPECT_EQ(find_command("MGET")->route, Route::kSplitKeys);
   EXPECT_EQ(find_command("nosuchcommand"), nullptr);
   EXPECT_EQ(find_command(std::string(100, 'a')), nullptr);
+}
+
+TEST(CommandTableTest, NamesCommandIsFindCommandForOneEntry) {
+  // The dispatch shortcut for a repeated command must answer as find_command would.
+  const Command& get = *find_command("get");
+  EXPECT_TRUE(names_command("GET", get));
+  EXPECT_TRUE(names_command("gEt", get));
+  EXPECT_FALSE(names_command("GETS", get));
+  EXPECT_FALSE(names_command("GE", get));
+  EXPECT_FALSE(names_command("SET", get));
+  EXPECT_FALSE(names_command("G\xc5T", get));
+  for (const auto& c : command_table()) {
+    std::string upper(c.name);
+    for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    EXPECT_TRUE(names_command(upper, c)) << c.name;
+    EXPECT_EQ(names_command(upper, get), find_command(upper) == &get) << c.name;
+  }
 }
 
 }  // namespace

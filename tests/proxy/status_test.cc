@@ -92,6 +92,23 @@ TEST(StatusTest, PrometheusLatencyHistogramIsCumulativePerPool) {
             std::string::npos);
 }
 
+TEST(StatusTest, LatencyBatchAddsWhatObservingEachWould) {
+  // A client's replies released together are published in one batch (ClientSession::on_done).
+  LatencyHistogram direct, batched;
+  LatencyBatch batch;
+  for (const std::uint64_t us : {0, 40, 50, 51, 3000, 3000, 2000000, 5000000}) {
+    direct.observe(us);
+    batch.observe(us);
+  }
+  EXPECT_EQ(batched.sum_us.load(), 0u);  // nothing until published
+  batch.publish(batched);
+  batch.publish(batched);  // published once: the batch is empty after
+  for (std::size_t i = 0; i < direct.counts.size(); ++i)
+    EXPECT_EQ(batched.counts[i].load(), direct.counts[i].load()) << "bucket " << i;
+  EXPECT_EQ(batched.sum_us.load(), direct.sum_us.load());
+  EXPECT_EQ(batched.counts[0].load(), 3u);  // 0, 40 and 50 are <= 50 us
+}
+
 TEST(StatusTest, PrometheusBackendSeriesPerPoolAndBackend) {
   const auto t = two_pools();
   BackendState& r1 = *t->pools[0]->states[0];
@@ -233,8 +250,9 @@ TEST(AdminTest, RoutesEachRequest) {
   EXPECT_EQ(admin.respond("POST /reload HTTP/1.1\r\n\r\n"),
             http(409, "Conflict", "text/plain; version=0.0.4", "reload refused: bad\n"));
   EXPECT_EQ(fake.reloads, 2);
-  const std::string not_found = http(404, "Not Found", "text/plain; version=0.0.4",
-                                     "not found: GET /metrics, GET /status, POST /reload, POST /flush, POST /rebalance\n");
+  const std::string not_found =
+      http(404, "Not Found", "text/plain; version=0.0.4",
+           "not found: GET /metrics, GET /status, POST /reload, POST /flush, POST /rebalance\n");
   EXPECT_EQ(admin.respond("GET /reload HTTP/1.1\r\n\r\n"), not_found);  // wrong method
   EXPECT_EQ(admin.respond("POST /metrics HTTP/1.1\r\n\r\n"), not_found);
   EXPECT_EQ(admin.respond("GET /metricsx HTTP/1.1\r\n\r\n"), not_found);

@@ -240,8 +240,8 @@ void Client::process() {
       parser_, [&] { return std::string(parser_.error()); }, [&] { dispatch(); });
 }
 
-std::shared_ptr<Msg> Client::new_msg(std::uint32_t parts) {
-  auto m = std::make_shared<Msg>();
+Ref<Msg> Client::new_msg(std::uint32_t parts) {
+  auto m = make_ref<Msg>();
   m->silent = parser_.noreply();
   m->parts.resize(parts);
   m->outstanding = parts;
@@ -249,7 +249,7 @@ std::shared_ptr<Msg> Client::new_msg(std::uint32_t parts) {
   return m;
 }
 
-bool Client::route(std::string_view key, const std::shared_ptr<Msg>& m, NodeId& node) {
+bool Client::route(std::string_view key, const Ref<Msg>& m, NodeId& node) {
   node = pool_->route(key);
   // The common case without building the error text (a string per key of a multi-get).
   if (node != kNoNode && !pool_->states[node]->down.load(std::memory_order_relaxed)) return true;
@@ -264,7 +264,7 @@ bool Client::route(std::string_view key, const std::shared_ptr<Msg>& m, NodeId& 
   return false;
 }
 
-void Client::forward(NodeId node, const std::shared_ptr<Msg>& m, std::uint32_t part,
+void Client::forward(NodeId node, const Ref<Msg>& m, std::uint32_t part,
                      std::initializer_list<std::string_view> bytes,
                      std::span<const std::string_view> keys) {
   std::string error;
@@ -279,7 +279,7 @@ void Client::forward(NodeId node, const std::shared_ptr<Msg>& m, std::uint32_t p
   if (absence.phase() == AbsenceLog::Phase::kFlipped) {
     for (const std::string_view k : keys) {
       if (!absence.take(k)) continue;
-      auto s = std::make_shared<Msg>();
+      auto s = make_ref<Msg>();
       s->parts.resize(1);
       s->outstanding = 1;
       s->then = [](Msg&) {};

@@ -109,13 +109,13 @@ class Client final : public ClientSession {
   void retrieve();
   // Warm-up on resize (proto/memcache/session_warmup.cc): when `key` (routed to `node`) moved,
   // the warm-up answers part `part` of `m` (true); `request` is the command for that key alone.
-  bool warm(memcache::Command cmd, std::string_view key, NodeId node, const std::shared_ptr<Msg>& m,
+  bool warm(memcache::Command cmd, std::string_view key, NodeId node, const Ref<Msg>& m,
             std::uint32_t part, std::string request);
   std::size_t moved(std::string_view key, NodeId node, std::span<NodeId> olds) const;
-  std::shared_ptr<Msg> new_msg(std::uint32_t parts);
+  Ref<Msg> new_msg(std::uint32_t parts);
   // Sends part `part` of `m` to `node`, or fails that part when it cannot. `keys`: the part's
   // keys, which a returned backend (core/failback.h) deletes first when it missed them.
-  void forward(NodeId node, const std::shared_ptr<Msg>& m, std::uint32_t part,
+  void forward(NodeId node, const Ref<Msg>& m, std::uint32_t part,
                std::initializer_list<std::string_view> bytes,
                std::span<const std::string_view> keys = {});
   // Safe failover: a write of `key` going to `node` while its owner is another backend is noted
@@ -123,7 +123,7 @@ class Client final : public ClientSession {
   bool note_fallback_write(std::string_view key, NodeId node);
   // An exptime capped at failover_ttl (seconds; an absolute time kept when it is sooner).
   std::int64_t capped_exptime(std::int64_t exptime) const;
-  bool route(std::string_view key, const std::shared_ptr<Msg>& m, NodeId& node);
+  bool route(std::string_view key, const Ref<Msg>& m, NodeId& node);
 
   memcache::RequestLimits limits_;
   memcache::RequestParser parser_;

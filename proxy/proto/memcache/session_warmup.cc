@@ -68,12 +68,11 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
   std::string key;
   std::string owner;
   std::vector<std::string> olds;
-  std::shared_ptr<Msg> answer_to;
+  Ref<Msg> answer_to;
   std::uint32_t answer_part = 0;
   std::string request;  // the command for this key alone, as the new owner gets it
 
-  void send(const std::shared_ptr<Msg>& s, std::uint32_t part, const std::string& name,
-            std::string bytes) {
+  void send(const Ref<Msg>& s, std::uint32_t part, const std::string& name, std::string bytes) {
     std::string error;
     BackendConn* b = worker->backend_named(pool_index, name, error);
     if (b == nullptr) {
@@ -83,8 +82,8 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
     b->send({bytes}, s, part);
   }
   // A step of `parts` requests: meta commands, or (retrieval) one classic retrieval.
-  std::shared_ptr<Msg> step(std::uint32_t parts, bool retrieval, std::function<void(Msg&)> then) {
-    auto s = std::make_shared<Msg>();
+  Ref<Msg> step(std::uint32_t parts, bool retrieval, std::function<void(Msg&)> then) {
+    auto s = make_ref<Msg>();
     s->parts.resize(parts);
     s->outstanding = parts;
     s->retrieval = retrieval;
@@ -224,7 +223,7 @@ std::size_t Client::moved(std::string_view key, NodeId node, std::span<NodeId> o
   return pool_->previous_owners(key, node, steady_ms(), olds);
 }
 
-bool Client::warm(Command cmd, std::string_view key, NodeId node, const std::shared_ptr<Msg>& m,
+bool Client::warm(Command cmd, std::string_view key, NodeId node, const Ref<Msg>& m,
                   std::uint32_t part, std::string request) {
   NodeId olds[kMaxPreviousRoutings];
   const std::size_t n = moved(key, node, olds);

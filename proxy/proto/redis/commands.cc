@@ -239,6 +239,15 @@ const Command* find_command(std::string_view name) noexcept {
   return &*it;
 }
 
+bool names_command(std::string_view name, const Command& c) noexcept {
+  if (name.size() != c.name.size()) return false;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char l = name[i];
+    if (((l >= 'A' && l <= 'Z') ? static_cast<char>(l - 'A' + 'a') : l) != c.name[i]) return false;
+  }
+  return true;
+}
+
 std::span<const Command> command_table() noexcept { return kTable; }
 
 bool read_only(const Command& c) noexcept {

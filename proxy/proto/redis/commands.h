@@ -42,6 +42,10 @@ struct Command {
 
 // The entry for `name` (any case), or nullptr for a command the proxy does not know.
 const Command* find_command(std::string_view name) noexcept;
+// Whether `name` (as a client spells it) is the command `c`: a pipelining client sends the same
+// command again and again, and this one compare saves find_command's binary search over the
+// table (1-2% of a cluster pool's CPU).
+bool names_command(std::string_view name, const Command& c) noexcept;
 
 // Every entry, sorted by name.
 std::span<const Command> command_table() noexcept;

@@ -60,7 +60,7 @@ void Msg::fail_part(std::uint32_t part, std::string_view error) {
   Part& p = parts[part];
   // A read lost with its replica's connection goes to the master.
   if (p.member != kNoNode && client != nullptr &&
-      static_cast<Client*>(client)->replica_lost(shared_from_this(), part)) {
+      static_cast<Client*>(client)->replica_lost(Ref<Msg>(this), part)) {
     return;
   }
   p.raw.copy(error);
@@ -258,8 +258,8 @@ void Backend::on_input() {
       // sends it on instead of answering with it.
       const bool taken = parser_.type() == '-' && m.client != nullptr &&
                          m.parts[p.part].member != kNoNode &&
-                         static_cast<Client*>(m.client)->redirect(
-                             std::static_pointer_cast<Msg>(p.msg), p.part, raw, address_epoch());
+                         static_cast<Client*>(m.client)->redirect(static_ref_cast<Msg>(p.msg),
+                                                                  p.part, raw, address_epoch());
       // The reply stays in the read chunk: the Msg holds a slice of it (no copy).
       if (!taken) {
         m.complete_part(p.part, in_.slice(parser_.start(), raw.size()), parser_.type(),
@@ -364,8 +364,8 @@ bool Client::permitted(const redis::Command& cmd, std::size_t argc) {
   return false;
 }
 
-std::shared_ptr<Msg> Client::new_msg() {
-  auto m = std::make_shared<Msg>();
+Ref<Msg> Client::new_msg() {
+  auto m = make_ref<Msg>();
   push(m);
   return m;
 }
@@ -375,7 +375,7 @@ void Client::process() {
       parser_, [&] { return error_reply("ERR " + parser_.error()); }, [&] { dispatch(); });
 }
 
-void Client::fail_msg(const std::shared_ptr<Msg>& m, std::string_view error, bool count_error) {
+void Client::fail_msg(const Ref<Msg>& m, std::string_view error, bool count_error) {
   m->parts.assign(1, {});
   m->outstanding = 1;
   m->merge = redis::Merge::kNone;
@@ -383,7 +383,7 @@ void Client::fail_msg(const std::shared_ptr<Msg>& m, std::string_view error, boo
   m->fail_part(0, error_reply(error));
 }
 
-bool Client::usable_or_fail(NodeId node, std::string_view what, const std::shared_ptr<Msg>& m,
+bool Client::usable_or_fail(NodeId node, std::string_view what, const Ref<Msg>& m,
                             bool count_error) {
   std::string why;
   if (backend_usable(*pool_, node, what, why)) return true;
@@ -392,8 +392,8 @@ bool Client::usable_or_fail(NodeId node, std::string_view what, const std::share
   return false;
 }
 
-void Client::forward_one(NodeId node, const std::shared_ptr<Msg>& m, std::uint16_t slot,
-                         std::string_view key, bool write) {
+void Client::forward_one(NodeId node, const Ref<Msg>& m, std::uint16_t slot, std::string_view key,
+                         bool write) {
   std::string error;
   BackendConn* b = connection(node, error);
   if (b == nullptr) {
@@ -420,7 +420,10 @@ void Client::dispatch() {
   refresh_acl();
   const std::size_t argc = parser_.argc();
   const std::string_view name = parser_.arg(in_, 0);
-  const redis::Command* cmd = redis::find_command(name);
+  const redis::Command* cmd = last_command_ != nullptr && redis::names_command(name, *last_command_)
+                                  ? last_command_
+                                  : redis::find_command(name);
+  if (cmd != nullptr) last_command_ = cmd;
   // Redis's order (server.c processCommand): unknown command, arity, NOAUTH, then the ACL.
   // Inside MULTI each of these errors also aborts the transaction (reject()), as in Redis.
   if (cmd == nullptr) {
@@ -455,9 +458,11 @@ void Client::dispatch() {
     case redis::Route::kKey: {
       auto m = new_msg();
       const std::string_view key = parser_.arg(in_, 1);
-      const NodeId node = pool_->route(key);
-      const std::uint16_t slot = chash::redis_key_slot(key);
-      if (node == kNoNode && pool_->config.is_cluster()) {
+      // A cluster pool's slot is hashed once: it routes the key and is kept for redirections.
+      const bool cluster = pool_->config.is_cluster();
+      const std::uint16_t slot = cluster ? chash::redis_key_slot(key) : 0;
+      const NodeId node = cluster ? pool_->slot_owner(slot) : pool_->route(key);
+      if (node == kNoNode && cluster) {
         cluster_down(m, slot);
         return;
       }
@@ -700,9 +705,10 @@ void Client::split(const redis::Command& cmd) {
   if (cmd.merge == redis::Merge::kArray) m->key_map.reserve(argc - 1);
   for (std::size_t i = 1; i < argc; i += step) {
     const std::string_view key = parser_.arg(in_, i);
-    NodeId node = pool_->route(key);
+    const std::uint16_t slot = cluster ? chash::redis_key_slot(key) : 0;
+    NodeId node = cluster ? pool_->slot_owner(slot) : pool_->route(key);
     if (node == kNoNode && cluster) {
-      cluster_down(m, chash::redis_key_slot(key));
+      cluster_down(m, slot);
       return;
     }
     // (The error text is built only for a key that cannot go: not a string per key.)
@@ -710,7 +716,7 @@ void Client::split(const redis::Command& cmd) {
         !usable_or_fail(node, "key '" + std::string(key.substr(0, 64)) + "'", m, true)) {
       return;
     }
-    const std::uint32_t where = cluster ? chash::redis_key_slot(key) : node;
+    const std::uint32_t where = cluster ? slot : node;
     const bool warm = warming && moved(key, node, olds) > 0;
     std::uint32_t part = 0;
     while (part < part_node.size() && (part_place[part] != where || part_warm[part])) ++part;

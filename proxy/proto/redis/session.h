@@ -33,7 +33,7 @@ namespace chash::proxy::redis {
 class Client;
 struct WarmOp;
 
-struct Msg final : Reply, std::enable_shared_from_this<Msg> {
+struct Msg final : Reply {
   Merge merge = Merge::kNone;
   struct Part {
     net::HeldBytes raw;  // the backend's whole reply, in its read chunk (or copied: errors)
@@ -106,17 +106,17 @@ class Client final : public ClientSession {
   // a replica's LOADING sent to its master, a CLUSTERDOWN given its slot. True when the part was
   // taken over (sent again, scheduled, or failed with another error); false: `raw` answers it.
   // `sent_epoch`: the BackendState::address_epoch of the address the part was sent to.
-  bool redirect(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string_view raw,
+  bool redirect(const Ref<Msg>& m, std::uint32_t part, std::string_view raw,
                 std::uint64_t sent_epoch);
   // The connection to the replica a kept read was sent to failed: true when the read was sent
   // to the replica's master instead (a read is safe to send twice).
-  bool replica_lost(const std::shared_ptr<Msg>& m, std::uint32_t part);
+  bool replica_lost(const Ref<Msg>& m, std::uint32_t part);
 
  private:
   void process() override;
   void on_closing() override;
   void dispatch();
-  std::shared_ptr<Msg> new_msg();
+  Ref<Msg> new_msg();
 
   // Local commands (Route::kLocal): run_local finds the handler by the command's name.
   void run_local(const Command& cmd, std::size_t argc);
@@ -162,7 +162,7 @@ class Client final : public ClientSession {
   // connection); `slot` is its keys' (cluster pools).
   // `key` (a single-key command's) and `write`: safe failover's notes, TTL cap and first delete
   // (proto/redis/session_failover.cc).
-  void forward_one(NodeId node, const std::shared_ptr<Msg>& m, std::uint16_t slot = 0,
+  void forward_one(NodeId node, const Ref<Msg>& m, std::uint16_t slot = 0,
                    std::string_view key = {}, bool write = false);
 
   // Safe failover and return (proto/redis/session_failover.cc, core/failback.h). A write of
@@ -177,25 +177,25 @@ class Client final : public ClientSession {
   // Cluster pools and replica reads (proto/redis/session_cluster.cc).
   // The member a request routed to `node` (not kNoNode) goes to: for a read-only command under
   // read_policy, one of its replicas (kNoNode: read_policy replica and none is up, `m` failed).
-  NodeId read_target(NodeId node, const Command& cmd, const std::shared_ptr<Msg>& m);
+  NodeId read_target(NodeId node, const Command& cmd, const Ref<Msg>& m);
   // Whether part requests must be kept for a resend to `member`.
   bool keep_request(NodeId member) const noexcept;
   // Keeps part `part`'s request and where it goes.
-  void keep(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string_view request,
-            NodeId member, std::uint16_t slot);
+  void keep(const Ref<Msg>& m, std::uint32_t part, std::string_view request, NodeId member,
+            std::uint16_t slot);
   // Sends kept part `part` to `member` of the current pool (after ASKING for an ASK).
-  void send_part(const std::shared_ptr<Msg>& m, std::uint32_t part, NodeId member, bool asking);
+  void send_part(const Ref<Msg>& m, std::uint32_t part, NodeId member, bool asking);
   // A Sentinel shard's demoted master refused part `part`: sent again once `state`'s address
   // has moved from the one it was sent to (`sent_epoch`; it may have moved already, while the
   // refusal was on its way), or failed with `error` after a wait (core/sentinel.h).
-  void retry_on_new_master(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string error,
+  void retry_on_new_master(const Ref<Msg>& m, std::uint32_t part, std::string error,
                            std::shared_ptr<BackendState> state, std::uint64_t sent_epoch);
-  void await_new_master(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string error,
+  void await_new_master(const Ref<Msg>& m, std::uint32_t part, std::string error,
                         std::shared_ptr<BackendState> state, std::uint64_t epoch,
                         net::Clock::time_point deadline);
   // Routes kept part `part` again by its slot after `ms` (the map may have been refreshed).
-  void retry_later(const std::shared_ptr<Msg>& m, std::uint32_t part, int ms);
-  void reroute(const std::shared_ptr<Msg>& m, std::uint32_t part);
+  void retry_later(const Ref<Msg>& m, std::uint32_t part, int ms);
+  void reroute(const Ref<Msg>& m, std::uint32_t part);
   // Warm-up on resize (proto/redis/session_warmup.cc). The previous owners of `key` (routed to
   // `owner` now) that may hold it; 0 when it did not move or no warm-up runs.
   std::size_t moved(std::string_view key, NodeId owner, std::span<NodeId> olds) const;
@@ -203,23 +203,20 @@ class Client final : public ClientSession {
   // Part `part` of `m` is `cmd` for one `key` (`request`, its bytes): when the key moved, the
   // warm-up answers it (true); else false and the caller sends it as usual. `shape` kArray: the
   // part of a split MGET.
-  bool warm_key(const Command& cmd, std::string_view key, NodeId owner,
-                const std::shared_ptr<Msg>& m, std::uint32_t part, Merge shape,
-                std::string_view request);
+  bool warm_key(const Command& cmd, std::string_view key, NodeId owner, const Ref<Msg>& m,
+                std::uint32_t part, Merge shape, std::string_view request);
   // A command with several keys on `node` (kKeysSameNode, kEval): when some moved, they are
   // migrated first and the command sent after (true, `m` answered then).
-  bool warm_keys_then_forward(const Command& cmd, std::size_t argc, NodeId node,
-                              const std::shared_ptr<Msg>& m);
+  bool warm_keys_then_forward(const Command& cmd, std::size_t argc, NodeId node, const Ref<Msg>& m);
   // A cluster pool's answer for a key whose slot no node serves (or no map is known yet).
-  void cluster_down(const std::shared_ptr<Msg>& m, std::uint16_t slot);
+  void cluster_down(const Ref<Msg>& m, std::uint16_t slot);
   // The key's slot (cluster pools) or backend (others): where "same place" is checked.
   std::uint32_t place(std::string_view key) const noexcept;
   // Whether `node` (routed for `what`) can take a request; if not, `m` is failed with why.
-  bool usable_or_fail(NodeId node, std::string_view what, const std::shared_ptr<Msg>& m,
-                      bool count_error);
+  bool usable_or_fail(NodeId node, std::string_view what, const Ref<Msg>& m, bool count_error);
   // Answers `m` with the one error reply `error` (text without "-" and CRLF), whatever parts
   // it had; `count_error` counts it in chash_proxy_errors_total.
-  void fail_msg(const std::shared_ptr<Msg>& m, std::string_view error, bool count_error);
+  void fail_msg(const Ref<Msg>& m, std::string_view error, bool count_error);
 
   // ACL users (proto/redis/acl.h). acl_ is the pool's user list this client was checked
   // against; a reload brings a new one, and refresh_acl() finds the client's user in it again.
@@ -236,6 +233,7 @@ class Client final : public ClientSession {
   const AclUser* user_ = nullptr;  // in *acl_; null: not authenticated (or no acl)
   std::string user_name_;          // the user's name, to find it again after a reload
   RequestParser parser_;
+  const Command* last_command_ = nullptr;  // the previous request's (dispatch: names_command)
 
   // CLIENT ID / SETNAME / SETINFO: what the client said of itself (kept by the proxy, not sent
   // to the shared backend connections).

@@ -80,8 +80,8 @@ bool Client::keep_request(NodeId member) const noexcept {
   return pool_->config.is_cluster() || s.role == ServerRole::kReplica || !s.sentinel_master.empty();
 }
 
-void Client::keep(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string_view request,
-                  NodeId member, std::uint16_t slot) {
+void Client::keep(const Ref<Msg>& m, std::uint32_t part, std::string_view request, NodeId member,
+                  std::uint16_t slot) {
   Msg::Part& p = m->parts[part];
   p.request.assign(request);
   p.member = member;
@@ -89,7 +89,7 @@ void Client::keep(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string
   m->routed_by = pool_;
 }
 
-NodeId Client::read_target(NodeId node, const Command& cmd, const std::shared_ptr<Msg>& m) {
+NodeId Client::read_target(NodeId node, const Command& cmd, const Ref<Msg>& m) {
   if (!pool_->reads_to_replicas() || !read_only(cmd)) return node;
   const NodeId target = pool_->read_member(node, read_turn_++);
   if (target == kNoNode) {
@@ -104,7 +104,7 @@ NodeId Client::read_target(NodeId node, const Command& cmd, const std::shared_pt
   return target;
 }
 
-void Client::cluster_down(const std::shared_ptr<Msg>& m, std::uint16_t slot) {
+void Client::cluster_down(const Ref<Msg>& m, std::uint16_t slot) {
   count_forward_error();
   fail_msg(m,
            pool_->cluster == nullptr
@@ -115,7 +115,7 @@ void Client::cluster_down(const std::shared_ptr<Msg>& m, std::uint16_t slot) {
            true);
 }
 
-bool Client::replica_lost(const std::shared_ptr<Msg>& m, std::uint32_t part) {
+bool Client::replica_lost(const Ref<Msg>& m, std::uint32_t part) {
   Msg::Part& p = m->parts[part];
   const Pool* from = m->routed_by != nullptr ? m->routed_by.get() : pool_.get();
   if (p.member >= from->servers.size() || from->servers[p.member].role != ServerRole::kReplica)
@@ -133,7 +133,7 @@ bool Client::replica_lost(const std::shared_ptr<Msg>& m, std::uint32_t part) {
   return true;
 }
 
-bool Client::redirect(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string_view raw,
+bool Client::redirect(const Ref<Msg>& m, std::uint32_t part, std::string_view raw,
                       std::uint64_t sent_epoch) {
   pool_ = worker_.pool(pool_index_);  // the newest map
   Msg::Part& p = m->parts[part];
@@ -196,8 +196,7 @@ bool Client::redirect(const std::shared_ptr<Msg>& m, std::uint32_t part, std::st
   return false;
 }
 
-void Client::send_part(const std::shared_ptr<Msg>& m, std::uint32_t part, NodeId member,
-                       bool asking) {
+void Client::send_part(const Ref<Msg>& m, std::uint32_t part, NodeId member, bool asking) {
   std::string error;  // (connection() may turn a replica `member` into its master)
   BackendConn* b = connection(member, error);
   if (b == nullptr) {
@@ -212,16 +211,15 @@ void Client::send_part(const std::shared_ptr<Msg>& m, std::uint32_t part, NodeId
   b->send({p.request}, m, part);
 }
 
-void Client::retry_on_new_master(const std::shared_ptr<Msg>& m, std::uint32_t part,
-                                 std::string error, std::shared_ptr<BackendState> state,
-                                 std::uint64_t sent_epoch) {
+void Client::retry_on_new_master(const Ref<Msg>& m, std::uint32_t part, std::string error,
+                                 std::shared_ptr<BackendState> state, std::uint64_t sent_epoch) {
   // Not the epoch now: a periodic check may have moved the master between the send and the
   // refusal, and waiting for a further move then failed a write the new master would take.
   await_new_master(m, part, std::move(error), std::move(state), sent_epoch,
                    worker_.loop().now() + std::chrono::milliseconds(kNewMasterWaitMs));
 }
 
-void Client::await_new_master(const std::shared_ptr<Msg>& m, std::uint32_t part, std::string error,
+void Client::await_new_master(const Ref<Msg>& m, std::uint32_t part, std::string error,
                               std::shared_ptr<BackendState> state, std::uint64_t epoch,
                               net::Clock::time_point deadline) {
   // Looked at every 20 ms; the timer holds the Msg, whose client may be gone by then.
@@ -243,14 +241,14 @@ void Client::await_new_master(const std::shared_ptr<Msg>& m, std::uint32_t part,
   });
 }
 
-void Client::retry_later(const std::shared_ptr<Msg>& m, std::uint32_t part, int ms) {
+void Client::retry_later(const Ref<Msg>& m, std::uint32_t part, int ms) {
   // The timer holds the Msg; its client may be gone when it fires (Reply::client is then null).
   worker_.loop().add_timer(std::chrono::milliseconds(ms), [m, part] {
     if (m->client != nullptr) static_cast<Client*>(m->client)->reroute(m, part);
   });
 }
 
-void Client::reroute(const std::shared_ptr<Msg>& m, std::uint32_t part) {
+void Client::reroute(const Ref<Msg>& m, std::uint32_t part) {
   pool_ = worker_.pool(pool_index_);
   const Msg::Part& p = m->parts[part];
   const NodeId node = pool_->cluster != nullptr ? (*pool_->cluster->owner)[p.slot] : kNoNode;

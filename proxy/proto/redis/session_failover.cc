@@ -12,7 +12,7 @@ namespace {
 
 // A step of the proxy's own whose answer nobody needs (any reply is fine).
 void send_unanswered(BackendConn* b, std::string_view bytes) {
-  auto s = std::make_shared<Msg>();
+  auto s = make_ref<Msg>();
   s->parts.resize(1);
   s->outstanding = 1;
   s->then = [](Msg&) {};

@@ -77,9 +77,9 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
   std::size_t pool_index = 0;
   std::shared_ptr<PoolShared> shared;
   std::string key;
-  std::string owner;               // the member the key belongs to now (by name)
-  std::vector<std::string> olds;   // its previous owners, newest first
-  std::shared_ptr<Msg> answer_to;  // the client's Msg (null: nobody waits)
+  std::string owner;              // the member the key belongs to now (by name)
+  std::vector<std::string> olds;  // its previous owners, newest first
+  Ref<Msg> answer_to;             // the client's Msg (null: nobody waits)
   std::uint32_t answer_part = 0;
   Merge shape = Merge::kNone;     // the answer's shape: an MGET part is a one-element array
   std::vector<std::string> argv;  // the command, for the steps that run it
@@ -87,7 +87,7 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
 
   // Sends `bytes` as part `part` of step `s` to member `name` of the pool as the worker routes
   // now (fails the part when it is gone or cannot be reached).
-  void send(const std::shared_ptr<Msg>& s, std::uint32_t part, const std::string& name,
+  void send(const Ref<Msg>& s, std::uint32_t part, const std::string& name,
             std::string_view bytes) {
     std::string error;
     BackendConn* b = worker->backend_named(pool_index, name, error);
@@ -98,8 +98,8 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
     b->send({bytes}, s, part);
   }
   // A step of `parts` requests whose replies go to `then`.
-  std::shared_ptr<Msg> step(std::uint32_t parts, std::function<void(Msg&)> then) {
-    auto s = std::make_shared<Msg>();
+  Ref<Msg> step(std::uint32_t parts, std::function<void(Msg&)> then) {
+    auto s = make_ref<Msg>();
     s->parts.resize(parts);
     s->outstanding = parts;
     s->then = std::move(then);
@@ -283,9 +283,8 @@ std::size_t Client::moved(std::string_view key, NodeId owner, std::span<NodeId> 
   return pool_->previous_owners(key, owner, steady_ms(), olds);
 }
 
-bool Client::warm_key(const Command& cmd, std::string_view key, NodeId owner,
-                      const std::shared_ptr<Msg>& m, std::uint32_t part, Merge shape,
-                      std::string_view request) {
+bool Client::warm_key(const Command& cmd, std::string_view key, NodeId owner, const Ref<Msg>& m,
+                      std::uint32_t part, Merge shape, std::string_view request) {
   NodeId olds[kMaxPreviousRoutings];
   const std::size_t n = moved(key, owner, olds);
   if (n == 0) return false;
@@ -316,7 +315,7 @@ bool Client::warm_key(const Command& cmd, std::string_view key, NodeId owner,
 }
 
 bool Client::warm_keys_then_forward(const Command& cmd, std::size_t argc, NodeId node,
-                                    const std::shared_ptr<Msg>& m) {
+                                    const Ref<Msg>& m) {
   if (!pool_->warming() || node == kNoNode) return false;
   // The command's keys, as permitted() finds them.
   std::size_t first = static_cast<std::size_t>(cmd.key_first), step = 1;
