@@ -224,13 +224,19 @@ constexpr auto kTable = std::to_array<Command>({
 
 }  // namespace
 
+namespace {
+// Command names are ASCII; the table spells them in lower case.
+constexpr char ascii_lower(char c) noexcept {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+}  // namespace
+
 const Command* find_command(std::string_view name) noexcept {
   // Lower-case into a small buffer: no allocation; names longer than any command are unknown.
   char lower[32];
   if (name.size() > sizeof lower) return nullptr;
   for (std::size_t i = 0; i < name.size(); ++i) {
-    const char c = name[i];
-    lower[i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    lower[i] = ascii_lower(name[i]);
   }
   const std::string_view n(lower, name.size());
   const auto it = std::lower_bound(kTable.begin(), kTable.end(), n,
@@ -242,8 +248,7 @@ const Command* find_command(std::string_view name) noexcept {
 bool names_command(std::string_view name, const Command& c) noexcept {
   if (name.size() != c.name.size()) return false;
   for (std::size_t i = 0; i < name.size(); ++i) {
-    const char l = name[i];
-    if (((l >= 'A' && l <= 'Z') ? static_cast<char>(l - 'A' + 'a') : l) != c.name[i]) return false;
+    if (ascii_lower(name[i]) != c.name[i]) return false;
   }
   return true;
 }
