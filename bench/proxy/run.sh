@@ -282,6 +282,17 @@ redis_once() {  # redis_once PGID|- PORT TEST PIPELINE
   m_ops=$rps m_p50=$p50 m_p99=$p99 m_n=$REQUESTS m_note=""
 }
 
+turn() {  # turn RUNS NAME WORKERS PID|- PORT TEST PIPELINE: one redis_once run of a target taken
+         # in turn, appended to RUNS as a row (with the proxy's CPU per op, if PID is a proxy); sets
+         # $us; 1 with $why on failure
+  local runs=$1 name=$2 w=$3 pid=$4 port=$5 t=$6 p=$7 before=0
+  us=-
+  [ "$pid" != - ] && before=$(ticks "$pid")
+  redis_once "$pid" "$port" "$t" "$p" || return 1
+  [ "$pid" != - ] && us=$(proxy_us "$before" "$(ticks "$pid")" "$m_n")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n' "$name" "$w" "$t" "$p" "$m_ops" "$m_p50" "$m_p99" "$us" "$cpu" >>"$runs"
+}
+
 redis_bench() {  # redis_bench TARGET WORKERS PORT PGID|-
   local target=$1 workers=$2 port=$3 pgid=$4 t p
   for t in $REDIS_TESTS; do
@@ -790,8 +801,7 @@ run_tls() {
                       "direct (r1)|-|${ports[0]}|-|" "chash-proxy|1|${ports[7]}|$plain_pid|"; do
           IFS='|' read -r name w port pid tls_cacert <<<"$target"
           [ "$w" = - ] && w=""
-          if redis_once "$pid" "$port" "$t" "$p"; then
-            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t-\t%s\t\n' "$name" "$w" "$t" "$p" "$m_ops" "$m_p50" "$m_p99" "$cpu" >>"$runs"
+          if turn "$runs" "$name" "$w" "$pid" "$port" "$t" "$p"; then
             echo "  $name $t P$p: $m_ops ops/s, p50 $m_p50 ms" >&2
           else
             echo "  $name $t P$p: not available: $why" >&2
@@ -897,9 +907,8 @@ run_cluster() {
         for target in "${targets[@]}"; do
           IFS='|' read -r name w port pid cluster_mode <<<"$target"
           [ "$w" = - ] && w=""
-          if redis_once "$pid" "$port" "$t" "$p"; then
-            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t-\t%s\t\n' "$name" "$w" "$t" "$p" "$m_ops" "$m_p50" "$m_p99" "$cpu" >>"$runs"
-            echo "  $name ${w:+$w worker(s) }$t P$p: $m_ops ops/s, p99 $m_p99 ms" >&2
+          if turn "$runs" "$name" "$w" "$pid" "$port" "$t" "$p"; then
+            echo "  $name ${w:+$w worker(s) }$t P$p: $m_ops ops/s, p99 $m_p99 ms, proxy CPU $us µs/op" >&2
           else
             echo "  $name $t P$p: not available: $why" >&2
           fi
