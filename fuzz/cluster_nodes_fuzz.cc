@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // A cluster node's CLUSTER NODES reply and every RESP value the control threads read
-// (core/control_client.h) come from the network: the parsers must accept or refuse any bytes,
+// (membership/control_client.h) come from the network: the parsers must accept or refuse any bytes,
 // and an accepted map must be coherent (every owner a master of the map, counts that add up).
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
-#include "core/control_client.h"
+#include "membership/control_client.h"
 #include "proto/redis/cluster_nodes.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "core/command_line.h"
+#include "control/command_line.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // Arguments are the NUL-separated pieces of the input (at most 32).

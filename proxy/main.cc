@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // chash-proxy — shard Redis keys across servers as nutcracker does, with reload, health checks
-// and metrics. Takes nutcracker's command line (core/command_line.h). See docs/PROXY.md.
+// and metrics. Takes nutcracker's command line (control/command_line.h). See docs/PROXY.md.
 #include <signal.h>
 
 #include <cstdio>
@@ -10,12 +10,12 @@
 
 #include "chash/version.h"
 #include "config/config.h"
-#include "core/command_line.h"
-#include "core/daemon.h"
-#include "core/log.h"
-#include "core/proxy.h"
-#include "core/signals.h"
-#include "core/stats_port.h"
+#include "control/command_line.h"
+#include "control/daemon.h"
+#include "control/log.h"
+#include "control/proxy.h"
+#include "control/signals.h"
+#include "control/stats_port.h"
 
 namespace {
 
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
     daemon.failed(what);
     return 1;
   };
-  // Before the listening sockets open and any thread starts (core/signals.h).
+  // Before the listening sockets open and any thread starts (control/signals.h).
   chash::proxy::block_handled_signals();
   try {
     chash::proxy::ProxyOptions options;

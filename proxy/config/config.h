@@ -55,8 +55,8 @@ struct Address {
 // Parses "host:port" or "/path[ mode]"; throws Error(kParse) with `what` in the message.
 Address parse_address(std::string_view text, std::string_view what);
 
-// What a member of a pool is to it (core/topology.h, Pool::servers): a node keys are routed to,
-// a replica of one that reads may go to (read_policy), or a server a reload took out of the
+// What a member of a pool is to it (membership/topology.h, Pool::servers): a node keys are routed
+// to, a replica of one that reads may go to (read_policy), or a server a reload took out of the
 // routing that still holds keys the warm-up reads through (Pool::previous).
 enum class ServerRole : std::uint8_t { kNode, kReplica, kRetired };
 
@@ -66,7 +66,7 @@ struct ServerConfig {
   std::string name;  // the routing node's name: the given name, else host:port or the path
   std::optional<std::string> password;  // overrides the pool's server password
   std::optional<std::string> user;      // overrides the pool's server_user (AUTH user pass)
-  // Sentinel-managed (core/sentinel.h): the master group whose current master this server is;
+  // Sentinel-managed (membership/sentinel.h): the master group whose current master this server is;
   // `address` is then a placeholder (sentinel_placeholder) the sentinel watcher resolves.
   std::string sentinel_master;
   // TLS towards this server (net/tls.h): its own `server_tls:` over the pool's, else the pool's;
@@ -75,14 +75,14 @@ struct ServerConfig {
   // Redis pools: the replicas of this server listed in the config (`replicas: [host:port]`);
   // Sentinel-managed servers and cluster nodes have theirs discovered instead.
   std::vector<Address> replicas;
-  // Set on the members a topology adds (core/topology.h): a replica, and of which node.
+  // Set on the members a topology adds (membership/topology.h): a replica, and of which node.
   ServerRole role = ServerRole::kNode;
   std::uint32_t replica_of = 0;
   int line = 0;
 };
 
 // The placeholder address of a server managed by Sentinel ("sentinel/<master>:0"): never
-// connected to; core/sentinel.h binds it to the master the Sentinels agree on.
+// connected to; membership/sentinel.h binds it to the master the Sentinels agree on.
 Address sentinel_placeholder(std::string_view master);
 
 enum class PoolProtocol : std::uint8_t { kRedis, kMemcache, kTcp };
@@ -163,7 +163,7 @@ struct PoolConfig {
   ReadPolicy read_policy = ReadPolicy::kMaster;
   std::uint32_t replica_max_lag_ms = 10000;
   // Redis Cluster pools (`cluster:` seed addresses instead of `servers:`): the nodes and the
-  // slot map are learnt from the cluster (core/cluster.h), every `cluster_refresh` ms and at
+  // slot map are learnt from the cluster (membership/cluster.h), every `cluster_refresh` ms and at
   // once when a reply says the map moved; a request follows at most cluster_max_redirects
   // MOVED/ASK hops.
   std::vector<Address> cluster_seeds;

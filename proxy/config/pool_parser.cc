@@ -606,7 +606,7 @@ class PoolParser {
   // nutcracker's distribution maps to the presets that reproduce it; tcp pools default to nginx's.
   void finish_routing() {
     if (cluster_line_) {
-      // The slot map comes from the cluster (core/cluster.h); this names it for /status.
+      // The slot map comes from the cluster (membership/cluster.h); this names it for /status.
       p_.routing.algorithm = "slots";
       p_.routing.hash = "redis_slot";
       return;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // chash-proxy — process-wide counters for the admin port (/metrics, /status) and the stats port.
 // Relaxed atomics: each is an independent counter; readers tolerate a torn view across them.
-// Per-pool and per-backend counters live in core/topology.h (PoolShared, BackendState), which
+// Per-pool and per-backend counters live in membership/topology.h (PoolShared, BackendState), which
 // outlive reloads by name.
 #pragma once
 

@@ -15,8 +15,8 @@
 
 #include "config/config.h"
 #include "core/connection.h"
-#include "core/probe_check.h"
-#include "core/topology.h"
+#include "membership/probe_check.h"
+#include "membership/topology.h"
 
 namespace chash::proxy {
 
@@ -30,7 +30,7 @@ void accept_client(Worker& worker, std::size_t pool_index, int fd, const sockadd
 std::unique_ptr<BackendConn> make_backend(Worker& worker, std::shared_ptr<const Pool> pool,
                                           NodeId node);
 
-// The health probe's conversation with `server` of `pool` (core/probe_check.h).
+// The health probe's conversation with `server` of `pool` (membership/probe_check.h).
 std::unique_ptr<ProbeCheck> make_probe_check(const PoolConfig& pool, const ServerConfig& server);
 
 // What a client over client_connections is told before it is closed ("" = close silently).

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/log.h"
+#include "control/log.h"
 #include "core/worker.h"
 #include "net/socket.h"
 
@@ -487,8 +487,8 @@ void BackendSession::uncount_connection() noexcept {
 
 bool BackendSession::start(std::string& error) {
   const ServerConfig& s = pool_->servers[node_];
-  // The resolver's address (core/resolver.h): a worker never looks a name up itself. The
-  // epoch first (core/sentinel.h publishes the address, then the epoch).
+  // The resolver's address (membership/resolver.h): a worker never looks a name up itself. The
+  // epoch first (membership/sentinel.h publishes the address, then the epoch).
   epoch_ = state_->address_epoch.load();
   const auto address = state_->resolved();
   if (address == nullptr) {

@@ -20,7 +20,7 @@
 #include <type_traits>
 
 #include "core/connection.h"
-#include "core/topology.h"
+#include "membership/topology.h"
 #include "net/buffer.h"
 #include "net/event_loop.h"
 #include "net/tls.h"

@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <future>
 
-#include "core/log.h"
+#include "control/log.h"
 #include "core/protocols.h"
 #include "core/session.h"
 #include "net/socket.h"
@@ -266,7 +266,7 @@ BackendConn* Worker::backend(std::size_t pool_index, NodeId node, std::string& e
   if (slots.empty()) slots.assign(wp.pool->config.server_connections, nullptr);
   BackendConn*& slot = slots[wp.next_conn++ % slots.size()];
   if (slot != nullptr && slot->stale()) {
-    // The backend's master moved (core/sentinel.h): finish what is in flight there, send the
+    // The backend's master moved (membership/sentinel.h): finish what is in flight there, send the
     // rest to the new address.
     BackendConn* old = slot;
     slot = nullptr;

@@ -19,7 +19,7 @@
 
 #include "core/connection.h"
 #include "core/metrics.h"
-#include "core/topology.h"
+#include "membership/topology.h"
 #include "net/event_loop.h"
 
 namespace chash::proxy {
@@ -73,7 +73,7 @@ class Worker {
   void drain();
   // Thread-safe: returns once this worker has finished the event it was handling (it runs a
   // posted no-op), or after `timeout` (a stopped worker). What it routed before the call is
-  // then fully dispatched (core/failback.h waits on this).
+  // then fully dispatched (membership/failback.h waits on this).
   void quiesce(std::chrono::milliseconds timeout);
   // Open client connections (thread-safe): a drain is over when every worker has none.
   std::size_t open_clients() const noexcept {

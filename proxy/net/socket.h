@@ -19,7 +19,7 @@ int listen_on(const Address& address, int backlog, std::string& error);
 
 // Starts a non-blocking connect; returns the fd (connection in progress or made) or -1.
 // Host names are resolved with getaddrinfo, which blocks: never call this on a worker (workers
-// connect with connect_addr to what core/resolver.h resolved).
+// connect with connect_addr to what membership/resolver.h resolved).
 int connect_to(const Address& address, std::string& error);
 
 // A unix path or a numeric IPv4/IPv6 address into `ss`, without any lookup; false for a name.

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The admin port (core/admin.h) under clients that misbehave: one that trickles its request a
+// The admin port (control/admin.h) under clients that misbehave: one that trickles its request a
 // byte at a time, ones that connect and send nothing, too many at once, an oversized head. None
 // of them may delay another admin client; each is closed by the deadline or answered at once.
-#include "core/admin.h"
+#include "control/admin.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>

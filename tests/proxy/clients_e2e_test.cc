@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "cluster_util.h"
-#include "core/proxy.h"
+#include "control/proxy.h"
 #include "e2e_util.h"
 #include "redis_util.h"
 

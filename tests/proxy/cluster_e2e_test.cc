@@ -16,7 +16,7 @@
 
 #include "chash/redis_slots.h"
 #include "cluster_util.h"
-#include "core/proxy.h"
+#include "control/proxy.h"
 
 namespace chash::proxy::testing {
 namespace {

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // CLUSTER NODES as Redis 7.0 prints it (proto/redis/cluster_nodes.h), and how a pool's members
-// and reads follow from a map (core/topology.h: Pool::read_member).
+// and reads follow from a map (membership/topology.h: Pool::read_member).
 #include "proto/redis/cluster_nodes.h"
 
 #include <gtest/gtest.h>
 
-#include "core/topology.h"
+#include "membership/topology.h"
 
 namespace chash::proxy {
 namespace {

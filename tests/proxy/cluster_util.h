@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/control_client.h"
 #include "e2e_util.h"
+#include "membership/control_client.h"
 #include "redis_util.h"
 
 namespace chash::proxy::testing {

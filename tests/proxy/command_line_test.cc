@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // chash-proxy's command line, units: nutcracker's flags in every form its getopt_long accepts,
-// its -v levels, the stats port defaults, and the usage errors (core/command_line.h).
-#include "core/command_line.h"
+// its -v levels, the stats port defaults, and the usage errors (control/command_line.h).
+#include "control/command_line.h"
 
 #include <gtest/gtest.h>
 

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "core/proxy.h"
+#include "control/proxy.h"
 
 namespace chash::proxy::testing {
 

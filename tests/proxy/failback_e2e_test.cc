@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Safe failover and return against real servers (core/failback.h): a backend stopped (SIGSTOP:
-// it keeps its memory, so it comes back holding old values) is ejected; the writes and deletes
-// of its keys meanwhile go to their next choice, get failover_ttl at most, and are noted; when
-// it answers again it is swept before it takes traffic, so no read returns a value older than
+// Safe failover and return against real servers (membership/failback.h): a backend stopped
+// (SIGSTOP: it keeps its memory, so it comes back holding old values) is ejected; the writes and
+// deletes of its keys meanwhile go to their next choice, get failover_ttl at most, and are noted;
+// when it answers again it is swept before it takes traffic, so no read returns a value older than
 // one written while it was away. Without failover_invalidate the same run reads stale values.
 // An absence log that overflows flushes the backend, or keeps it out until POST /flush.
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/proxy.h"
+#include "control/proxy.h"
 #include "e2e_util.h"
 #include "memcache_util.h"
 #include "redis_util.h"

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Backend health: failure counting and ejection (record_failure/record_success), when probes
 // are due, how probe results move a backend up and down (rise/fall), each protocol's probe
-// conversation (core/probe_check.h via make_probe_check), and the prober on loopback sockets.
-#include "core/health.h"
+// conversation (membership/probe_check.h via make_probe_check), and the prober on loopback sockets.
+#include "membership/health.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -12,9 +12,9 @@
 #include <string>
 
 #include "config/config.h"
-#include "core/probe_check.h"
 #include "core/protocols.h"
-#include "core/topology.h"
+#include "membership/probe_check.h"
+#include "membership/topology.h"
 #include "net/event_loop.h"
 #include "net/socket.h"
 

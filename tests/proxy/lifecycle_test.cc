@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/proxy.h"
+#include "control/proxy.h"
 #include "e2e_util.h"
 #include "redis_util.h"
 

@@ -18,11 +18,11 @@
 
 #include "chash/router.h"
 #include "config/config.h"
-#include "core/proxy.h"
-#include "core/status.h"
+#include "control/proxy.h"
+#include "control/status.h"
 #include "e2e_util.h"
-#include "net/socket.h"
 #include "memcache_util.h"
+#include "net/socket.h"
 #include "proto/memcache/protocol.h"
 
 namespace chash::proxy {
@@ -329,8 +329,8 @@ TEST_F(MemcacheE2E, MultiGetAcrossBackendsInKeyOrderWithMisses) {
   for (auto& s : servers_) EXPECT_EQ(s->client().call("version\r\n").substr(0, 8), "VERSION ");
 }
 
-using testing::rss_kb;
 using testing::binary_value;
+using testing::rss_kb;
 
 TEST_F(MemcacheE2E, TooLargeValueIsRefusedAndTheConnectionStaysUsable) {
   start_proxy(yaml("  max_value_bytes: 1048576\n"));

@@ -26,7 +26,7 @@
 
 #include "chash/router.h"
 #include "config/config.h"
-#include "core/proxy.h"
+#include "control/proxy.h"
 #include "e2e_util.h"
 #include "proto/redis/resp.h"
 #include "redis_util.h"

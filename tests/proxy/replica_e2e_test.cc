@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cluster_util.h"
-#include "core/proxy.h"
+#include "control/proxy.h"
 
 namespace chash::proxy::testing {
 namespace {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // systemd's notify protocol, units: one datagram to $NOTIFY_SOCKET, a path or an "@" abstract
-// name; nothing without it (core/sd_notify.h).
-#include "core/sd_notify.h"
+// name; nothing without it (control/sd_notify.h).
+#include "control/sd_notify.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Sentinel-managed servers: the config keys and their errors, and the pure parts of
-// core/sentinel.h (the RESP reader, the majority rule, the replica list).
+// membership/sentinel.h (the RESP reader, the majority rule, the replica list).
 #include <gtest/gtest.h>
 
 #include "chash/error.h"
 #include "config/config.h"
-#include "core/sentinel.h"
+#include "membership/sentinel.h"
 
 namespace chash::proxy {
 namespace {

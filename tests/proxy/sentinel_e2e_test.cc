@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "config/config.h"
-#include "core/proxy.h"
-#include "core/sentinel.h"
+#include "control/proxy.h"
 #include "e2e_util.h"
+#include "membership/sentinel.h"
 #include "redis_util.h"
 
 namespace chash::proxy::testing {

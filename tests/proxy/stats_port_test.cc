@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// nutcracker's stats port (core/stats_port.h): the document's shape against nutcracker's own
+// nutcracker's stats port (control/stats_port.h): the document's shape against nutcracker's own
 // (its -D text, and the key set of a real nutcracker's document for the same config), its
 // counts after real traffic through a real redis-server, and clients that never read or send
 // garbage delaying nothing.
-#include "core/stats_port.h"
+#include "control/stats_port.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -22,7 +22,7 @@
 
 #include "chash/version.h"
 #include "config/config.h"
-#include "core/proxy.h"
+#include "control/proxy.h"
 #include "e2e_util.h"
 #include "net/socket.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// /metrics and /status rendering (core/status.h) of a known state, and the admin port's HTTP
-// (core/admin.h) with stand-in handlers and over a real loopback socket.
-#include "core/status.h"
+// /metrics and /status rendering (control/status.h) of a known state, and the admin port's HTTP
+// (control/admin.h) with stand-in handlers and over a real loopback socket.
+#include "control/status.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -13,8 +13,8 @@
 #include <string>
 
 #include "config/config.h"
-#include "core/admin.h"
-#include "core/topology.h"
+#include "control/admin.h"
+#include "membership/topology.h"
 #include "net/event_loop.h"
 #include "net/socket.h"
 

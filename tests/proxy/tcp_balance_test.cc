@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "core/topology.h"
+#include "membership/topology.h"
 #include "proto/tcp/balance.h"
 #include "proto/tcp/proxy_header.h"
 

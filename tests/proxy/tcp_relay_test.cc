@@ -24,7 +24,7 @@
 
 #include "chash/router.h"
 #include "config/config.h"
-#include "core/proxy.h"
+#include "control/proxy.h"
 #include "e2e_util.h"
 
 namespace chash::proxy {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Pool routing (proxy/core/topology.h): the library router's failover and bounded loads over the
-// backends' shared state — a down backend's keys move to their next choice and nobody else's, a
+// Pool routing (proxy/membership/topology.h): the library router's failover and bounded loads over
+// the backends' shared state — a down backend's keys move to their next choice and nobody else's, a
 // backend with more than its share of requests in flight passes keys on, for any pool size.
-#include "core/topology.h"
+#include "membership/topology.h"
 
 #include <gtest/gtest.h>
 

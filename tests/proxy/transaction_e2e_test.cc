@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/proxy.h"
+#include "control/proxy.h"
 #include "e2e_util.h"
 #include "proto/redis/local_replies.h"
 #include "redis_util.h"

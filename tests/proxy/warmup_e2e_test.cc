@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/proxy.h"
+#include "control/proxy.h"
 #include "e2e_util.h"
 #include "redis_util.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/proxy.h"
+#include "control/proxy.h"
 #include "e2e_util.h"
 #include "memcache_util.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // memcached's `lru_crawler metadump` spells keys URI-encoded ("%20" for a space). Both tools that
 // read it, `chash rebalance`/`chash scan` (tools/chash/scan.cc) and the proxy's own rebalance
-// (proxy/core/rebalance.cc), decode them with this.
+// (proxy/membership/rebalance.cc), decode them with this.
 #pragma once
 
 #include <string>

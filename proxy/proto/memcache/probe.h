@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/probe_check.h"
+#include "membership/probe_check.h"
 
 namespace chash::proxy::memcache {
 

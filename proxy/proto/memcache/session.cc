@@ -274,7 +274,7 @@ void Client::forward(NodeId node, const Ref<Msg>& m, std::uint32_t part,
     m->fail_part(part, server_error("backend " + pool_->states[node]->name + ": " + error));
     return;
   }
-  // Safe return (core/failback.h): a key a returned backend missed is deleted there first.
+  // Safe return (membership/failback.h): a key a returned backend missed is deleted there first.
   AbsenceLog& absence = pool_->states[node]->absence;
   if (absence.phase() == AbsenceLog::Phase::kFlipped) {
     for (const std::string_view k : keys) {

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "core/session.h"
-#include "core/topology.h"
+#include "membership/topology.h"
 #include "proto/memcache/protocol.h"
 
 namespace chash::proxy::memcache {
@@ -114,7 +114,7 @@ class Client final : public ClientSession {
   std::size_t moved(std::string_view key, NodeId node, std::span<NodeId> olds) const;
   Ref<Msg> new_msg(std::uint32_t parts);
   // Sends part `part` of `m` to `node`, or fails that part when it cannot. `keys`: the part's
-  // keys, which a returned backend (core/failback.h) deletes first when it missed them.
+  // keys, which a returned backend (membership/failback.h) deletes first when it missed them.
   void forward(NodeId node, const Ref<Msg>& m, std::uint32_t part,
                std::initializer_list<std::string_view> bytes,
                std::span<const std::string_view> keys = {});

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/probe_check.h"
+#include "membership/probe_check.h"
 #include "proto/redis/resp.h"
 
 namespace chash::proxy::redis {

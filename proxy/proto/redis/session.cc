@@ -250,7 +250,7 @@ void Backend::on_input() {
     const std::string_view raw = parser_.span().in(in_.view());
     record_success(*state_);
     if (p.msg) {
-      // A "master" that answers -READONLY is a replica now: core/sentinel.h asks again.
+      // A "master" that answers -READONLY is a replica now: membership/sentinel.h asks again.
       if (parser_.type() == '-' && raw.starts_with("-READONLY"))
         state_->rediscover.store(true, std::memory_order_relaxed);
       auto& m = static_cast<Msg&>(*p.msg);

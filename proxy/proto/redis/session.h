@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "core/session.h"
-#include "core/topology.h"
+#include "membership/topology.h"
 #include "net/event_loop.h"
 #include "proto/redis/acl.h"
 #include "proto/redis/commands.h"
@@ -165,7 +165,7 @@ class Client final : public ClientSession {
   void forward_one(NodeId node, const Ref<Msg>& m, std::uint16_t slot = 0,
                    std::string_view key = {}, bool write = false);
 
-  // Safe failover and return (proto/redis/session_failover.cc, core/failback.h). A write of
+  // Safe failover and return (proto/redis/session_failover.cc, membership/failback.h). A write of
   // `key` going to `node` while its owner is another backend is noted in that one's absence log;
   // true when it is such a fallback write.
   bool note_fallback_write(std::string_view key, NodeId node);
@@ -187,7 +187,7 @@ class Client final : public ClientSession {
   void send_part(const Ref<Msg>& m, std::uint32_t part, NodeId member, bool asking);
   // A Sentinel shard's demoted master refused part `part`: sent again once `state`'s address
   // has moved from the one it was sent to (`sent_epoch`; it may have moved already, while the
-  // refusal was on its way), or failed with `error` after a wait (core/sentinel.h).
+  // refusal was on its way), or failed with `error` after a wait (membership/sentinel.h).
   void retry_on_new_master(const Ref<Msg>& m, std::uint32_t part, std::string error,
                            std::shared_ptr<BackendState> state, std::uint64_t sent_epoch);
   void await_new_master(const Ref<Msg>& m, std::uint32_t part, std::string error,

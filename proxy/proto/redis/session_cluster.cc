@@ -2,7 +2,7 @@
 // chash-proxy — a Redis client's requests to a Redis Cluster pool, and reads sent to replicas:
 // where a request goes, and what happens when the member answers that it is not the place.
 //
-// A cluster pool routes by the slot map its watcher learnt (core/cluster.h). The map can be
+// A cluster pool routes by the slot map its watcher learnt (membership/cluster.h). The map can be
 // behind the cluster (a reshard moves slots one by one), so a node may answer a part with
 //   -MOVED <slot> <ip:port>  the slot lives there now: the part is sent there, and the watcher
 //                            is asked to refresh the map (so the next request goes straight);
@@ -121,7 +121,7 @@ bool Client::replica_lost(const Ref<Msg>& m, std::uint32_t part) {
   if (p.member >= from->servers.size() || from->servers[p.member].role != ServerRole::kReplica)
     return false;
   pool_ = worker_.pool(pool_index_);
-  // Out of the reads until its probe finds it usable again (core/health.h).
+  // Out of the reads until its probe finds it usable again (membership/health.h).
   BackendState& st = *from->states[p.member];
   st.down_since_ms.store(steady_ms(), std::memory_order_relaxed);
   st.down.store(true, std::memory_order_relaxed);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// chash-proxy — a Redis client's side of safe failover and return (core/failback.h): writes of
-// a down backend's keys that went to a fallback are noted (before they are sent) and their TTL
+// chash-proxy — a Redis client's side of safe failover and return (membership/failback.h): writes
+// of a down backend's keys that went to a fallback are noted (before they are sent) and their TTL
 // capped (failover_ttl), and while a returned backend's last sweep runs, a request for a key it
 // missed deletes that key there first, on the same connection.
 #include "core/worker.h"

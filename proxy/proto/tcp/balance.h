@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "config/config.h"
-#include "core/topology.h"
 #include "core/worker.h"
+#include "membership/topology.h"
 
 namespace chash::proxy::tcp {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "core/log.h"
+#include "control/log.h"
 #include "core/worker.h"
 #include "net/socket.h"
 #include "proto/tcp/proxy_header.h"
@@ -127,7 +127,7 @@ void Relay::connect_next() {
     BackendState& st = *pool_->states[n];
     st.requests.fetch_add(1, std::memory_order_relaxed);
     std::string error;
-    // The resolver's address (core/resolver.h): a worker never looks a name up itself.
+    // The resolver's address (membership/resolver.h): a worker never looks a name up itself.
     const auto address = st.resolved();
     if (address == nullptr || address->source != pc.servers[n].address.text()) {
       chooser_.failed(*pool_, state_for(worker_, pool_index_, *pool_), n);
@@ -237,8 +237,8 @@ void Relay::on_backend_event(std::uint32_t events) {
       }
     }
     std::string error;
-    backend_tls_ = net::TlsStream::connect(*ctx, backend_fd_,
-                                           pool_->servers[node_].address.host, error);
+    backend_tls_ =
+        net::TlsStream::connect(*ctx, backend_fd_, pool_->servers[node_].address.host, error);
     if (!backend_tls_) {
       connect_failed(error, false);
       return;
@@ -425,10 +425,9 @@ void Relay::update_events() {
     return t.wants_write() ? EPOLLOUT : EPOLLIN;
   };
   const std::uint32_t client =
-      client_handshaking_
-          ? handshake(*client_tls_)
-          : (room(up_) || client_wait_.write_wants_read ? EPOLLIN : 0u) |
-                (down_.pending() || client_wait_.read_wants_write ? EPOLLOUT : 0u);
+      client_handshaking_ ? handshake(*client_tls_)
+                          : (room(up_) || client_wait_.write_wants_read ? EPOLLIN : 0u) |
+                                (down_.pending() || client_wait_.read_wants_write ? EPOLLOUT : 0u);
   std::uint32_t backend = 0;
   if (backend_fd_ >= 0) {
     if (backend_handshaking_) {

@@ -35,7 +35,7 @@
 #include <string>
 
 #include "core/connection.h"
-#include "core/topology.h"
+#include "membership/topology.h"
 #include "net/event_loop.h"
 #include "net/tls.h"
 #include "proto/tcp/balance.h"
@@ -123,10 +123,10 @@ class Relay final : public ClientConn {
   int backend_fd_ = -1;
   std::unique_ptr<net::TlsStream> client_tls_;   // the pool's `tls:` (null: as it is)
   std::unique_ptr<net::TlsStream> backend_tls_;  // the server's `server_tls:` (null: as it is)
-  bool client_handshaking_ = false;   // before the backend is chosen
-  bool backend_handshaking_ = false;  // part of connecting
+  bool client_handshaking_ = false;              // before the backend is chosen
+  bool backend_handshaking_ = false;             // part of connecting
   TlsWait client_wait_, backend_wait_;
-  bool resume_ = false;  // set by pump_one: see schedule_resume
+  bool resume_ = false;                                   // set by pump_one: see schedule_resume
   std::uint32_t client_events_ = 0, backend_events_ = 0;  // registered with epoll (0: not)
   BackendSide backend_side_{*this};
   Chooser chooser_;

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "control/handover.h"
+
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "control/log.h"
+
+namespace chash::proxy {
+
+namespace {
+
+// SOCK_SEQPACKET: each message arrives whole, with its descriptors (a stream could split the
+// key list from the SCM_RIGHTS it belongs to).
+constexpr int kMaxSockets = 250;  // below the kernel's SCM_MAX_FD (253) per message
+constexpr std::size_t kMaxMessage = 64 * 1024;
+constexpr auto kTakeDeadline = std::chrono::seconds(5);  // connect to "TAKE"
+// "TAKE" to "RELEASE": the new process builds its routers and starts its workers meanwhile.
+constexpr auto kReleaseDeadline = std::chrono::seconds(120);
+constexpr std::size_t kMaxConns = 4;
+
+bool fill(const std::string& path, sockaddr_un& sun) {
+  std::memset(&sun, 0, sizeof sun);
+  sun.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof sun.sun_path) return false;
+  std::memcpy(sun.sun_path, path.data(), path.size());
+  return true;
+}
+
+std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+}  // namespace
+
+// ---- The old process: one peer's exchange ------------------------------------------------------
+
+class HandoverServer::Conn : public net::Pollable {
+ public:
+  Conn(HandoverServer& server, int fd) : server_(server), loop_(server.loop_), fd_(fd) {
+    deadline_ = loop_.add_timer(kTakeDeadline, [this] { server_.finish(this); });
+  }
+  // May run after the server is gone (the loop frees finished connections later): only the
+  // loop, which outlives both, is touched.
+  ~Conn() override {
+    loop_.cancel_timer(deadline_);
+    loop_.remove(fd_);
+    ::close(fd_);
+  }
+  void cancel_deadline() noexcept { loop_.cancel_timer(deadline_); }
+
+  void on_event(std::uint32_t events) override {
+    if (done_) return;
+    char buf[256];
+    const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (n <= 0 || (events & EPOLLERR)) return done();  // gone before RELEASE: nothing changes
+    const std::string_view msg(buf, static_cast<std::size_t>(n));
+    if (msg == "TAKE 1\n" && !sent_) return send_sockets();
+    if (msg == "RELEASE\n" && sent_) {
+      const std::string ok = "OK " + std::to_string(::getpid()) + "\n";
+      [[maybe_unused]] const auto w =
+          ::send(fd_, ok.data(), ok.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      server_.release();
+      return done();
+    }
+    log(LogLevel::kWarn, "hand-over: unexpected message; closing");
+    done();
+  }
+
+ private:
+  void send_sockets() {
+    const HandoverSockets sockets = server_.sockets_();
+    std::string keys;
+    std::vector<int> fds;
+    for (const auto& [key, fd] : sockets) {
+      keys += key + "\n";
+      fds.push_back(fd);
+    }
+    if (fds.size() > kMaxSockets || keys.size() > kMaxMessage || fds.empty()) {
+      log(LogLevel::kWarn, "hand-over: too many or no sockets to pass");
+      return done();
+    }
+    iovec iov{keys.data(), keys.size()};
+    std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control.data();
+    m.msg_controllen = control.size();
+    cmsghdr* c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+    if (::sendmsg(fd_, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+      log(LogLevel::kWarn, "hand-over: cannot pass the sockets",
+          {{"reason", std::strerror(errno)}});
+      return done();
+    }
+    sent_ = true;
+    const std::string n = std::to_string(fds.size());
+    log(LogLevel::kInfo, "hand-over: listening sockets passed to a new process", {{"sockets", n}});
+    loop_.cancel_timer(deadline_);
+    deadline_ = loop_.add_timer(kReleaseDeadline, [this] { server_.finish(this); });
+  }
+  void done() {
+    done_ = true;
+    server_.finish(this);
+  }
+
+  HandoverServer& server_;
+  net::EventLoop& loop_;
+  int fd_;
+  bool sent_ = false;
+  bool done_ = false;
+  net::EventLoop::TimerId deadline_ = 0;
+};
+
+HandoverServer::HandoverServer(net::EventLoop& loop, int listen_fd,
+                               std::function<HandoverSockets()> sockets,
+                               std::function<void()> on_release)
+    : loop_(loop),
+      fd_(listen_fd),
+      sockets_(std::move(sockets)),
+      on_release_(std::move(on_release)) {
+  loop_.add(fd_, EPOLLIN, this);
+}
+
+HandoverServer::~HandoverServer() {
+  conns_.clear();
+  if (fd_ >= 0) {
+    loop_.remove(fd_);
+    ::close(fd_);
+  }
+}
+
+int HandoverServer::listen(const std::string& path, std::string& error) {
+  sockaddr_un sun;
+  if (!fill(path, sun)) {
+    error = "hand-over socket path empty or too long: " + path;
+    return -1;
+  }
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    error = errno_text("socket");
+    return -1;
+  }
+  ::unlink(path.c_str());
+  // Only this user may take the sockets: the mode is set before anyone can connect.
+  const mode_t old = ::umask(0077);
+  const int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun);
+  ::umask(old);
+  if (rc != 0 || ::listen(fd, 4) != 0) {
+    error = errno_text("hand-over socket " + path);
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void HandoverServer::on_event(std::uint32_t) {
+  for (;;) {
+    const int c = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (c < 0) return;
+    if (released_ || conns_.size() >= kMaxConns) {
+      ::close(c);
+      continue;
+    }
+    auto conn = std::make_unique<Conn>(*this, c);
+    Conn* p = conn.get();
+    conns_.emplace(p, std::move(conn));
+    loop_.add(c, EPOLLIN, p);
+  }
+}
+
+void HandoverServer::finish(Conn* c) {
+  const auto it = conns_.find(c);
+  if (it == conns_.end()) return;
+  it->second->cancel_deadline();
+  loop_.defer_delete(std::move(it->second));
+  conns_.erase(it);
+}
+
+void HandoverServer::release() {
+  if (released_) return;
+  released_ = true;
+  // The successor serves PATH from now on: stop listening (its file is the successor's).
+  loop_.remove(fd_);
+  ::close(fd_);
+  fd_ = -1;
+  on_release_();
+}
+
+// ---- The new process -----------------------------------------------------------------------------
+
+namespace {
+
+// Waits until fd is readable; false at the deadline.
+bool wait_readable(int fd, std::chrono::milliseconds timeout) {
+  pollfd p{fd, POLLIN, 0};
+  for (;;) {
+    const int rc = ::poll(&p, 1, static_cast<int>(timeout.count()));
+    if (rc < 0 && errno == EINTR) continue;
+    return rc > 0;
+  }
+}
+
+}  // namespace
+
+HandoverClient::HandoverClient(const std::string& path, std::chrono::milliseconds timeout)
+    : timeout_(timeout) {
+  sockaddr_un sun;
+  if (!fill(path, sun))
+    throw std::runtime_error("hand-over socket path empty or too long: " + path);
+  fd_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) throw std::runtime_error(errno_text("socket"));
+  if (::connect(fd_, reinterpret_cast<sockaddr*>(&sun), sizeof sun) != 0) {
+    const std::string e = errno_text("cannot take over from " + path);
+    ::close(fd_);
+    throw std::runtime_error(e + " (is a chash-proxy with --handover-socket running?)");
+  }
+  const std::string take = "TAKE 1\n";
+  if (::send(fd_, take.data(), take.size(), MSG_NOSIGNAL) < 0 || !wait_readable(fd_, timeout_)) {
+    ::close(fd_);
+    throw std::runtime_error("hand-over from " + path + ": no answer");
+  }
+  std::vector<char> text(kMaxMessage);
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * 253));
+  iovec iov{text.data(), text.size()};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = control.data();
+  m.msg_controllen = control.size();
+  const ssize_t n = ::recvmsg(fd_, &m, MSG_CMSG_CLOEXEC);
+  std::vector<int> fds;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    const std::size_t at = fds.size();
+    fds.resize(at + count);
+    std::memcpy(fds.data() + at, CMSG_DATA(c), count * sizeof(int));
+  }
+  std::vector<std::string> keys;
+  if (n > 0) {
+    std::string_view rest(text.data(), static_cast<std::size_t>(n));
+    while (!rest.empty()) {
+      const auto nl = rest.find('\n');
+      if (nl == std::string_view::npos) break;
+      keys.emplace_back(rest.substr(0, nl));
+      rest.remove_prefix(nl + 1);
+    }
+  }
+  if (n <= 0 || (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) != 0 || keys.size() != fds.size() ||
+      fds.empty()) {
+    for (const int f : fds) ::close(f);
+    ::close(fd_);
+    throw std::runtime_error("hand-over from " + path + ": malformed answer");
+  }
+  for (std::size_t i = 0; i < fds.size(); ++i) {
+    if (!sockets_.emplace(keys[i], fds[i]).second) ::close(fds[i]);
+  }
+}
+
+HandoverClient::~HandoverClient() {
+  for (const auto& [key, fd] : sockets_) ::close(fd);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int HandoverClient::take(const std::string& key) {
+  const auto it = sockets_.find(key);
+  if (it == sockets_.end()) return -1;
+  const int fd = it->second;
+  sockets_.erase(it);
+  return fd;
+}
+
+long HandoverClient::release() {
+  const std::string msg = "RELEASE\n";
+  if (::send(fd_, msg.data(), msg.size(), MSG_NOSIGNAL) < 0 || !wait_readable(fd_, timeout_)) {
+    throw std::runtime_error("hand-over: the old process did not confirm the release");
+  }
+  char buf[64];
+  const ssize_t n = ::recv(fd_, buf, sizeof buf - 1, 0);
+  if (n < 4 || std::strncmp(buf, "OK ", 3) != 0) {
+    throw std::runtime_error("hand-over: the old process did not confirm the release");
+  }
+  buf[n] = '\0';
+  ::close(fd_);
+  fd_ = -1;
+  return std::strtol(buf + 3, nullptr, 10);
+}
+
+}  // namespace chash::proxy

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// chash-proxy — what the admin port shows: /metrics (Prometheus text format 0.0.4) and
+// /status (JSON), rendered from the process counters and one topology snapshot.
+//
+// Pure functions of their arguments (the admin server and the tests call them alike).
+// Example: with one redis pool "alpha" whose backend r1 is down,
+//   chash_proxy_backend_up{pool="alpha",backend="r1"} 0
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/metrics.h"
+#include "membership/topology.h"
+
+namespace chash::proxy {
+
+// Every counter, the latency histogram (cumulative buckets in seconds, then _sum and _count)
+// and the per-backend series labelled {pool,backend}, each family with # HELP and # TYPE.
+std::string render_prometheus(const Metrics& metrics, const Topology& topology);
+
+// {"version":V,"applied_version":A,"workers":W,"requests":R,"clients":C,"pools":[...]}\n
+std::string render_status_json(const Metrics& metrics, const Topology& topology,
+                               std::uint64_t applied_version, unsigned workers);
+
+// Prometheus label value: '"' and '\' escaped, newlines as spaces.
+std::string prometheus_label_escape(std::string_view s);
+// JSON string body: '"' and '\' escaped, control bytes as \u00XX.
+std::string json_escape(std::string_view s);
+
+}  // namespace chash::proxy

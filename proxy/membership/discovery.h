@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// chash-proxy — what the control threads learn at run time, that topologies are built with.
+//
+// A Redis Cluster pool's nodes and slot map (membership/cluster.h) and a Sentinel-managed shard's
+// replicas (membership/sentinel.h) are not in the config file: their watchers store them here and
+// ask the Proxy to publish a new topology (Proxy::republish), which build_topology makes from the
+// config plus this. Thread-safe; the watchers write, the publishing thread reads.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "proto/redis/cluster_nodes.h"
+
+namespace chash::proxy {
+
+class Discovered {
+ public:
+  // The last map of cluster pool `pool` (null: none learnt yet).
+  std::shared_ptr<const redis::ClusterMap> cluster(const std::string& pool) const {
+    std::lock_guard lock(mu_);
+    const auto it = clusters_.find(pool);
+    return it == clusters_.end() ? nullptr : it->second;
+  }
+  // Stores `map`; true when routing changes (new nodes, roles or slot owners).
+  bool set_cluster(const std::string& pool, std::shared_ptr<const redis::ClusterMap> map) {
+    std::lock_guard lock(mu_);
+    auto& cur = clusters_[pool];
+    const bool changed = cur == nullptr || !cur->same_topology(*map);
+    cur = std::move(map);
+    return changed;
+  }
+  // Replica addresses ("ip:port") of `server` in `pool`, as its Sentinels name them.
+  std::vector<std::string> replicas(const std::string& pool, const std::string& server) const {
+    std::lock_guard lock(mu_);
+    const auto it = replicas_.find({pool, server});
+    return it == replicas_.end() ? std::vector<std::string>{} : it->second;
+  }
+  // Stores them; true when they differ from the last ones.
+  bool set_replicas(const std::string& pool, const std::string& server,
+                    std::vector<std::string> addresses) {
+    std::lock_guard lock(mu_);
+    auto& cur = replicas_[{pool, server}];
+    if (cur == addresses) return false;
+    cur = std::move(addresses);
+    return true;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const redis::ClusterMap>> clusters_;
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> replicas_;
+};
+
+}  // namespace chash::proxy

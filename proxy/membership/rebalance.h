@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// chash-proxy — online rebalance of a pool after a reload moved keys (POST /rebalance?pool=P).
+//
+// The warm-up (Pool::previous) serves moved keys from their previous owners on demand; the
+// rebalancer moves the rest, so that the window can end. On a thread of its own it walks every
+// member that owned keys under a previous routing (Redis SCAN, memcached lru_crawler metadump)
+// and, for each key whose owner is another member now (the pool's router, as the workers route),
+// moves it: Redis PTTL + DUMP there, RESTORE at the owner (without REPLACE: a newer value there
+// stays), then UNLINK; memcached mg v t f there, ms ME at the owner, then md. At most `rate`
+// keys a second. When it ends without a failure and no reload came in between, the pool's
+// warm-up window ends (PoolShared::end_warmup) and servers the reload removed are let go. A
+// planned removal ("drain"): take the server out of the config, reload, POST /rebalance. The
+// chash CLI does the same from outside (`chash rebalance`, docs/CLI.md).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "membership/topology.h"
+
+namespace chash::proxy {
+
+class Rebalancer {
+ public:
+  using TopologyFn = std::function<std::shared_ptr<const Topology>()>;
+  using PublishFn = std::function<void()>;
+  Rebalancer(TopologyFn topology, PublishFn publish);
+  ~Rebalancer();  // stops (at the next batch) and joins
+  Rebalancer(const Rebalancer&) = delete;
+  Rebalancer& operator=(const Rebalancer&) = delete;
+
+  // Thread-safe: starts moving pool `pool`'s keys at most `rate` a second (0: no limit). False
+  // (with `message`) when there is no such pool, nothing to move, or one already runs.
+  bool start(const std::string& pool, double rate, std::string& message);
+  // Thread-safe: stops the running rebalance at its next batch (a later start() goes on: the
+  // keys already moved are home and skipped). False when none runs.
+  bool stop(std::string& message);
+  // `"rebalance":[{"pool":..,"state":..,"scanned":N,...}]` for /status (no braces around it).
+  std::string status_json() const;
+  // Blocks until no rebalance runs (tests).
+  void wait() const;
+
+ private:
+  struct Run {
+    std::string pool;
+    std::string state = "running";  // running, done, failed, stopped
+    std::string error;
+    std::uint64_t scanned = 0, moved = 0, skipped = 0, failed = 0;
+    double rate = 0;
+    std::int64_t started_ms = 0, finished_ms = 0;
+  };
+  void run(std::string pool, double rate);
+
+  TopologyFn topology_;
+  PublishFn publish_;
+  mutable std::mutex mu_;
+  std::map<std::string, Run> runs_;  // the last run per pool
+  std::atomic<bool> stop_{false};
+  std::atomic<int> active_{0};
+  std::thread thread_;
+};
+
+}  // namespace chash::proxy

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: Apache-2.0
+// chash-proxy — what workers route with: immutable pool snapshots plus shared backend health.
+//
+// A Topology is built off the hot path (at start and on reload) and published to workers as a
+// shared_ptr<const Topology>; a worker swaps its pointer between events, so a request is
+// routed entirely by one snapshot and in-flight requests finish on the connections they used.
+// BackendState is the one mutable part: atomics shared by every worker and kept across reloads
+// by backend name (a reload does not forget that a server is down).
+#pragma once
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "chash/router.h"
+#include "config/config.h"
+#include "core/metrics.h"
+#include "membership/discovery.h"
+#include "membership/failback.h"
+
+namespace chash::proxy {
+
+// A backend's address as the resolver found it (membership/resolver.h), for `source` ("host:port"
+// as configured). Workers connect to it and never resolve names themselves.
+struct ResolvedAddress {
+  std::string source;
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+};
+
+struct BackendState {
+  explicit BackendState(std::string n) : name(std::move(n)) {}
+  const std::string name;
+  // The last address resolved for this backend (null: not resolved yet, or its name did not
+  // resolve). Read at connect time only, never per request.
+  std::shared_ptr<const ResolvedAddress> resolved() const {
+    std::lock_guard lock(address_mu_);
+    return address_;
+  }
+  void set_resolved(std::shared_ptr<const ResolvedAddress> a) {
+    std::lock_guard lock(address_mu_);
+    address_ = std::move(a);
+  }
+  // Down: failed server_failure_limit times in a row; no traffic until a PING probe succeeds.
+  std::atomic<bool> down{false};
+  std::atomic<std::uint32_t> failures{0};      // consecutive
+  std::atomic<std::int64_t> down_since_ms{0};  // steady clock, when `down` was last set
+  std::atomic<bool> probing{false};            // a health probe is in flight
+  // Counters for /metrics and the stats port (nutcracker's server stats in brackets).
+  std::atomic<std::uint64_t> requests{0};  // [requests] forwarded (tcp: connections relayed)
+  std::atomic<std::uint64_t> errors{0};    // failures (record_failure)
+  std::atomic<std::uint64_t> ejections{0};
+  std::atomic<std::uint64_t> timeouts{0};        // [server_timedout] requests or connects
+  std::atomic<std::uint64_t> eofs{0};            // [server_eof] the server closed a connection
+  std::atomic<std::uint64_t> conn_errors{0};     // [server_err] connect/read/write/reply errors
+  std::atomic<std::uint64_t> responses{0};       // [responses] replies to forwarded requests
+  std::atomic<std::uint64_t> request_bytes{0};   // [request_bytes] written for clients
+  std::atomic<std::uint64_t> response_bytes{0};  // [response_bytes] read from the server
+  std::atomic<std::int64_t> ejected_at_us{0};    // [server_ejected_at] wall clock, last ejection
+  // [in_queue(_bytes)] requests queued, not yet written; [out_queue(_bytes)] written, unanswered.
+  std::atomic<std::int64_t> in_queue{0}, in_queue_bytes{0}, out_queue{0}, out_queue_bytes{0};
+  // Open connections to this backend, across workers, whatever the protocol: tcp relays (the
+  // least-conn load) and redis/memcache pooled connections ([server_connections]; /metrics).
+  std::atomic<std::int64_t> active{0};
+  // Requests sent to this backend and not yet answered, across workers (redis, memcache): the
+  // load hash_balance_factor bounds.
+  std::atomic<std::int64_t> inflight{0};
+  // Consecutive successful health probes while down (it returns at the pool's `rise`).
+  std::atomic<std::uint32_t> probe_successes{0};
+  // Steady-clock ms of the last probe of a backend that is up (health_check_interval).
+  std::atomic<std::int64_t> last_check_ms{0};
+  std::atomic<bool> resolving{false};  // a lookup of its name is queued or running
+  // Sentinel-managed backends (membership/sentinel.h): bumped when the master moves; a connection
+  // opened under an older epoch is drained by its worker (BackendConn::stale).
+  std::atomic<std::uint64_t> address_epoch{0};
+  // A reply said this "master" is a replica (-READONLY): the sentinel watcher asks again now.
+  std::atomic<bool> rediscover{false};
+  // Safe failover and return (membership/failback.h): the keys written elsewhere while it was down.
+  AbsenceLog absence;
+
+ private:
+  mutable std::mutex address_mu_;
+  std::shared_ptr<const ResolvedAddress> address_;
+};
+
+// Whether `state` holds an address for `address` as configured now (membership/resolver.h).
+bool resolved_for(const BackendState& state, const Address& address);
+
+// Per-pool counters that outlive reloads (kept by pool name, like BackendState).
+// Counters first, then nutcracker's pool stats they feed (in brackets).
+struct PoolShared {
+  std::atomic<std::int64_t> clients{0};          // open client connections [client_connections]
+  std::atomic<std::uint64_t> requests{0};        // commands received (redis, memcache)
+  std::atomic<std::uint64_t> local_replies{0};   // answered by the proxy itself
+  std::atomic<std::uint64_t> errors{0};          // error replies made by the proxy
+  std::atomic<std::uint64_t> forward_errors{0};  // [forward_error] no backend could take it
+  std::atomic<std::uint64_t> fragments{0};       // [fragments] parts of split multi-key requests
+  std::atomic<std::uint64_t> client_eof{0};      // [client_eof] clients that closed
+  std::atomic<std::uint64_t> client_err{0};      // [client_err] closed on a socket/protocol error
+  std::atomic<std::uint64_t> request_bytes{0};   // read from clients
+  std::atomic<std::uint64_t> response_bytes{0};  // written to clients
+  LatencyHistogram latency;                      // request parsed -> reply ready
+  // Redis Cluster pools (membership/cluster.h): redirections followed, and a worker's hint that the
+  // slot map moved (a MOVED, a failed node), which the cluster watcher answers with a refresh.
+  std::atomic<std::uint64_t> moved{0}, ask{0}, tryagain{0}, redirect_failures{0};
+  std::atomic<bool> cluster_refresh{false};
+  // Replica reads: requests sent to replicas, and those a replica refused (LOADING) that went
+  // to the master instead.
+  std::atomic<std::uint64_t> replica_reads{0}, replica_fallbacks{0};
+  // Warm-up on resize: misses read through from a previous owner, values found and copied to
+  // the new owner, previous copies removed (writes, deletes, copies), steps that failed.
+  std::atomic<std::uint64_t> warmup_reads{0}, warmup_copies{0}, warmup_removed{0}, warmup_errors{0};
+  // Set when a rebalance of the pool has moved every key: the next topology ends the window.
+  std::atomic<bool> end_warmup{false};
+};
+
+// Counts one failure (a connect error, a timeout, a connection lost with requests in flight);
+// at server_failure_limit consecutive failures the backend goes down (logged once).
+void record_failure(BackendState& s, const PoolConfig& pool, std::string_view why);
+// A reply arrived: the consecutive-failure count restarts.
+inline void record_success(BackendState& s) noexcept {
+  if (s.failures.load(std::memory_order_relaxed) != 0)
+    s.failures.store(0, std::memory_order_relaxed);
+}
+std::int64_t steady_ms() noexcept;
+
+// A routing a pool had before a reload moved keys (warm-up on resize): during its window a
+// key's owner under it may still hold the key's value.
+struct PreviousRouting {
+  chash::Router router;            // how keys were routed then
+  std::vector<std::string> names;  // its NodeIds' server names
+  std::vector<NodeId> member;      // its NodeIds -> members of the pool holding it (kNoNode: none)
+  std::int64_t until_ms = 0;       // steady clock: the end of the window
+};
+inline constexpr std::size_t kMaxPreviousRoutings = 4;  // changes in a row still read through
+
+struct Pool {
+  // `servers` (the members) and `nodes` are the config's for a plain pool, plus the replicas
+  // read_policy sends reads to; a cluster pool's are its map's (membership/cluster.h). `router` is
+  // built over servers[0, nodes); null `cluster_map` for plain pools.
+  Pool(const PoolConfig& c, std::vector<ServerConfig> servers, std::size_t nodes,
+       std::vector<std::shared_ptr<BackendState>> s, chash::Router router,
+       std::shared_ptr<PoolShared> sh = std::make_shared<PoolShared>(), std::size_t slot = 0,
+       std::shared_ptr<const redis::ClusterMap> cluster_map = nullptr,
+       std::vector<PreviousRouting> previous_routings = {});
+  // A plain pool of the config's servers (tests): its router built from the config.
+  Pool(const PoolConfig& c, std::vector<std::shared_ptr<BackendState>> s,
+       std::shared_ptr<PoolShared> sh = std::make_shared<PoolShared>(), std::size_t slot = 0);
+  PoolConfig config;  // as configured
+  // A pool's place in workers' tables, stable across reloads for as long as a pool of this name
+  // exists (config order may change; pools come and go): clients and listeners refer to it.
+  std::size_t slot = 0;
+  // Who the pool talks to, by NodeId: [0, nodes) are routed to (the router's nodes), the rest
+  // are replicas (ServerConfig::role, replica_of) and retired servers the warm-up still reads
+  // (kRetired). What a connection, probe or status line of a member uses (address, auth, TLS),
+  // never config.servers.
+  std::vector<ServerConfig> servers;
+  std::size_t nodes = 0;
+  std::vector<std::vector<NodeId>> replicas;  // per routed node: its replica members
+  chash::Router router;
+  std::vector<std::shared_ptr<BackendState>> states;  // by NodeId, as servers
+  std::shared_ptr<PoolShared> shared;
+  std::shared_ptr<const redis::ClusterMap> cluster;  // cluster pools: the map routed by
+  std::vector<PreviousRouting> previous;             // warm-up: newest first (empty: none)
+
+  // Warm-up: the members that owned `key` under the previous routings still in their window
+  // (`now_ms`, steady clock), newest first, distinct, none of them `owner` (the key's owner now)
+  // and each up; at most out.size(). 0 when the key did not move (the common case).
+  std::size_t previous_owners(std::string_view key, NodeId owner, std::int64_t now_ms,
+                              std::span<NodeId> out) const noexcept {
+    std::size_t n = 0;
+    for (const PreviousRouting& p : previous) {
+      if (now_ms >= p.until_ms || n == out.size()) continue;
+      const NodeId old = p.router.route(key);
+      if (old == kNoNode || old >= p.member.size()) continue;
+      const NodeId m = p.member[old];
+      if (m == kNoNode || m == owner || !up(m)) continue;
+      bool seen = false;
+      for (std::size_t i = 0; i < n; ++i) seen |= out[i] == m;
+      if (!seen) out[n++] = m;
+    }
+    return n;
+  }
+  bool warming() const noexcept { return !previous.empty(); }
+
+  // The backend for `key`: the router's choice; when that backend is down and auto_eject_hosts
+  // is on, its next choice that is up (the router's failover: only a down backend's keys move);
+  // kNoNode when every candidate is down. With auto-eject off a down backend is still returned
+  // (callers fail fast). With hash_balance_factor, the first choice whose load (load()) is under
+  // the factor times the average (chash::LoadBound). A cluster pool: the slot's master
+  // (kNoNode: no node serves the slot).
+  NodeId route(std::string_view key) const noexcept {
+    if (!config.auto_eject_hosts) return route_if(key, [](NodeId) { return true; });
+    return route_if(key, [this](NodeId id) { return up(id); });
+  }
+  // A cluster pool's route(): the master of `key_slot` (chash::redis_key_slot), kNoNode when no
+  // node serves it (cluster pools have no auto_eject_hosts or hash_balance_factor).
+  NodeId slot_owner(std::uint16_t key_slot) const noexcept { return router.pick(key_slot); }
+  // The same among the backends for which usable(id) is true.
+  template <class Usable>
+  NodeId route_if(std::string_view key, Usable&& usable) const noexcept {
+    if (router.balance_factor() == 0) return router.route(key, usable);
+    std::uint64_t total = 0, up_weight = 0;
+    for (NodeId i = 0; i < nodes; ++i) {
+      if (!usable(i)) continue;
+      total += load(i);
+      up_weight += servers[i].weight;
+    }
+    return router.route_bounded(
+        key, usable, [this](NodeId id) { return load(id); }, total, up_weight);
+  }
+  // Where a read-only command for routed node `node` goes under the pool's read_policy: `node`
+  // itself or one of its replicas that is up, spread by `turn` (a per-client counter);
+  // kNoNode when the policy is `replica` and none is up.
+  NodeId read_member(NodeId node, std::uint32_t turn) const noexcept;
+  // Whether the pool has members to send reads to (read_policy other than master).
+  bool reads_to_replicas() const noexcept { return config.read_policy != ReadPolicy::kMaster; }
+
+  bool up(NodeId id) const noexcept { return !states[id]->down.load(std::memory_order_relaxed); }
+  // What bounded loads count: open relays for tcp pools, requests in flight otherwise.
+  std::uint64_t load(NodeId id) const noexcept {
+    const std::int64_t n = config.protocol == PoolProtocol::kTcp
+                               ? states[id]->active.load(std::memory_order_relaxed)
+                               : states[id]->inflight.load(std::memory_order_relaxed);
+    return n > 0 ? static_cast<std::uint64_t>(n) : 0;
+  }
+};
+
+struct Topology {
+  std::uint64_t version = 0;
+  std::vector<std::shared_ptr<const Pool>> pools;  // in config order
+  std::size_t slots = 0;  // one more than the largest Pool::slot ever used (never shrinks)
+  const Pool* by_slot(std::size_t slot) const noexcept {
+    for (const auto& p : pools) {
+      if (p->slot == slot) return p.get();
+    }
+    return nullptr;
+  }
+};
+
+// Builds a topology for `config` plus what the watchers learnt (`discovered`: cluster maps,
+// Sentinel replicas; may be null), reusing the BackendStates and slots of `previous` by pool and
+// member name (new pools take new slots). Throws chash::Error as chash::Router::build does.
+std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const Topology* previous,
+                                               std::uint64_t version,
+                                               const Discovered* discovered = nullptr);
+
+// Safe failover (membership/failback.h): a write of `key` going to `node` while the router's owner
+// of it is another backend (down, with auto_eject_hosts) is noted in that backend's absence log;
+// true when it is such a fallback write. Called before the write is sent.
+bool note_fallback_write(const Pool& pool, std::string_view key, NodeId node);
+
+// One line per change ("pool alpha: + 127.0.0.1:7003, moved 24.8% of keys"), for the log.
+std::string describe_change(const Topology& before, const Topology& after);
+
+}  // namespace chash::proxy
