@@ -63,8 +63,15 @@ bool backend_usable(const Pool& pool, NodeId node, std::string_view what, std::s
     why = "no backend is up for " + std::string(what) + " (every candidate is down)";
     return false;
   }
-  const BackendState& s = *pool.states[node];
+  BackendState& s = *pool.states[node];
   if (s.down.load(std::memory_order_relaxed)) {
+    if (node < pool.fleet_out.size() && pool.config.auto_eject_hosts) {
+      // The fleet routes its keys here (a quorum of proxies reaches it): writing them elsewhere
+      // alone would split the fleet's truth (membership/fleet/).
+      s.fleet_unreachable.fetch_add(1, std::memory_order_relaxed);
+      why = "backend " + s.name + " unreachable from this proxy (fleet: up)";
+      return false;
+    }
     why = "backend " + s.name + " is down (retried every " +
           std::to_string(pool.config.server_retry_timeout_ms) + " ms)";
     return false;

@@ -106,8 +106,8 @@ void AbsenceLog::clear() {
 
 // ---- FailbackSweeper ----------------------------------------------------------------------------
 
-FailbackSweeper::FailbackSweeper(TopologyFn topology, QuiesceFn quiesce)
-    : topology_(std::move(topology)), quiesce_(std::move(quiesce)) {
+FailbackSweeper::FailbackSweeper(TopologyFn topology, QuiesceFn quiesce, PublishFn publish)
+    : topology_(std::move(topology)), quiesce_(std::move(quiesce)), publish_(std::move(publish)) {
   thread_ = std::thread([this] { run(); });
   ::pthread_setname_np(thread_.native_handle(), "failback");
 }
@@ -124,7 +124,25 @@ FailbackSweeper::~FailbackSweeper() {
 void FailbackSweeper::returned(const std::string& pool, const std::string& backend) {
   {
     std::lock_guard lock(mu_);
-    jobs_.push_back({pool, backend, false});
+    jobs_.push_back({pool, backend, Kind::kReturn, nullptr});
+  }
+  cv_.notify_all();
+}
+
+void FailbackSweeper::sweep_for_fleet(const std::string& pool, const std::string& backend,
+                                      DoneFn done) {
+  {
+    std::lock_guard lock(mu_);
+    jobs_.push_back({pool, backend, Kind::kFleetSweep, std::move(done)});
+  }
+  cv_.notify_all();
+}
+
+void FailbackSweeper::flush_for_fleet(const std::string& pool, const std::string& backend,
+                                      DoneFn done) {
+  {
+    std::lock_guard lock(mu_);
+    jobs_.push_back({pool, backend, Kind::kFleetFlush, std::move(done)});
   }
   cv_.notify_all();
 }
@@ -138,7 +156,7 @@ bool FailbackSweeper::flush(const std::string& pool, const std::string& backend,
       if (p->servers[i].name != backend) continue;
       {
         std::lock_guard lock(mu_);
-        jobs_.push_back({pool, backend, true});
+        jobs_.push_back({pool, backend, Kind::kFlush, nullptr});
       }
       cv_.notify_all();
       message = "flushing " + pool + "/" + backend + "; it takes traffic once it is empty";
@@ -159,45 +177,109 @@ void FailbackSweeper::run() {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
       if (stop_) return;
-      job = jobs_.front();
+      job = std::move(jobs_.front());
       jobs_.pop_front();
     }
-    sweep(job);
+    if (job.kind == Kind::kFleetSweep || job.kind == Kind::kFleetFlush) {
+      fleet_job(job);
+    } else {
+      sweep(job);
+    }
   }
 }
 
-void FailbackSweeper::sweep(const Job& job) {
-  const auto t = topology_();
+struct FailbackSweeper::Target {
+  std::shared_ptr<const Topology> topology;  // holds `pool` alive
   const Pool* pool = nullptr;
   NodeId node = kNoNode;
-  for (const auto& p : t->pools) {
+  std::shared_ptr<const ResolvedAddress> resolved;
+  // Where the workers connect (membership/resolver.h's address: a name is not looked up again
+  // here).
+  Endpoint to() const {
+    Endpoint e{pool->servers[node].address};
+    if (resolved != nullptr) {
+      e.resolved = &resolved->addr;
+      e.len = resolved->len;
+    }
+    return e;
+  }
+};
+
+FailbackSweeper::Target FailbackSweeper::locate(const Job& job) const {
+  Target t;
+  t.topology = topology_();
+  for (const auto& p : t.topology->pools) {
     if (p->config.name != job.pool) continue;
     for (NodeId i = 0; i < p->nodes; ++i) {
       if (p->servers[i].name == job.backend) {
-        pool = p.get();
-        node = i;
+        t.pool = p.get();
+        t.node = i;
+        t.resolved = p->states[i]->resolved();
       }
     }
   }
-  if (pool == nullptr) return;  // reloaded away meanwhile
+  return t;
+}
+
+bool FailbackSweeper::sweep_rounds(const Target& t, std::string& error) {
+  const PoolConfig& pc = t.pool->config;
+  const ServerConfig& server = t.pool->servers[t.node];
+  AbsenceLog& absence = t.pool->states[t.node]->absence;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    std::vector<std::string> keys = absence.swap();
+    if (keys.empty()) break;
+    if (!remove_keys(pc, server, t.to(), keys, error)) {
+      for (const auto& k : keys) absence.note(k, pc.failover_track_keys);
+      return false;
+    }
+    absence.count_swept(keys.size());
+  }
+  return true;
+}
+
+void FailbackSweeper::fleet_job(const Job& job) {
+  Outcome out;
+  Target t = locate(job);
+  if (t.pool == nullptr) {
+    // Not a member any more (the fleet moved on): nothing of ours to sweep there.
+    out.ok = true;
+    if (job.done) job.done(out);
+    return;
+  }
+  const PoolConfig& pc = t.pool->config;
+  AbsenceLog& absence = t.pool->states[t.node]->absence;
+  quiesce_();  // every write routed while it was out is in the log now
+  const std::uint64_t before = absence.swept();
+  if (job.kind == Kind::kFleetFlush) {
+    out.ok = flush_backend(pc, t.pool->servers[t.node], t.to(), out.error);
+    if (out.ok) absence.clear();
+  } else if (absence.overflowed()) {
+    out.overflow = true;
+    out.ok = true;
+  } else {
+    out.ok = sweep_rounds(t, out.error);
+  }
+  out.keys = absence.swept() - before;
+  if (job.done) job.done(out);
+}
+
+void FailbackSweeper::sweep(const Job& job) {
+  Target t = locate(job);
+  if (t.pool == nullptr) return;  // reloaded away meanwhile
+  const Pool* pool = t.pool;
+  const NodeId node = t.node;
   const PoolConfig& pc = pool->config;
   const ServerConfig& server = pool->servers[node];
   BackendState& st = *pool->states[node];
   AbsenceLog& absence = st.absence;
-  // Where the workers connect (membership/resolver.h's address: a name is not looked up again
-  // here).
-  Endpoint to{server.address};
-  const auto resolved = st.resolved();
-  if (resolved != nullptr) {
-    to.resolved = &resolved->addr;
-    to.len = resolved->len;
-  }
+  const Endpoint to = t.to();
   absence.set_phase(AbsenceLog::Phase::kSweeping);
   quiesce_();  // every write routed while it was out is in the log now
   std::string error;
   const bool overflowed = absence.overflowed();
-  if (job.flush || overflowed) {
-    if (!job.flush && !pc.failover_overflow_flush) {
+  const bool flush = job.kind == Kind::kFlush;
+  if (flush || overflowed) {
+    if (!flush && !pc.failover_overflow_flush) {
       absence.set_phase(AbsenceLog::Phase::kHeld);
       log(LogLevel::kError,
           "backend kept out: more keys were written while it was down than failover_track_keys; "
@@ -218,17 +300,17 @@ void FailbackSweeper::sweep(const Job& job) {
         {{"pool", pc.name}, {"backend", st.name}});
   }
   // Sweep while it is still out: writes go elsewhere meanwhile and keep being noted.
-  for (int round = 0; round < kMaxRounds; ++round) {
-    std::vector<std::string> keys = absence.swap();
-    if (keys.empty()) break;
-    if (!remove_keys(pc, server, to, keys, error)) {
-      for (const auto& k : keys) absence.note(k, pc.failover_track_keys);
-      absence.set_phase(AbsenceLog::Phase::kNormal);
-      log(LogLevel::kWarn, "backend could not be swept; it stays down",
-          {{"pool", pc.name}, {"backend", st.name}, {"reason", error}});
-      return;
-    }
-    absence.count_swept(keys.size());
+  if (!sweep_rounds(t, error)) {
+    absence.set_phase(AbsenceLog::Phase::kNormal);
+    log(LogLevel::kWarn, "backend could not be swept; it stays down",
+        {{"pool", pc.name}, {"backend", st.name}, {"reason", error}});
+    return;
+  }
+  // What was written at its keys' next choice meanwhile stays readable there: the next
+  // topology reads it through (the warm-up path) on a miss here.
+  if (publish_ && pc.warmup) {
+    pool->shared->note_returned(st.name);
+    publish_();
   }
   // In: from now on a request for a key still noted deletes it first (Phase::kFlipped).
   absence.set_phase(AbsenceLog::Phase::kFlipped);

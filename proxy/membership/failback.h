@@ -74,7 +74,9 @@ class FailbackSweeper {
   using TopologyFn = std::function<std::shared_ptr<const Topology>()>;
   // Returns once every worker has run an event boundary after the call.
   using QuiesceFn = std::function<void()>;
-  FailbackSweeper(TopologyFn topology, QuiesceFn quiesce);
+  // Publishes a topology of the running config (Proxy::republish).
+  using PublishFn = std::function<void()>;
+  FailbackSweeper(TopologyFn topology, QuiesceFn quiesce, PublishFn publish = nullptr);
   ~FailbackSweeper();  // stops and joins the thread
   FailbackSweeper(const FailbackSweeper&) = delete;
   FailbackSweeper& operator=(const FailbackSweeper&) = delete;
@@ -85,16 +87,40 @@ class FailbackSweeper {
   // False with `message` when there is no such backend.
   bool flush(const std::string& pool, const std::string& backend, std::string& message);
 
+  // Fleet returns (membership/fleet/agent.h): the fleet, not this proxy, lets a server back in.
+  struct Outcome {
+    bool ok = false;
+    bool overflow = false;  // the log could not say which keys (failover_track_keys passed)
+    std::uint64_t keys = 0;
+    std::string error;
+  };
+  using DoneFn = std::function<void(const Outcome&)>;
+  // Thread-safe: deletes on `backend` the keys this proxy wrote elsewhere while it was out,
+  // round after round until one finds nothing new, and leaves it out; `done` (on the sweeper's
+  // thread) gets the outcome.
+  void sweep_for_fleet(const std::string& pool, const std::string& backend, DoneFn done);
+  // Thread-safe: empties `backend` (FLUSHDB / flush_all) for the fleet; `done` as above.
+  void flush_for_fleet(const std::string& pool, const std::string& backend, DoneFn done);
+
  private:
+  enum class Kind : std::uint8_t { kReturn, kFlush, kFleetSweep, kFleetFlush };
   struct Job {
     std::string pool, backend;
-    bool flush = false;
+    Kind kind = Kind::kReturn;
+    DoneFn done;
   };
+  // A job's backend as the current topology has it.
+  struct Target;
+  Target locate(const Job& job) const;
   void run();
   void sweep(const Job& job);
+  void fleet_job(const Job& job);
+  // Deletes the noted keys until a round finds none (at most kMaxRounds); false with `error`.
+  bool sweep_rounds(const Target& t, std::string& error);
 
   TopologyFn topology_;
   QuiesceFn quiesce_;
+  PublishFn publish_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> jobs_;

@@ -25,9 +25,14 @@ constexpr std::uint32_t kDefaultProbeTimeoutMs = 1000;  // pools without `timeou
 constexpr std::int64_t kReplicaCheckMs = 1000;
 }  // namespace
 
-bool probe_due(const BackendState& s, const PoolConfig& pool, std::int64_t now,
-               ServerRole role) noexcept {
+bool probe_due(const BackendState& s, const PoolConfig& pool, std::int64_t now, ServerRole role,
+               bool fleet_out) noexcept {
   if (s.probing.load()) return false;
+  // Ejected by the fleet while this proxy has not seen it fail: no request goes there, so only
+  // probes can tell the fleet whether this proxy reaches it (its vote for a return).
+  if (fleet_out && !s.down.load()) {
+    return now - s.last_check_ms.load() >= static_cast<std::int64_t>(pool.server_retry_timeout_ms);
+  }
   // A replica is read from only while its probes say it is usable: checked at least every
   // kReplicaCheckMs, and again soon after it was found wanting (it may have caught up).
   const bool replica = role == ServerRole::kReplica;
@@ -78,6 +83,7 @@ void apply_probe_result(BackendState& s, const PoolConfig& pool, bool was_down, 
   } else {
     s.probe_successes = 0;
     s.down_since_ms = steady_ms();
+    s.set_last_error(why);
     log(LogLevel::kDebug, "probe failed",
         {{"pool", pool.name}, {"backend", s.name}, {"reason", why}});
   }
@@ -242,7 +248,9 @@ void HealthChecker::tick() {
   const std::int64_t now = steady_ms();
   for (const auto& pool : t->pools) {
     for (NodeId i = 0; i < pool->states.size(); ++i) {
-      if (!probe_due(*pool->states[i], pool->config, now, pool->servers[i].role)) continue;
+      const bool fleet_out = i < pool->fleet_out.size() && pool->fleet_out[i] != 0;
+      if (!probe_due(*pool->states[i], pool->config, now, pool->servers[i].role, fleet_out))
+        continue;
       // A backend that is down may have moved: look its name up again (off this thread); the
       // probe after the next server_retry_timeout uses what it finds.
       if (resolver_ != nullptr && pool->states[i]->down.load()) resolver_->refresh(pool, i);

@@ -24,9 +24,10 @@ namespace chash::proxy {
 class Resolver;
 
 // Whether `s` (a member with `role`) should be probed at steady-clock ms `now` (and no probe of
-// it is in flight). Replicas that reads may go to are probed every second at least.
+// it is in flight). Replicas that reads may go to are probed every second at least; a server the
+// fleet has ejected (`fleet_out`) every server_retry_timeout, even while this proxy thinks it up.
 bool probe_due(const BackendState& s, const PoolConfig& pool, std::int64_t now,
-               ServerRole role = ServerRole::kNode) noexcept;
+               ServerRole role = ServerRole::kNode, bool fleet_out = false) noexcept;
 
 // Applies one probe's outcome. `was_down`: the backend was down when the probe started.
 // Up backend: success clears its failure count, failure is record_failure("health check: why")

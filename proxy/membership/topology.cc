@@ -19,6 +19,7 @@ std::int64_t steady_ms() noexcept {
 void record_failure(BackendState& s, const PoolConfig& pool, std::string_view why) {
   const std::uint32_t n = s.failures.fetch_add(1, std::memory_order_relaxed) + 1;
   s.errors.fetch_add(1, std::memory_order_relaxed);
+  s.set_last_error(why);
   if (n < pool.server_failure_limit || s.down.load(std::memory_order_relaxed)) return;
   s.down_since_ms.store(steady_ms(), std::memory_order_relaxed);
   if (s.down.exchange(true)) return;
@@ -187,25 +188,10 @@ bool same_routing(const Pool& a, const PoolConfig& b_config, const chash::Router
   return a.router.describe() == b_router.describe();
 }
 
-// The previous routings the new pool keeps reading through (warm-up): `old`'s own still in
-// their window, after the routing `old` had when it differs from the new one. Servers they name
-// that the new pool does not route to stay as retired members (appended to `m`).
-std::vector<PreviousRouting> previous_of(const PoolConfig& pc, const Pool* old,
-                                         const chash::Router& router, Members& m) {
-  std::vector<PreviousRouting> out;
-  if (old == nullptr || !pc.warmup || pc.is_cluster()) return out;
-  const std::int64_t now = steady_ms();
-  const bool ended = old->shared->end_warmup.exchange(false);
-  if (ended) return out;
-  if (!same_routing(*old, pc, router)) {
-    PreviousRouting p{old->router, {}, {}, now + pc.warmup_window_ms};
-    for (std::size_t i = 0; i < old->nodes; ++i) p.names.push_back(old->servers[i].name);
-    out.push_back(std::move(p));
-  }
-  for (const PreviousRouting& p : old->previous) {
-    if (p.until_ms > now && out.size() < kMaxPreviousRoutings) out.push_back(p);
-  }
-  // Members by name: the routed ones, else a retired member (as the old pool reached it).
+// Gives each previous routing's nodes their members in `m` by name: a routed one, else a retired
+// member (reached as `known` lists it), appended to `m`.
+void link_members(std::vector<PreviousRouting>& out, Members& m,
+                  const std::vector<ServerConfig>& known) {
   for (PreviousRouting& p : out) {
     p.member.assign(p.names.size(), kNoNode);
     for (std::size_t i = 0; i < p.names.size(); ++i) {
@@ -216,7 +202,7 @@ std::vector<PreviousRouting> previous_of(const PoolConfig& pc, const Pool* old,
         }
       }
       if (p.member[i] != kNoNode) continue;
-      for (const ServerConfig& s : old->servers) {
+      for (const ServerConfig& s : known) {
         if (s.name != p.names[i] || s.role == ServerRole::kReplica) continue;
         ServerConfig r = s;
         r.role = ServerRole::kRetired;
@@ -226,6 +212,45 @@ std::vector<PreviousRouting> previous_of(const PoolConfig& pc, const Pool* old,
       }
     }
   }
+}
+
+// The previous routings the new pool keeps reading through (warm-up): `old`'s own still in
+// their window, after the routing `old` had when it differs from the new one. Servers they name
+// that the new pool does not route to stay as retired members (appended to `m`).
+std::vector<PreviousRouting> previous_of(const PoolConfig& pc, const Pool* old,
+                                         const chash::Router& router, Members& m) {
+  std::vector<PreviousRouting> out;
+  if (old == nullptr || !pc.warmup || pc.is_cluster()) return out;
+  const std::int64_t now = steady_ms();
+  const std::vector<std::string> returned = old->shared->take_returned();
+  const bool ended = old->shared->end_warmup.exchange(false);
+  if (ended) return out;
+  if (!same_routing(*old, pc, router)) {
+    PreviousRouting p{old->router, {}, {}, now + pc.warmup_window_ms, {}};
+    for (std::size_t i = 0; i < old->nodes; ++i) p.names.push_back(old->servers[i].name);
+    out.push_back(std::move(p));
+  }
+  // A server back from an absence: what was written at its keys' next choice meanwhile is read
+  // through there (the routing with it out) until those copies expire (failover_ttl) or the
+  // window ends — so a write made while it was out is served after it returns, not a miss.
+  for (const std::string& name : returned) {
+    PreviousRouting p{old->router, {}, {}, now + pc.warmup_window_ms, {}};
+    if (pc.failover_ttl_ms != 0)
+      p.until_ms = now + std::min(pc.warmup_window_ms, pc.failover_ttl_ms);
+    p.out.assign(old->nodes, 0);
+    bool found = false;
+    for (std::size_t i = 0; i < old->nodes; ++i) {
+      p.names.push_back(old->servers[i].name);
+      if (old->servers[i].name != name) continue;
+      p.out[i] = 1;
+      found = true;
+    }
+    if (found && out.size() < kMaxPreviousRoutings) out.push_back(std::move(p));
+  }
+  for (const PreviousRouting& p : old->previous) {
+    if (p.until_ms > now && out.size() < kMaxPreviousRoutings) out.push_back(p);
+  }
+  link_members(out, m, old->servers);
   return out;
 }
 
@@ -237,6 +262,46 @@ chash::Router router_of(const PoolConfig& pc, const Members& m) {
   options.slots.assignment = m.cluster != nullptr ? m.cluster->owner : no_slots();
   return chash::Router::build(chash::Algorithm::kSlots, nodes, options,
                               chash::KeyPolicy{chash::KeyHash::kRedisSlot});
+}
+
+// ---- Fleet pools (membership/fleet/): the members and routings come from etcd ------------------
+
+// 1 for each server of `servers` named in `ejected`.
+std::vector<std::uint8_t> out_mask(const std::vector<ServerConfig>& servers,
+                                   const std::vector<std::string>& ejected) {
+  std::vector<std::uint8_t> out(servers.size(), 0);
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    for (const auto& e : ejected) {
+      if (servers[i].name == e) out[i] = 1;
+    }
+  }
+  return out;
+}
+
+// The fleet's read-through routings, each its own router over its own servers, reaching its
+// servers as members of `m` (routed, or retired ones appended). Their window is etcd's to end.
+std::vector<PreviousRouting> fleet_previous(const PoolConfig& pc, const FleetPool& fp, Members& m) {
+  std::vector<PreviousRouting> out;
+  if (!pc.warmup) return out;
+  std::vector<ServerConfig> known;
+  for (const FleetRouting& r : fp.reads) {
+    PreviousRouting p{chash::Router::build(pc.routing, routing_nodes(r.servers)),
+                      {},
+                      {},
+                      kNoWindowEnd,
+                      out_mask(r.servers, r.ejected)};
+    for (const auto& s : r.servers) {
+      p.names.push_back(s.name);
+      known.push_back(s);
+    }
+    bool any_out = false;
+    for (const auto x : p.out) any_out |= x != 0;
+    if (!any_out) p.out.clear();
+    out.push_back(std::move(p));
+    if (out.size() == kMaxPreviousRoutings) break;
+  }
+  link_members(out, m, known);
+  return out;
 }
 
 }  // namespace
@@ -262,9 +327,19 @@ std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const 
       }
     }
     if (slot == t->slots) ++t->slots;
-    Members m = members_of(pc, discovered);
-    chash::Router router = router_of(pc, m);
-    std::vector<PreviousRouting> prev = previous_of(pc, old_pool, router, m);
+    // An etcd pool routes as the fleet says once it has heard it (before: the file's servers).
+    const std::shared_ptr<const FleetPool> fleet =
+        pc.etcd != nullptr && discovered != nullptr ? discovered->fleet(pc.name) : nullptr;
+    PoolConfig effective;
+    if (fleet != nullptr) {
+      effective = pc;
+      effective.servers = fleet->route.servers;
+    }
+    const PoolConfig& config_now = fleet != nullptr ? effective : pc;
+    Members m = members_of(config_now, discovered);
+    chash::Router router = router_of(config_now, m);
+    std::vector<PreviousRouting> prev =
+        fleet != nullptr ? fleet_previous(pc, *fleet, m) : previous_of(pc, old_pool, router, m);
     std::vector<std::shared_ptr<BackendState>> states;
     for (const auto& s : m.servers) {
       const auto it = old.find(s.name);
@@ -282,9 +357,17 @@ std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const 
       }
     }
     const std::size_t nodes = m.nodes;
-    t->pools.push_back(std::make_shared<const Pool>(
-        pc, std::move(m.servers), nodes, std::move(states), std::move(router), std::move(shared),
-        slot, std::move(m.cluster), std::move(prev)));
+    auto pool = std::make_shared<Pool>(config_now, std::move(m.servers), nodes, std::move(states),
+                                       std::move(router), std::move(shared), slot,
+                                       std::move(m.cluster), std::move(prev));
+    if (fleet != nullptr) {
+      pool->fleet_epoch = fleet->epoch;
+      if (fleet->health) {
+        pool->fleet_out = out_mask(fleet->route.servers, fleet->route.ejected);
+        pool->fleet_out.resize(nodes, 0);
+      }
+    }
+    t->pools.push_back(std::move(pool));
   }
   return t;
 }

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chash/router.h"
@@ -47,6 +48,15 @@ struct BackendState {
   void set_resolved(std::shared_ptr<const ResolvedAddress> a) {
     std::lock_guard lock(address_mu_);
     address_ = std::move(a);
+  }
+  // Why it last failed (a request, a probe), for the fleet's health view and /status.
+  std::string last_error() const {
+    std::lock_guard lock(address_mu_);
+    return last_error_;
+  }
+  void set_last_error(std::string_view why) {
+    std::lock_guard lock(address_mu_);
+    last_error_.assign(why.substr(0, 200));
   }
   // Down: failed server_failure_limit times in a row; no traffic until a PING probe succeeds.
   std::atomic<bool> down{false};
@@ -84,10 +94,14 @@ struct BackendState {
   std::atomic<bool> rediscover{false};
   // Safe failover and return (membership/failback.h): the keys written elsewhere while it was down.
   AbsenceLog absence;
+  // Fleet health (membership/fleet/): requests for its keys this proxy refused because it alone
+  // cannot reach it while the fleet says it is up.
+  std::atomic<std::uint64_t> fleet_unreachable{0};
 
  private:
-  mutable std::mutex address_mu_;
+  mutable std::mutex address_mu_;  // address_, last_error_
   std::shared_ptr<const ResolvedAddress> address_;
+  std::string last_error_;
 };
 
 // Whether `state` holds an address for `address` as configured now (membership/resolver.h).
@@ -119,6 +133,20 @@ struct PoolShared {
   std::atomic<std::uint64_t> warmup_reads{0}, warmup_copies{0}, warmup_removed{0}, warmup_errors{0};
   // Set when a rebalance of the pool has moved every key: the next topology ends the window.
   std::atomic<bool> end_warmup{false};
+  // Safe return (membership/failback.h): servers let back in since the last topology, whose keys
+  // written elsewhere meanwhile the next topology reads through (a routing with them out).
+  void note_returned(std::string server) {
+    std::lock_guard lock(returns_mu_);
+    returns_.push_back(std::move(server));
+  }
+  std::vector<std::string> take_returned() {
+    std::lock_guard lock(returns_mu_);
+    return std::exchange(returns_, {});
+  }
+
+ private:
+  std::mutex returns_mu_;
+  std::vector<std::string> returns_;
 };
 
 // Counts one failure (a connect error, a timeout, a connection lost with requests in flight);
@@ -138,7 +166,16 @@ struct PreviousRouting {
   std::vector<std::string> names;  // its NodeIds' server names
   std::vector<NodeId> member;      // its NodeIds -> members of the pool holding it (kNoNode: none)
   std::int64_t until_ms = 0;       // steady clock: the end of the window
+  // Its NodeIds that were out (ejected) then, their keys at their next choice: a returning
+  // server's absence, a fleet routing's ejections. Empty: none.
+  std::vector<std::uint8_t> out;
+  NodeId owner(std::string_view key) const noexcept {
+    if (out.empty()) return router.route(key);
+    return router.route(key, [this](NodeId i) { return i >= out.size() || out[i] == 0; });
+  }
 };
+// A routing that ran for a whole window: the fleet's (membership/fleet/) end when etcd says.
+inline constexpr std::int64_t kNoWindowEnd = INT64_MAX;
 inline constexpr std::size_t kMaxPreviousRoutings = 4;  // changes in a row still read through
 
 struct Pool {
@@ -169,6 +206,11 @@ struct Pool {
   std::shared_ptr<PoolShared> shared;
   std::shared_ptr<const redis::ClusterMap> cluster;  // cluster pools: the map routed by
   std::vector<PreviousRouting> previous;             // warm-up: newest first (empty: none)
+  // Fleet health (membership/fleet/): by routed NodeId, 1 where the fleet has ejected the
+  // server. Non-empty only for pools whose health is the fleet's: up() is then the fleet's
+  // word, whatever this proxy's own probes say (backend_usable tells them apart).
+  std::vector<std::uint8_t> fleet_out;
+  std::uint64_t fleet_epoch = 0;  // the fleet state this snapshot was built from (0: none)
 
   // Warm-up: the members that owned `key` under the previous routings still in their window
   // (`now_ms`, steady clock), newest first, distinct, none of them `owner` (the key's owner now)
@@ -178,7 +220,7 @@ struct Pool {
     std::size_t n = 0;
     for (const PreviousRouting& p : previous) {
       if (now_ms >= p.until_ms || n == out.size()) continue;
-      const NodeId old = p.router.route(key);
+      const NodeId old = p.owner(key);
       if (old == kNoNode || old >= p.member.size()) continue;
       const NodeId m = p.member[old];
       if (m == kNoNode || m == owner || !up(m)) continue;
@@ -223,7 +265,12 @@ struct Pool {
   // Whether the pool has members to send reads to (read_policy other than master).
   bool reads_to_replicas() const noexcept { return config.read_policy != ReadPolicy::kMaster; }
 
-  bool up(NodeId id) const noexcept { return !states[id]->down.load(std::memory_order_relaxed); }
+  // Whether keys may be routed to member `id`: the fleet's ejections where the fleet decides,
+  // else this proxy's own health (probes, failures).
+  bool up(NodeId id) const noexcept {
+    if (id < fleet_out.size()) return fleet_out[id] == 0;
+    return !states[id]->down.load(std::memory_order_relaxed);
+  }
   // What bounded loads count: open relays for tcp pools, requests in flight otherwise.
   std::uint64_t load(NodeId id) const noexcept {
     const std::int64_t n = config.protocol == PoolProtocol::kTcp
