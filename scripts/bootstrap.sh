@@ -15,6 +15,8 @@ PACKAGES=(
   libbenchmark-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
   libjemalloc-dev                 # chash-proxy's allocator (as redis-server's; proxy/CMakeLists.txt)
+  libcpp-httplib-dev              # chash-proxy's etcd client (HTTP/JSON v3 API; membership/etcd/)
+  etcd-server etcd-client         # the fleet tests and make bench-fleet run real etcd (docs/FLEET.md)
   librsvg2-bin                    # rsvg-convert: render SVG plots to PNG to look at them
   redis-server redis-tools        # chash-proxy tests run real redis-server and redis-benchmark
   redis-sentinel                  # chash-proxy Sentinel tests run three real Sentinels

@@ -90,12 +90,14 @@ const char* read_policy_name(ReadPolicy p) noexcept {
   return "?";
 }
 
-std::vector<Node> PoolConfig::nodes() const {
+std::vector<Node> routing_nodes(const std::vector<ServerConfig>& servers) {
   std::vector<Node> out;
   out.reserve(servers.size());
   for (const auto& s : servers) out.push_back({s.name, s.weight});
   return out;
 }
+
+std::vector<Node> PoolConfig::nodes() const { return routing_nodes(servers); }
 
 const char* protocol_name(PoolProtocol p) noexcept {
   switch (p) {
@@ -243,6 +245,8 @@ void parse_global_section(const Ctx& ctx, const YAML::Node& name, const YAML::No
       cfg.stats_interval_ms = ctx.number<std::uint32_t>(kv.second, k, 1, 3600u * 1000u);
     } else if (k == "drain_timeout") {
       cfg.drain_timeout_ms = ctx.number<std::uint32_t>(kv.second, k, 0, 3600u * 1000u);
+    } else if (k == "membership") {
+      cfg.membership = parse_membership(ctx, kv.second, "chash_proxy", nullptr);
     } else {
       fail_at(ctx.source, line_of(kv.first),
               "unknown key '" + k + "' in chash_proxy" + suggest(k, kGlobalKeys));
@@ -273,13 +277,14 @@ ProxyConfig parse_config(std::string_view yaml, const std::string& source) {
   YAML::Node root = load_yaml(yaml, source);
   if (!root.IsMap() || root.size() == 0)
     fail_at(source, 1, "expected one or more pools (a YAML map)");
+  // The process section first, wherever it is in the file: the pools take its `membership:`.
   for (const auto& top : root) {
-    if (top.first.Scalar() == kGlobalSection) {
-      parse_global_section(ctx, top.first, top.second, cfg);
-    } else {
-      PoolConfig pool = parse_pool(ctx, top.first, top.second, cfg);
-      cfg.pools.push_back(std::move(pool));
-    }
+    if (top.first.Scalar() == kGlobalSection) parse_global_section(ctx, top.first, top.second, cfg);
+  }
+  for (const auto& top : root) {
+    if (top.first.Scalar() == kGlobalSection) continue;
+    PoolConfig pool = parse_pool(ctx, top.first, top.second, cfg);
+    cfg.pools.push_back(std::move(pool));
   }
   if (cfg.pools.empty()) fail_at(source, 1, "no pools");
   return cfg;

@@ -85,6 +85,28 @@ struct ServerConfig {
 // connected to; membership/sentinel.h binds it to the master the Sentinels agree on.
 Address sentinel_placeholder(std::string_view master);
 
+// A pool whose servers come from etcd instead of the file (`membership:`, top-level default or
+// per pool; membership/fleet/, docs/FLEET.md): the servers key under `prefix` is the truth,
+// watched by every proxy of the fleet; the file's `servers:` seed it when it is absent and are
+// served when etcd cannot be reached at start.
+struct EtcdMembership {
+  std::vector<std::string> endpoints;  // "host:port", tried in turn
+  std::string prefix = "/chash";       // no trailing '/'
+  bool tls = false;                    // `tls: {ca, cert, key, verify}`: https to etcd
+  std::string ca, cert, key;
+  bool verify = true;
+  std::string user, password;  // `auth: {user, password}` (etcd's own users)
+  std::string id;              // this proxy's name in the fleet ("": <hostname>:<its first port>)
+  std::uint32_t lease_ttl_ms = 5000;  // a proxy that stops renewing drops out after this
+  std::uint32_t timeout_ms = 2000;    // each etcd request
+  std::uint32_t start_timeout_ms = 3000;  // at start, how long to wait for etcd
+  std::uint32_t quorum = 0;  // proxies that must see a server down to eject it (0: a majority)
+  bool health = true;        // fleet-wide health: ejections by quorum (false: each proxy its own)
+  double rebalance_rate = 0;  // keys/s the elected proxy's rebalance moves (0: no limit)
+  // The connection's identity: pools with the same one share one watcher and one lease.
+  std::string connection_key() const;
+};
+
 enum class PoolProtocol : std::uint8_t { kRedis, kMemcache, kTcp };
 const char* protocol_name(PoolProtocol p) noexcept;
 
@@ -185,6 +207,8 @@ struct PoolConfig {
   std::uint32_t failover_track_keys = 100000;
   bool failover_overflow_flush = true;
   std::vector<ServerConfig> servers;
+  // Membership from etcd (null: the file's `servers:` are the truth; membership/fleet/).
+  std::shared_ptr<const EtcdMembership> etcd;
   // TLS (net/tls.h), built when the config loads: `tls:` accepts clients over TLS, `server_tls:`
   // connects to the backends over TLS (ServerConfig::tls is what each server uses). Null:
   // plaintext. tcp pools terminate (tls) and originate (server_tls) TLS too; without either they
@@ -197,6 +221,9 @@ struct PoolConfig {
   // The routing nodes, in the order of `servers`.
   std::vector<chash::Node> nodes() const;
 };
+
+// Servers as the router's nodes (name, weight), in order.
+std::vector<chash::Node> routing_nodes(const std::vector<ServerConfig>& servers);
 
 // Who may use the admin port (`chash_proxy: admin_auth:`): a bearer token and/or HTTP basic
 // credentials, kept only as SHA-256 and compared in constant time. Off: anyone who can reach
@@ -223,7 +250,18 @@ struct ProxyConfig {
   std::uint32_t stats_interval_ms = 30000;  // nutcracker's -i: how often the stats are aggregated
   // SIGTERM / hand-over: stop accepting, let in-flight requests finish for up to this, then exit.
   std::uint32_t drain_timeout_ms = 10000;
+  // `membership:` — the default for every plain pool (null: the file's servers).
+  std::shared_ptr<const EtcdMembership> membership;
 };
+
+// A server as a nutcracker.yml lists it ("127.0.0.1:6379:1 r1"): its routing name ("r1"; without
+// one "127.0.0.1:6379"). Throws chash::Error(kParse) when `spec` is not such a string.
+std::string server_name(std::string_view spec);
+// A pool's servers given as such strings (etcd's servers key): each parsed as under `servers:`
+// and given the pool's server_tls; none named twice; the pool's router must build over them.
+// Throws chash::Error whose message names the first bad entry.
+std::vector<ServerConfig> servers_from_strings(const PoolConfig& pool,
+                                               const std::vector<std::string>& specs);
 
 // Parses YAML text; `source` names it in errors. Also builds each pool's router once, so a
 // config that parses also routes (unknown hash, duplicate server, ...).

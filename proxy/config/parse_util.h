@@ -35,10 +35,11 @@ inline constexpr std::string_view kPoolKeys[] = {
     "health_check_interval", "rise", "fall", "hash_balance_factor", "preset_options", "ring", "acl",
     "server_user", "tls", "server_tls", "sentinels", "cluster", "read_policy", "replica_max_lag",
     "cluster_refresh", "cluster_max_redirects", "warmup", "warmup_window", "failover_ttl",
-    "failover_invalidate", "failover_track_keys", "failover_overflow"};
+    "failover_invalidate", "failover_track_keys", "failover_overflow", "membership"};
 
 inline constexpr std::string_view kGlobalKeys[] = {
-    "workers", "admin", "admin_auth", "admin_tls", "stats", "stats_interval", "drain_timeout"};
+    "workers", "admin", "admin_auth", "admin_tls", "stats", "stats_interval", "drain_timeout",
+    "membership"};
 
 inline constexpr std::string_view kGlobalSection = "chash_proxy";
 
@@ -86,6 +87,13 @@ std::shared_ptr<const net::TlsContext> parse_tls(const Ctx& ctx, const YAML::Nod
 std::shared_ptr<const net::TlsContext> parse_server_tls(const Ctx& ctx, const YAML::Node& v,
                                                         const std::string& where,
                                                         const YAML::Node* base = nullptr);
+
+// A `membership:` map (config/membership_parser.cc): `{etcd: [host:port, ...], prefix, id, tls,
+// auth, lease_ttl, quorum, health, ...}`; a pool's map is read over `base` (the top-level
+// default, key by key). `where` names the section in messages.
+std::shared_ptr<const EtcdMembership> parse_membership(const Ctx& ctx, const YAML::Node& v,
+                                                       const std::string& where,
+                                                       const EtcdMembership* base);
 
 // One pool section (`name: body`), checked as a whole; `so_far` holds the pools before it
 // (listen addresses must differ).

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/parse_util.h"
+#include "membership/fleet/state.h"
 
 namespace chash::proxy::config_detail {
 
@@ -33,7 +34,8 @@ class PoolParser {
               routing_key(k, kv.second, line) || auth_key(k, kv.second) ||
               health_key(k, kv.second) || tcp_key(k, kv.second, line) ||
               servers_key(k, kv.second, line) || sentinels_key(k, kv.second, line) ||
-              redis_topology_key(k, kv.second, line) || membership_key(k, kv.second, line))) {
+              redis_topology_key(k, kv.second, line) || membership_key(k, kv.second, line) ||
+              source_key(k, kv.second, line, so_far))) {
           std::vector<std::string_view> all(std::begin(kPoolKeys), std::end(kPoolKeys));
           fail_at(ctx_.source, line, where_ + ": unknown key '" + k + "'" + suggest(k, all));
         }
@@ -46,6 +48,7 @@ class PoolParser {
     finish_tls();
     finish_sentinels();
     finish_cluster();
+    finish_source(so_far);
     finish_routing();
     finish_passwords();
     check_builds();
@@ -434,6 +437,50 @@ class PoolParser {
 
   // Membership changes: warm-up on resize, safe failover and return (checked in finish_cluster
   // and finish_protocol).
+  // `membership:` — where the servers come from: `file`, `etcd` (the top-level map), or a map
+  // over the top-level one (config/membership_parser.cc).
+  bool source_key(const std::string& k, const YAML::Node& v, int line, const ProxyConfig& so_far) {
+    if (k != "membership") return false;
+    source_line_ = line;
+    if (v.IsScalar() && v.Scalar() == "file") {
+      source_file_ = true;
+    } else if (v.IsScalar() && v.Scalar() == "etcd") {
+      if (!so_far.membership) {
+        fail_at(ctx_.source, line,
+                where_ + ": 'membership: etcd' needs chash_proxy: membership: {etcd: [...]}");
+      }
+      p_.etcd = so_far.membership;
+    } else if (v.IsMap()) {
+      p_.etcd = parse_membership(ctx_, v, where_, so_far.membership.get());
+    } else {
+      fail_at(ctx_.source, line, where_ + ": 'membership' must be file, etcd or a map {etcd: ...}");
+    }
+    return true;
+  }
+
+  // Plain pools take the top-level membership unless they say `membership: file`; a Redis
+  // Cluster and Sentinel-managed servers have their own source of truth.
+  void finish_source(const ProxyConfig& so_far) {
+    bool own = cluster_line_.has_value();
+    for (const auto& s : p_.servers) own |= !s.sentinel_master.empty() || !s.replicas.empty();
+    if (own) {
+      if (p_.etcd && source_line_) {
+        fail_at(ctx_.source, *source_line_,
+                where_ +
+                    ": a Redis Cluster, Sentinel-managed or replicated servers are not "
+                    "taken from etcd; drop 'membership' (or say membership: file)");
+      }
+      p_.etcd = nullptr;
+      return;
+    }
+    if (!source_line_ && so_far.membership) p_.etcd = so_far.membership;
+    if (source_file_) p_.etcd = nullptr;
+    if (p_.etcd && !fleet::valid_segment(p_.name)) {
+      fail_at(ctx_.source, p_.line,
+              where_ + ": a pool taken from etcd needs a name without '/' (it is a key path)");
+    }
+  }
+
   bool membership_key(const std::string& k, const YAML::Node& v, int line) {
     if (k == "warmup") {
       p_.warmup = ctx_.boolean(v, k);
@@ -735,6 +782,8 @@ class PoolParser {
   PoolConfig p_;
   std::string where_;
   bool have_listen_ = false, have_servers_ = false;
+  std::optional<int> source_line_;  // `membership:`
+  bool source_file_ = false;        // membership: file
   std::optional<YAML::Node> distribution_, preset_, algorithm_, ring_, server_tls_;
   std::vector<std::optional<YAML::Node>> server_tls_nodes_;  // by server: its own server_tls
   std::optional<std::string> redis_auth_, client_auth_, server_auth_;

@@ -312,7 +312,7 @@ std::string AdminServer::respond(std::string_view req) const {
   const std::size_t q = path.find('?');
   const std::string_view query =
       q == std::string_view::npos ? std::string_view() : path.substr(q + 1);
-  path = path.substr(0, q);  // only /flush reads its query string
+  path = path.substr(0, q);  // /flush, /rebalance and /fleet/... read their query string
   {
     std::lock_guard<std::mutex> lock(auth_mu_);
     // Mutating: anything but GET/HEAD (POST /reload today).
@@ -340,9 +340,17 @@ std::string AdminServer::respond(std::string_view req) const {
     const bool ok = handlers_.rebalance(query, message);
     return response(ok ? 202 : 409, kText, message + "\n");
   }
+  if (method == "GET" && path == "/fleet" && handlers_.fleet_status) {
+    return response(200, "application/json", handlers_.fleet_status());
+  }
+  if (method == "POST" && path.starts_with("/fleet/") && handlers_.fleet_edit) {
+    std::string message;
+    const bool ok = handlers_.fleet_edit(path.substr(7), query, message);
+    return response(ok ? 200 : 409, kText, message + "\n");
+  }
   return response(404, kText,
                   "not found: GET /metrics, GET /status, POST /reload, POST /flush, "
-                  "POST /rebalance\n");
+                  "POST /rebalance, GET /fleet, POST /fleet/...\n");
 }
 
 }  // namespace chash::proxy

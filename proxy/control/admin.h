@@ -41,6 +41,12 @@ class AdminServer : public net::Pollable {
     std::function<bool(std::string_view query, std::string& message)> flush;
     // POST /rebalance?pool=P[&rate=N]: 202 when started, else 409.
     std::function<bool(std::string_view query, std::string& message)> rebalance = nullptr;
+    // GET /fleet: the fleet as this proxy sees it (JSON, membership/fleet/agent.h); POST
+    // /fleet/<action>?pool=P&server=S (add, remove, drain, set): a membership edit through
+    // etcd, 200 when made, else 409.
+    std::function<std::string()> fleet_status = nullptr;
+    std::function<bool(std::string_view action, std::string_view query, std::string& message)>
+        fleet_edit = nullptr;
   };
   struct Limits {
     std::chrono::milliseconds deadline{5000};  // accept to last byte written

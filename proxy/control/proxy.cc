@@ -74,14 +74,19 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
     if (admin_fd_ < 0) throw std::runtime_error("admin: " + error);
     admin_ = std::make_unique<AdminServer>(
         control_, admin_fd_,
-        AdminServer::Handlers{[this] { return prometheus(); }, [this] { return status_json(); },
-                              [this](std::string& message) { return reload_from_file(message); },
-                              [this](std::string_view query, std::string& message) {
-                                return flush_backend(query, message);
-                              },
-                              [this](std::string_view query, std::string& message) {
-                                return start_rebalance(query, message);
-                              }});
+        AdminServer::Handlers{
+            [this] { return prometheus(); }, [this] { return status_json(); },
+            [this](std::string& message) { return reload_from_file(message); },
+            [this](std::string_view query, std::string& message) {
+              return flush_backend(query, message);
+            },
+            [this](std::string_view query, std::string& message) {
+              return start_rebalance(query, message);
+            },
+            [this] { return fleet_json(); },
+            [this](std::string_view action, std::string_view query, std::string& message) {
+              return fleet_edit(action, query, message);
+            }});
     admin_->set_auth(config_.admin_auth);
     admin_->set_tls(config_.admin_tls);
     const std::string& host = config_.admin->host;
@@ -126,10 +131,15 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
       control_, [this] { return topology(); }, resolver_.get());
   rebalancer_ =
       std::make_unique<Rebalancer>([this] { return topology(); }, [this] { republish(); });
-  failback_ = std::make_unique<FailbackSweeper>([this] { return topology(); },
-                                                [this] { quiesce_workers(); });
+  rebalancer_->set_done_hook([this](const std::string& pool, bool complete) {
+    if (fleet::Agent* a = fleet_agent(pool)) a->rebalanced(pool, complete);
+  });
+  failback_ = std::make_unique<FailbackSweeper>(
+      [this] { return topology(); }, [this] { quiesce_workers(); }, [this] { republish(); });
   health_->set_return_hook([this](const Pool& pool, NodeId node) {
     // Safe return (membership/failback.h): a backend that missed writes is swept before it is in.
+    // A fleet's pool: the fleet lets it back (membership/fleet/state.h), not this proxy alone.
+    if (!pool.fleet_out.empty()) return false;
     const PoolConfig& pc = pool.config;
     if (!pc.auto_eject_hosts || !pc.failover_invalidate || node >= pool.nodes) return false;
     AbsenceLog& absence = pool.states[node]->absence;
@@ -139,10 +149,16 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
     failback_->returned(pc.name, pool.states[node]->name);
     return true;
   });
+  // Pools whose servers come from etcd: routed as the fleet says before the first client.
+  sync_agents(config_);
 }
 
 Proxy::~Proxy() {
   stop();
+  {
+    std::lock_guard lock(agents_mu_);
+    agents_.clear();  // their threads publish topologies and run sweeps: first to go
+  }
   sentinel_.reset();  // their threads read topology()
   cluster_.reset();
   failback_.reset();
@@ -310,7 +326,16 @@ std::shared_ptr<const Topology> Proxy::topology() const {
 }
 
 bool Proxy::reload(const ProxyConfig& config, std::string& message) {
-  std::lock_guard lock(mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (!reload_locked(config, message)) return false;
+  }
+  // Outside mu_: an agent publishes (Proxy::republish takes mu_) from its own thread.
+  sync_agents(config);
+  return true;
+}
+
+bool Proxy::reload_locked(const ProxyConfig& config, std::string& message) {
   auto refuse = [&](const std::string& why) {
     message = "reload refused: " + why;
     note_reload(metrics_, false);
@@ -413,7 +438,113 @@ bool Proxy::flush_backend(std::string_view query, std::string& message) {
     message = "POST /flush?pool=NAME&backend=NAME";
     return false;
   }
+  // A fleet's returning server is held by the fleet, not by this proxy's sweeper.
+  if (fleet::Agent* a = fleet_agent(pool); a != nullptr && a->flush(pool, backend, message)) {
+    return true;
+  }
   return failback_->flush(pool, backend, message);
+}
+
+// ---- The fleet (membership/fleet/agent.h) -------------------------------------------------------
+
+void Proxy::sync_agents(const ProxyConfig& config) {
+  std::map<std::string, std::pair<std::shared_ptr<const EtcdMembership>, std::vector<PoolConfig>>>
+      wanted;
+  for (const auto& pc : config.pools) {
+    if (pc.etcd == nullptr) continue;
+    auto& w = wanted[pc.etcd->connection_key()];
+    if (w.first == nullptr) w.first = pc.etcd;
+    w.second.push_back(pc);
+  }
+  std::vector<std::unique_ptr<fleet::Agent>> gone;
+  std::vector<fleet::Agent*> fresh;
+  {
+    std::lock_guard lock(agents_mu_);
+    for (auto it = agents_.begin(); it != agents_.end();) {
+      if (wanted.count(it->first) == 0) {
+        gone.push_back(std::move(it->second));
+        it = agents_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& [key, w] : wanted) {
+      const auto it = agents_.find(key);
+      if (it != agents_.end()) {
+        it->second->set_pools(w.second);
+        continue;
+      }
+      fleet::Agent::Host host;
+      host.topology = [this] { return topology(); };
+      host.publish = [this] {
+        republish();
+        quiesce_workers();
+      };
+      host.discovered = &discovered_;
+      host.sweeper = failback_.get();
+      host.rebalancer = rebalancer_.get();
+      // This proxy's name in the fleet: configured, else <hostname>:<its admin or first port>.
+      host.id = w.first->id;
+      std::string listen;
+      std::uint16_t port = 0;
+      for (std::size_t i = 0; i < config.pools.size() && port == 0; ++i) {
+        const auto l = listen_.find(listen_key(config.pools[i]));
+        if (l == listen_.end()) continue;
+        port = net::local_port(l->second->fd);
+        listen = config.pools[i].listen.host + ":" + std::to_string(port);
+      }
+      if (host.id.empty()) {
+        char name[256] = {};
+        ::gethostname(name, sizeof name - 1);
+        host.id = std::string(name) + ":" + std::to_string(admin_fd_ >= 0 ? admin_port() : port);
+      }
+      host.address = listen;
+      if (config.admin) host.admin = config.admin->host + ":" + std::to_string(admin_port());
+      auto agent = std::make_unique<fleet::Agent>(w.first, w.second, std::move(host));
+      fresh.push_back(agent.get());
+      agents_.emplace(key, std::move(agent));
+    }
+  }
+  gone.clear();  // joined outside agents_mu_ (their threads may be rendering metrics)
+  for (fleet::Agent* a : fresh) a->start();
+}
+
+fleet::Agent* Proxy::fleet_agent(const std::string& pool) const {
+  std::lock_guard lock(agents_mu_);
+  for (const auto& [key, a] : agents_) {
+    if (a->serves(pool)) return a.get();
+  }
+  return nullptr;
+}
+
+std::string Proxy::fleet_json() const {
+  std::string out = "{\"fleet\":[";
+  std::lock_guard lock(agents_mu_);
+  bool first = true;
+  for (const auto& [key, a] : agents_) {
+    const std::string s = a->status_json();
+    if (s.empty()) continue;
+    out += (first ? "" : ",") + s;
+    first = false;
+  }
+  return out + "]}\n";
+}
+
+bool Proxy::fleet_edit(std::string_view action, std::string_view query, std::string& message) {
+  const std::string pool = query_param(query, "pool");
+  fleet::Agent* a = fleet_agent(pool);
+  if (a == nullptr) {
+    message = pool.empty() ? "POST /fleet/<add|remove|drain|set>?pool=NAME&server=..."
+                           : "pool '" + pool + "' does not take its servers from etcd";
+    return false;
+  }
+  if (!a->etcd_up()) {
+    message =
+        "membership change refused: etcd is unreachable from this proxy; serving the "
+        "last applied membership (see GET /fleet)";
+    return false;
+  }
+  return a->edit(action, query, message);
 }
 
 void Proxy::republish() {
@@ -503,8 +634,13 @@ StatsHeader Proxy::stats_header() const {
 }
 
 std::string Proxy::prometheus() const {
+  fleet::Agent::MetricLines fleet;
+  {
+    std::lock_guard lock(agents_mu_);
+    for (const auto& [key, a] : agents_) a->metrics(fleet);
+  }
   return render_prometheus(metrics_, *topology()) + sentinel_->prometheus() +
-         cluster_->prometheus();
+         cluster_->prometheus() + render_fleet_metrics(fleet);
 }
 
 std::uint64_t Proxy::applied_version() const {
@@ -522,6 +658,10 @@ std::string Proxy::status_json() const {
   if (cluster != "\"cluster\":[]" && o.size() >= 2) o.insert(o.size() - 2, "," + cluster);
   const std::string rebalance = rebalancer_->status_json();
   if (rebalance != "\"rebalance\":[]" && o.size() >= 2) o.insert(o.size() - 2, "," + rebalance);
+  std::string fleet = fleet_json();  // {"fleet":[...]}\n
+  if (fleet != "{\"fleet\":[]}\n" && o.size() >= 2) {
+    o.insert(o.size() - 2, "," + fleet.substr(1, fleet.size() - 3));
+  }
   return o;
 }
 

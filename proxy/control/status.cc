@@ -185,6 +185,10 @@ constexpr BackendSeries kBackendSeries[] = {
     {"chash_proxy_backend_swept_keys_total",
      "Safe return: keys deleted on the backend before it took traffic again.", "counter",
      [](const BackendState& s) -> std::uint64_t { return s.absence.swept(); }},
+    {"chash_proxy_fleet_unreachable_total",
+     "Fleet health: requests refused because this proxy alone cannot reach the backend while "
+     "the fleet routes to it.",
+     "counter", CHASH_BACKEND_COUNTER(fleet_unreachable)},
 };
 #undef CHASH_BACKEND_COUNTER
 
@@ -211,7 +215,45 @@ void process_metrics(std::string& o) {
         "gauge", p.start_time_seconds);
 }
 
+// The fleet's families (membership/fleet/agent.h), in this order.
+struct FleetFamily {
+  const char* name;
+  const char* help;
+  const char* type;
+};
+constexpr FleetFamily kFleetFamilies[] = {
+    {"chash_proxy_etcd_up", "1 while etcd answers this proxy (its lease is kept alive).", "gauge"},
+    {"chash_proxy_membership_revision",
+     "The pool's servers-key revision in etcd that this proxy routes by.", "gauge"},
+    {"chash_proxy_fleet_epoch", "The pool's fleet state epoch this proxy routes by.", "gauge"},
+    {"chash_proxy_fleet_members", "Live proxies serving the pool (registered under a lease).",
+     "gauge"},
+    {"chash_proxy_fleet_member_lag",
+     "Epochs a proxy of the fleet is behind the pool's state (0: it routes by the newest).",
+     "gauge"},
+    {"chash_proxy_fleet_ejected",
+     "1 for each server the fleet has ejected (a quorum sees it down).", "gauge"},
+    {"chash_proxy_fleet_leader", "1 while this proxy runs the fleet's rebalances and flushes.",
+     "gauge"},
+    {"chash_proxy_fleet_transitions_total", "Fleet state changes this proxy wrote.", "counter"},
+    {"chash_proxy_fleet_refused_total",
+     "Values in etcd refused (not JSON, bad server strings, an empty list); the last good one "
+     "stays.",
+     "counter"},
+};
+
 }  // namespace
+
+std::string render_fleet_metrics(const std::map<std::string, std::vector<std::string>>& samples) {
+  std::string o;
+  for (const FleetFamily& f : kFleetFamilies) {
+    const auto it = samples.find(f.name);
+    if (it == samples.end() || it->second.empty()) continue;
+    family(o, f.name, f.help, f.type);
+    for (const auto& line : it->second) o += std::string(f.name) + line + "\n";
+  }
+  return o;
+}
 
 std::string render_prometheus(const Metrics& m, const Topology& t) {
   std::string o;

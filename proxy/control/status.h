@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/metrics.h"
 #include "membership/topology.h"
@@ -19,6 +21,10 @@ namespace chash::proxy {
 // Every counter, the latency histogram (cumulative buckets in seconds, then _sum and _count)
 // and the per-backend series labelled {pool,backend}, each family with # HELP and # TYPE.
 std::string render_prometheus(const Metrics& metrics, const Topology& topology);
+
+// The fleet's families (membership/fleet/agent.h): samples by family name, each
+// "{labels} value", rendered with one # HELP and # TYPE per family, whatever agent made them.
+std::string render_fleet_metrics(const std::map<std::string, std::vector<std::string>>& samples);
 
 // {"version":V,"applied_version":A,"workers":W,"requests":R,"clients":C,"pools":[...]}\n
 std::string render_status_json(const Metrics& metrics, const Topology& topology,

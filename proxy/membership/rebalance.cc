@@ -411,9 +411,17 @@ void Rebalancer::run(std::string pool_name, double rate) {
     r.state = stop_ ? "stopped" : !error.empty() || r.failed != 0 ? "failed" : "done";
     ended = r.state == "done";
   }
-  // Every key is home: the window ends, unless a reload moved keys again meanwhile.
+  // Every key is home: the window ends, unless a reload moved keys again meanwhile. A fleet pool's
+  // window is the fleet's to end (membership/fleet/agent.h).
   p = pool_now();
-  if (ended && p != nullptr && p->warming() && p->previous.front().until_ms == window) {
+  DoneHook hook;
+  {
+    std::lock_guard lock(mu_);
+    hook = done_hook_;
+  }
+  if (hook && p != nullptr && p->config.etcd != nullptr) {
+    hook(pool_name, ended);
+  } else if (ended && p != nullptr && p->warming() && p->previous.front().until_ms == window) {
     p->shared->end_warmup.store(true);
     publish_();
     log(LogLevel::kInfo, "rebalance done; the warm-up window ends", {{"pool", pool_name}});

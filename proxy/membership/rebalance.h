@@ -45,6 +45,16 @@ class Rebalancer {
   std::string status_json() const;
   // Blocks until no rebalance runs (tests).
   void wait() const;
+  // Pools whose membership is the fleet's (membership/fleet/agent.h): the fleet ends their
+  // window, so a run over one reports to `hook` (pool, whether every key moved) on the
+  // rebalancer's thread instead of ending the warm-up itself.
+  using DoneHook = std::function<void(const std::string& pool, bool complete)>;
+  void set_done_hook(DoneHook hook) {
+    std::lock_guard lock(mu_);
+    done_hook_ = std::move(hook);
+  }
+  // Whether a run is in progress (any pool).
+  bool running() const noexcept { return active_.load() != 0; }
 
  private:
   struct Run {
@@ -61,6 +71,7 @@ class Rebalancer {
   PublishFn publish_;
   mutable std::mutex mu_;
   std::map<std::string, Run> runs_;  // the last run per pool
+  DoneHook done_hook_;
   std::atomic<bool> stop_{false};
   std::atomic<int> active_{0};
   std::thread thread_;

@@ -171,8 +171,8 @@ TEST(StatusTest, PrometheusTextIsWellFormed) {
   // Process-wide series, per-pool series, the histogram, per-backend series; then the
   // process_* series, each shown only when /proc gives it (all of them on Linux but
   // process_max_fds under an unlimited RLIMIT_NOFILE).
-  EXPECT_GE(families, 11 + 16 + 1 + 13 + 5);
-  EXPECT_LE(families, 11 + 16 + 1 + 13 + 6);
+  EXPECT_GE(families, 11 + 16 + 1 + 14 + 5);
+  EXPECT_LE(families, 11 + 16 + 1 + 14 + 6);
   EXPECT_EQ(count(o, "# TYPE "), static_cast<std::size_t>(families));
 }
 
@@ -252,7 +252,8 @@ TEST(AdminTest, RoutesEachRequest) {
   EXPECT_EQ(fake.reloads, 2);
   const std::string not_found =
       http(404, "Not Found", "text/plain; version=0.0.4",
-           "not found: GET /metrics, GET /status, POST /reload, POST /flush, POST /rebalance\n");
+           "not found: GET /metrics, GET /status, POST /reload, POST /flush, POST /rebalance, "
+           "GET /fleet, POST /fleet/...\n");
   EXPECT_EQ(admin.respond("GET /reload HTTP/1.1\r\n\r\n"), not_found);  // wrong method
   EXPECT_EQ(admin.respond("POST /metrics HTTP/1.1\r\n\r\n"), not_found);
   EXPECT_EQ(admin.respond("GET /metricsx HTTP/1.1\r\n\r\n"), not_found);
