@@ -325,7 +325,12 @@ void Rebalancer::run(std::string pool_name, double rate) {
     total += n;
     if (rate <= 0) return;
     const auto due = started + std::chrono::duration<double>(static_cast<double>(total) / rate);
-    std::this_thread::sleep_until(due);
+    // In slices, so that a stop (or the proxy's shutdown) need not wait out a slow rate.
+    while (!stop_ && std::chrono::steady_clock::now() < due) {
+      std::this_thread::sleep_until(std::min<std::chrono::steady_clock::time_point>(
+          std::chrono::time_point_cast<std::chrono::steady_clock::duration>(due),
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+    }
   };
   for (const auto& source : sources) {
     if (stop_) break;

@@ -10,7 +10,9 @@
 // authenticates (/v3/auth/authenticate) and sends the token; an expired token is renewed once.
 //
 // Example:
-//   etcd::Client c({.endpoints = {{"127.0.0.1", 2379}}});
+//   etcd::ClientOptions o;
+//   o.endpoints = {{"127.0.0.1", 2379}};
+//   etcd::Client c(o);
 //   c.put("/chash/pools/cache/servers", R"(["127.0.0.1:6379:1 r1"])");
 //   for (const auto& kv : c.range_prefix("/chash/").kvs) ...
 #pragma once

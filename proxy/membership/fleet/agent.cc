@@ -176,7 +176,14 @@ void Agent::start() {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   } while (steady_ms() < deadline);
   if (read) {
-    step();  // lease, registration, seeding, the pools' states applied
+    // Lease, registration, seeding and the pools' states, each a round at most: applied before
+    // the first client is accepted.
+    for (int round = 0; round < 6; ++round) {
+      step();
+      bool applied = true;
+      for (const auto& [name, pc] : pools_now_) applied &= applied_epoch_[name] != 0;
+      if (applied || !up_) break;
+    }
   } else {
     log(LogLevel::kWarn, "etcd unreachable at start: serving the file's servers until it answers",
         {{"etcd", m_->endpoints.front()}, {"reason", etcd_error_}});
