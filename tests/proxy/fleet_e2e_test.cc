@@ -510,3 +510,55 @@ TEST_F(FleetThreeEtcdE2E, LosingOneEtcdMemberKeepsTheFleetGoing) {
 
 }  // namespace
 }  // namespace chash::proxy::testing
+
+namespace chash::proxy::testing {
+namespace {
+
+// Runs `cmd` through the shell; its exit code and what it printed (stdout and stderr).
+std::pair<int, std::string> shell(const std::string& cmd) {
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+#ifdef CHASH_CLI_PATH
+// `chash fleet` shows the fleet and changes it as the proxies take changes; drain waits until
+// the fleet has moved the server's keys off and let it go.
+TEST_F(FleetE2E, ChashFleetShowsAndChangesTheFleet) {
+  start_redis(3);
+  start_default_proxy(0, 2);
+  ASSERT_TRUE(within(5s, [&] { return settled(); }));
+  RespClient c(RespClient::dial_tcp(port(0)));
+  for (int k = 0; k < 100; ++k) ASSERT_EQ(c.call({"SET", "c:" + std::to_string(k), "v"}), "+OK\r\n");
+  const std::string cli = std::string(CHASH_CLI_PATH) + " fleet ";
+  const std::string conn = " --etcd " + etcd->endpoints()[0] + " --prefix /t --pool cache ";
+  auto [rc, out] = shell(cli + "add" + conn + "'" + spec(2) + "' --wait");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("added"), std::string::npos) << out;
+  EXPECT_NE(out.find("stable (epoch"), std::string::npos) << out;  // waited for it
+  EXPECT_EQ(pool(0).nodes, 3u);
+  std::tie(rc, out) = shell(cli + "status --etcd " + etcd->endpoints()[0] + " --prefix /t");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("pool cache"), std::string::npos) << out;
+  EXPECT_NE(out.find("p1"), std::string::npos) << out;
+  EXPECT_NE(out.find(" r3"), std::string::npos) << out;
+  std::tie(rc, out) = shell(cli + "drain" + conn + "r1");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(pool(0).nodes, 2u);
+  EXPECT_EQ(pool(0).servers[0].name, "r2");
+  EXPECT_TRUE(redis[0]->keys().empty());  // every key moved off before it was let go
+  for (int k = 0; k < 100; ++k) EXPECT_EQ(c.call({"GET", "c:" + std::to_string(k)}), bulk("v"));
+  std::tie(rc, out) = shell(cli + "add" + conn + "nonsense");
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("refused"), std::string::npos) << out;
+  std::tie(rc, out) = shell(cli + "status --etcd 127.0.0.1:1 --timeout 0.3");
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("Connection refused"), std::string::npos) << out;
+}
+#endif
+
+}  // namespace
+}  // namespace chash::proxy::testing

@@ -48,6 +48,7 @@ void add_presets(CLI::App& app);
 void add_analyze(CLI::App& app);
 void add_migrate(CLI::App& app);
 void add_sweep(CLI::App& app);
+void add_fleet(CLI::App& app);  // fleet.cc: etcd-fed chash-proxy fleets
 void add_plot(CLI::App& app);
 void add_demo(CLI::App& app);
 void add_bench(CLI::App& app);

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   chash::cli::add_demo(app);
   chash::cli::add_detect(app);
   chash::cli::add_rebalance(app);
+  chash::cli::add_fleet(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
