@@ -83,9 +83,9 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
             [this](std::string_view query, std::string& message) {
               return start_rebalance(query, message);
             },
-            [this] { return fleet_json(); },
+            [this] { return etcd_->fleet_json(); },
             [this](std::string_view action, std::string_view query, std::string& message) {
-              return fleet_edit(action, query, message);
+              return etcd_->edit(action, query, message);
             }});
     admin_->set_auth(config_.admin_auth);
     admin_->set_tls(config_.admin_tls);
@@ -131,9 +131,8 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
       control_, [this] { return topology(); }, resolver_.get());
   rebalancer_ =
       std::make_unique<Rebalancer>([this] { return topology(); }, [this] { republish(); });
-  rebalancer_->set_done_hook([this](const std::string& pool, bool complete) {
-    if (fleet::Agent* a = fleet_agent(pool)) a->rebalanced(pool, complete);
-  });
+  rebalancer_->set_done_hook(
+      [this](const std::string& pool, bool complete) { etcd_->rebalanced(pool, complete); });
   failback_ = std::make_unique<FailbackSweeper>(
       [this] { return topology(); }, [this] { quiesce_workers(); }, [this] { republish(); });
   health_->set_return_hook([this](const Pool& pool, NodeId node) {
@@ -150,15 +149,46 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
     return true;
   });
   // Pools whose servers come from etcd: routed as the fleet says before the first client.
-  sync_agents(config_);
+  fleet::Agent::Host host;
+  host.topology = [this] { return topology(); };
+  host.publish = [this] {
+    republish();
+    quiesce_workers();  // posted after the new topology: each worker routes by it once this returns
+  };
+  host.discovered = &discovered_;
+  host.sweeper = failback_.get();
+  host.rebalancer = rebalancer_.get();
+  // This proxy's name in the fleet unless `membership: id` says: <hostname>:<its admin port, else
+  // its first pool's port>; and its addresses, for `chash fleet status`.
+  std::uint16_t first_port = 0;
+  for (std::size_t i = 0; i < config_.pools.size() && first_port == 0; ++i) {
+    const auto l = listen_.find(listen_key(config_.pools[i]));
+    if (l == listen_.end()) continue;
+    first_port = net::local_port(l->second->fd);
+    host.address = config_.pools[i].listen.host + ":" + std::to_string(first_port);
+  }
+  char hostname[256] = {};
+  ::gethostname(hostname, sizeof hostname - 1);
+  host.id =
+      std::string(hostname) + ":" + std::to_string(admin_fd_ >= 0 ? admin_port() : first_port);
+  if (config_.admin) host.admin = config_.admin->host + ":" + std::to_string(admin_port());
+  etcd_ = std::make_unique<fleet::EtcdSource>(std::move(host));
+  file_ = std::make_unique<FileSource>(
+      options_.config_path,
+      [this](const ProxyConfig& c, std::string& message) { return reload(c, message); },
+      [this](const std::string& why) {
+        note_reload(metrics_, false);
+        log(LogLevel::kWarn, "reload refused", {{"reason", why}});
+      });
+  sources_ = {file_.get(), sentinel_.get(), cluster_.get(), etcd_.get()};
+  etcd_->sync(config_);
 }
 
 Proxy::~Proxy() {
   stop();
-  {
-    std::lock_guard lock(agents_mu_);
-    agents_.clear();  // their threads publish topologies and run sweeps: first to go
-  }
+  rebalancer_->set_done_hook(nullptr);  // it reports to etcd_, which goes first
+  sources_.clear();
+  etcd_.reset();      // its agents' threads publish topologies and run sweeps: first to go
   sentinel_.reset();  // their threads read topology()
   cluster_.reset();
   failback_.reset();
@@ -243,8 +273,7 @@ void Proxy::run() {
     serve_handover();
   }
   health_->start();
-  sentinel_->start();
-  cluster_->start();
+  for (MembershipSource* s : sources_) s->start();
   {
     std::lock_guard lock(run_mu_);
     running_ = true;
@@ -331,7 +360,7 @@ bool Proxy::reload(const ProxyConfig& config, std::string& message) {
     if (!reload_locked(config, message)) return false;
   }
   // Outside mu_: an agent publishes (Proxy::republish takes mu_) from its own thread.
-  sync_agents(config);
+  etcd_->sync(config);
   return true;
 }
 
@@ -439,112 +468,8 @@ bool Proxy::flush_backend(std::string_view query, std::string& message) {
     return false;
   }
   // A fleet's returning server is held by the fleet, not by this proxy's sweeper.
-  if (fleet::Agent* a = fleet_agent(pool); a != nullptr && a->flush(pool, backend, message)) {
-    return true;
-  }
+  if (etcd_->serves(pool)) return etcd_->flush(pool, backend, message);
   return failback_->flush(pool, backend, message);
-}
-
-// ---- The fleet (membership/fleet/agent.h) -------------------------------------------------------
-
-void Proxy::sync_agents(const ProxyConfig& config) {
-  std::map<std::string, std::pair<std::shared_ptr<const EtcdMembership>, std::vector<PoolConfig>>>
-      wanted;
-  for (const auto& pc : config.pools) {
-    if (pc.etcd == nullptr) continue;
-    auto& w = wanted[pc.etcd->connection_key()];
-    if (w.first == nullptr) w.first = pc.etcd;
-    w.second.push_back(pc);
-  }
-  std::vector<std::unique_ptr<fleet::Agent>> gone;
-  std::vector<fleet::Agent*> fresh;
-  {
-    std::lock_guard lock(agents_mu_);
-    for (auto it = agents_.begin(); it != agents_.end();) {
-      if (wanted.count(it->first) == 0) {
-        gone.push_back(std::move(it->second));
-        it = agents_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    for (auto& [key, w] : wanted) {
-      const auto it = agents_.find(key);
-      if (it != agents_.end()) {
-        it->second->set_pools(w.second);
-        continue;
-      }
-      fleet::Agent::Host host;
-      host.topology = [this] { return topology(); };
-      host.publish = [this] {
-        republish();
-        quiesce_workers();
-      };
-      host.discovered = &discovered_;
-      host.sweeper = failback_.get();
-      host.rebalancer = rebalancer_.get();
-      // This proxy's name in the fleet: configured, else <hostname>:<its admin or first port>.
-      host.id = w.first->id;
-      std::string listen;
-      std::uint16_t port = 0;
-      for (std::size_t i = 0; i < config.pools.size() && port == 0; ++i) {
-        const auto l = listen_.find(listen_key(config.pools[i]));
-        if (l == listen_.end()) continue;
-        port = net::local_port(l->second->fd);
-        listen = config.pools[i].listen.host + ":" + std::to_string(port);
-      }
-      if (host.id.empty()) {
-        char name[256] = {};
-        ::gethostname(name, sizeof name - 1);
-        host.id = std::string(name) + ":" + std::to_string(admin_fd_ >= 0 ? admin_port() : port);
-      }
-      host.address = listen;
-      if (config.admin) host.admin = config.admin->host + ":" + std::to_string(admin_port());
-      auto agent = std::make_unique<fleet::Agent>(w.first, w.second, std::move(host));
-      fresh.push_back(agent.get());
-      agents_.emplace(key, std::move(agent));
-    }
-  }
-  gone.clear();  // joined outside agents_mu_ (their threads may be rendering metrics)
-  for (fleet::Agent* a : fresh) a->start();
-}
-
-fleet::Agent* Proxy::fleet_agent(const std::string& pool) const {
-  std::lock_guard lock(agents_mu_);
-  for (const auto& [key, a] : agents_) {
-    if (a->serves(pool)) return a.get();
-  }
-  return nullptr;
-}
-
-std::string Proxy::fleet_json() const {
-  std::string out = "{\"fleet\":[";
-  std::lock_guard lock(agents_mu_);
-  bool first = true;
-  for (const auto& [key, a] : agents_) {
-    const std::string s = a->status_json();
-    if (s.empty()) continue;
-    out += (first ? "" : ",") + s;
-    first = false;
-  }
-  return out + "]}\n";
-}
-
-bool Proxy::fleet_edit(std::string_view action, std::string_view query, std::string& message) {
-  const std::string pool = query_param(query, "pool");
-  fleet::Agent* a = fleet_agent(pool);
-  if (a == nullptr) {
-    message = pool.empty() ? "POST /fleet/<add|remove|drain|set>?pool=NAME&server=..."
-                           : "pool '" + pool + "' does not take its servers from etcd";
-    return false;
-  }
-  if (!a->etcd_up()) {
-    message =
-        "membership change refused: etcd is unreachable from this proxy; serving the "
-        "last applied membership (see GET /fleet)";
-    return false;
-  }
-  return a->edit(action, query, message);
 }
 
 void Proxy::republish() {
@@ -563,20 +488,7 @@ void Proxy::republish() {
 
 bool Proxy::reload_from_file(std::string& message) {
   if (options_.handle_signals) sd_notify_reloading();  // systemd: READY=1 again below
-  const bool ok = [&] {
-    if (options_.config_path.empty()) {
-      message = "reload refused: no config file";
-      return false;
-    }
-    try {
-      return reload(load_config(options_.config_path), message);
-    } catch (const std::exception& e) {
-      message = std::string("reload refused: ") + e.what();
-      note_reload(metrics_, false);
-      log(LogLevel::kWarn, "reload refused", {{"reason", e.what()}});
-      return false;
-    }
-  }();
+  const bool ok = file_->reload(message);
   if (options_.handle_signals) {
     sd_notify_ready(ok ? "serving; reloaded to version " + std::to_string(topology()->version)
                        : "serving; " + message);
@@ -634,13 +546,9 @@ StatsHeader Proxy::stats_header() const {
 }
 
 std::string Proxy::prometheus() const {
-  fleet::Agent::MetricLines fleet;
-  {
-    std::lock_guard lock(agents_mu_);
-    for (const auto& [key, a] : agents_) a->metrics(fleet);
-  }
-  return render_prometheus(metrics_, *topology()) + sentinel_->prometheus() +
-         cluster_->prometheus() + render_fleet_metrics(fleet);
+  std::string out = render_prometheus(metrics_, *topology());
+  for (const MembershipSource* s : sources_) out += s->prometheus();
+  return out;
 }
 
 std::uint64_t Proxy::applied_version() const {
@@ -651,16 +559,14 @@ std::uint64_t Proxy::applied_version() const {
 
 std::string Proxy::status_json() const {
   std::string o = render_status_json(metrics_, *topology(), applied_version(), worker_count_);
-  const std::string sentinel = sentinel_->status_json();
-  // Only with Sentinel-managed servers: "sentinel":[...] before the closing "}\n".
-  if (sentinel != "\"sentinel\":[]" && o.size() >= 2) o.insert(o.size() - 2, "," + sentinel);
-  const std::string cluster = cluster_->status_json();
-  if (cluster != "\"cluster\":[]" && o.size() >= 2) o.insert(o.size() - 2, "," + cluster);
-  const std::string rebalance = rebalancer_->status_json();
-  if (rebalance != "\"rebalance\":[]" && o.size() >= 2) o.insert(o.size() - 2, "," + rebalance);
-  std::string fleet = fleet_json();  // {"fleet":[...]}\n
-  if (fleet != "{\"fleet\":[]}\n" && o.size() >= 2) {
-    o.insert(o.size() - 2, "," + fleet.substr(1, fleet.size() - 3));
+  // Each source's member ("sentinel":[...], "cluster":[...], "fleet":[...]) where it has one,
+  // and the rebalance's, before the closing "}\n".
+  std::vector<std::string> parts;
+  for (const MembershipSource* s : sources_) parts.push_back(s->status_json());
+  parts.push_back(rebalancer_->status_json());
+  for (const std::string& part : parts) {
+    if (part.empty() || part.ends_with(":[]") || o.size() < 2) continue;
+    o.insert(o.size() - 2, "," + part);
   }
   return o;
 }

@@ -31,7 +31,8 @@
 #include "core/worker.h"
 #include "membership/cluster.h"
 #include "membership/failback.h"
-#include "membership/fleet/agent.h"
+#include "membership/file_source.h"
+#include "membership/fleet/source.h"
 #include "membership/health.h"
 #include "membership/rebalance.h"
 #include "membership/resolver.h"
@@ -90,12 +91,8 @@ class Proxy {
   // POST /rebalance?pool=P[&rate=N]: move the keys a reload moved (membership/rebalance.h).
   bool start_rebalance(std::string_view query, std::string& message);
   const Rebalancer& rebalancer() const noexcept { return *rebalancer_; }
-  // The fleet member serving pool `pool` (its servers from etcd), or null.
-  fleet::Agent* fleet_agent(const std::string& pool) const;
-  // GET /fleet: every etcd connection's view, `{"fleet":[...]}`.
-  std::string fleet_json() const;
-  // POST /fleet/<action>?pool=P&...: a membership edit through the pool's etcd.
-  bool fleet_edit(std::string_view action, std::string_view query, std::string& message);
+  // The pools whose servers come from etcd (membership/fleet/source.h).
+  const fleet::EtcdSource& etcd() const noexcept { return *etcd_; }
 
   std::uint16_t port(std::size_t pool) const;  // TCP port of pool i (0 for unix sockets)
   // TCP port the pool named `name` listens on (0: unix socket or no such pool).
@@ -130,9 +127,6 @@ class Proxy {
   bool reload_locked(const ProxyConfig& config, std::string& message);  // holds mu_
   void begin_drain(std::string_view why);
   void check_drained();
-  // One fleet::Agent per etcd connection the config's pools use, started (blocking up to its
-  // start_timeout) or given their new settings; agents no pool uses any more stop.
-  void sync_agents(const ProxyConfig& config);
 
   ProxyConfig config_;
   ProxyOptions options_;
@@ -156,10 +150,10 @@ class Proxy {
   std::unique_ptr<ClusterWatcher> cluster_;
   std::unique_ptr<FailbackSweeper> failback_;
   std::unique_ptr<Rebalancer> rebalancer_;
-  // By EtcdMembership::connection_key; written by the control thread only (constructor,
-  // reload), read by admin handlers on the same thread and by status renderers under agents_mu_.
-  mutable std::mutex agents_mu_;
-  std::map<std::string, std::unique_ptr<fleet::Agent>> agents_;
+  // The membership sources (membership/source.h), in the order /status shows them.
+  std::unique_ptr<FileSource> file_;
+  std::unique_ptr<fleet::EtcdSource> etcd_;
+  std::vector<MembershipSource*> sources_;
   std::vector<std::unique_ptr<Worker>> workers_;
   mutable std::mutex mu_;  // topology_, config_ across threads; serializes reloads
   std::shared_ptr<const Topology> topology_;

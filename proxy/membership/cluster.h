@@ -28,12 +28,14 @@
 #include <vector>
 
 #include "membership/discovery.h"
+#include "membership/source.h"
 #include "membership/topology.h"
 
 namespace chash::proxy {
 
-class ClusterWatcher {
+class ClusterWatcher : public MembershipSource {
  public:
+  const char* kind() const noexcept override { return "cluster"; }
   using TopologyFn = std::function<std::shared_ptr<const Topology>()>;
   using PublishFn = std::function<void()>;
   struct Options {
@@ -43,18 +45,18 @@ class ClusterWatcher {
   ClusterWatcher(TopologyFn topology, Discovered& discovered, PublishFn publish, Options options);
   ClusterWatcher(TopologyFn topology, Discovered& discovered, PublishFn publish)
       : ClusterWatcher(std::move(topology), discovered, std::move(publish), Options{}) {}
-  ~ClusterWatcher();  // stops and joins the thread
+  ~ClusterWatcher() override;  // stops and joins the thread
   ClusterWatcher(const ClusterWatcher&) = delete;
   ClusterWatcher& operator=(const ClusterWatcher&) = delete;
 
   // Refreshes every cluster pool once, on the calling thread (start-up, before workers run).
-  void discover_now();
-  void start();
+  void discover_now() override;
+  void start() override;
 
   // `"cluster":[{"pool":..,"status":..,"nodes":[..],...}]` for /status (without braces around
   // it), and Prometheus series.
-  std::string status_json() const;
-  std::string prometheus() const;
+  std::string status_json() const override;
+  std::string prometheus() const override;
 
  private:
   struct Cluster {

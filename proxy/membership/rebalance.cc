@@ -419,14 +419,15 @@ void Rebalancer::run(std::string pool_name, double rate) {
   // Every key is home: the window ends, unless a reload moved keys again meanwhile. A fleet pool's
   // window is the fleet's to end (membership/fleet/agent.h).
   p = pool_now();
-  DoneHook hook;
   {
-    std::lock_guard lock(mu_);
-    hook = done_hook_;
+    std::lock_guard hook_lock(hook_mu_);
+    if (done_hook_ && p != nullptr && p->config.etcd != nullptr) {
+      done_hook_(pool_name, ended);
+      active_ = 0;
+      return;
+    }
   }
-  if (hook && p != nullptr && p->config.etcd != nullptr) {
-    hook(pool_name, ended);
-  } else if (ended && p != nullptr && p->warming() && p->previous.front().until_ms == window) {
+  if (ended && p != nullptr && p->warming() && p->previous.front().until_ms == window) {
     p->shared->end_warmup.store(true);
     publish_();
     log(LogLevel::kInfo, "rebalance done; the warm-up window ends", {{"pool", pool_name}});

@@ -49,8 +49,9 @@ class Rebalancer {
   // window, so a run over one reports to `hook` (pool, whether every key moved) on the
   // rebalancer's thread instead of ending the warm-up itself.
   using DoneHook = std::function<void(const std::string& pool, bool complete)>;
+  // Once set_done_hook(nullptr) returns, the old hook is not running and will not run.
   void set_done_hook(DoneHook hook) {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(hook_mu_);
     done_hook_ = std::move(hook);
   }
   // Whether a run is in progress (any pool).
@@ -71,6 +72,7 @@ class Rebalancer {
   PublishFn publish_;
   mutable std::mutex mu_;
   std::map<std::string, Run> runs_;  // the last run per pool
+  std::mutex hook_mu_;               // done_hook_, held while it runs
   DoneHook done_hook_;
   std::atomic<bool> stop_{false};
   std::atomic<int> active_{0};

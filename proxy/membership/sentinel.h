@@ -30,6 +30,7 @@
 #include "config/config.h"
 #include "membership/control_client.h"
 #include "membership/discovery.h"
+#include "membership/source.h"
 #include "membership/topology.h"
 
 namespace chash::proxy {
@@ -53,8 +54,9 @@ std::string agreed_master(const std::vector<SentinelAnswer>& answers);
 // The replica list of a `SENTINEL replicas` reply (RESP2 maps as flat key/value arrays).
 std::vector<SentinelReplica> parse_replicas(const RespValue& reply);
 
-class SentinelWatcher {
+class SentinelWatcher : public MembershipSource {
  public:
+  const char* kind() const noexcept override { return "sentinel"; }
   using TopologyFn = std::function<std::shared_ptr<const Topology>()>;
   struct Options {
     std::chrono::milliseconds io_timeout{500};  // per Sentinel query (connect + answers)
@@ -69,18 +71,18 @@ class SentinelWatcher {
   SentinelWatcher(TopologyFn topology, Options options, Discovered* discovered = nullptr,
                   PublishFn publish = nullptr);
   explicit SentinelWatcher(TopologyFn topology) : SentinelWatcher(std::move(topology), Options{}) {}
-  ~SentinelWatcher();  // stops and joins the thread
+  ~SentinelWatcher() override;  // stops and joins the thread
   SentinelWatcher(const SentinelWatcher&) = delete;
   SentinelWatcher& operator=(const SentinelWatcher&) = delete;
 
   // Asks every Sentinel once, on the calling thread (start-up, before workers run).
-  void discover_now();
-  void start();  // the watcher's thread
+  void discover_now() override;
+  void start() override;  // the watcher's thread
 
   // `"sentinel":[{"pool":..,"server":..,"master":..,"replicas":[..],"switches":N,...}]` for
   // /status (without braces around it), and Prometheus series.
-  std::string status_json() const;
-  std::string prometheus() const;
+  std::string status_json() const override;
+  std::string prometheus() const override;
 
  private:
   struct Master {

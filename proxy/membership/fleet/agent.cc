@@ -163,9 +163,9 @@ void Agent::set_pools(std::vector<PoolConfig> pools) {
   inbox_->cv.notify_all();
 }
 
-void Agent::start() {
-  // The first read, here on the caller's thread, so that the proxy starts routing as the fleet
-  // does rather than by the file (and the file's servers only when etcd cannot be reached).
+void Agent::discover_now() {
+  // The first read, on the caller's thread, so that the proxy starts routing as the fleet does
+  // rather than by the file (and the file's servers only when etcd cannot be reached).
   const std::int64_t deadline = steady_ms() + m_->start_timeout_ms;
   bool read = false;
   do {
@@ -175,19 +175,23 @@ void Agent::start() {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   } while (steady_ms() < deadline);
-  if (read) {
-    // Lease, registration, seeding and the pools' states, each a round at most: applied before
-    // the first client is accepted.
-    for (int round = 0; round < 6; ++round) {
-      step();
-      bool applied = true;
-      for (const auto& [name, pc] : pools_now_) applied &= applied_epoch_[name] != 0;
-      if (applied || !up_) break;
-    }
-  } else {
+  if (!read) {
     log(LogLevel::kWarn, "etcd unreachable at start: serving the file's servers until it answers",
         {{"etcd", m_->endpoints.front()}, {"reason", etcd_error_}});
+    return;
   }
+  // Lease, registration, seeding and the pools' states, each a round at most: applied before
+  // the first client is accepted.
+  for (int round = 0; round < 6; ++round) {
+    step();
+    bool applied = true;
+    for (const auto& [name, pc] : pools_now_) applied &= applied_epoch_[name] != 0;
+    if (applied || !up_) break;
+  }
+}
+
+void Agent::start() {
+  if (main_thread_.joinable()) return;
   watch_thread_ = std::thread([this] { watch_loop(); });
   ::pthread_setname_np(watch_thread_.native_handle(), "etcd-watch");
   main_thread_ = std::thread([this] { main_loop(); });
@@ -410,7 +414,8 @@ std::shared_ptr<const FleetPool> Agent::fleet_pool(const PoolConfig& pc, const V
   fp->epoch = v.epoch;
   fp->revision = v.revision;
   fp->phase = phase_name(v.phase);
-  fp->health = m_->health;
+  // A tcp pool's relays hold no data that two proxies could split: each keeps its own health.
+  fp->health = m_->health && pc.protocol != PoolProtocol::kTcp;
   try {
     fp->route = {servers_from_strings(pc, v.route.servers), v.route.ejected};
     for (const Routing& r : v.reads)
@@ -613,7 +618,7 @@ std::vector<PoolPolicy> Agent::policies() const {
     p.name = name;
     for (const auto& s : pc.servers) p.seed.push_back(spec_of(s));
     p.auto_eject = pc.auto_eject_hosts;
-    p.health = m_->health;
+    p.health = m_->health && pc.protocol != PoolProtocol::kTcp;
     p.warmup = pc.warmup;
     p.overflow_flush = pc.failover_overflow_flush;
     p.quorum = m_->quorum;

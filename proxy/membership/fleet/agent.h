@@ -63,8 +63,10 @@ class Agent {
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
 
-  // Reads etcd (for at most start_timeout) and applies what it holds, then starts the threads.
+  // Reads etcd (for at most start_timeout) and applies what it holds, on the calling thread.
   // etcd away is logged, never thrown: the pools serve the file's servers until it answers.
+  void discover_now();
+  // Starts the watch and main threads (once).
   void start();
   // A reload's pools on this connection: their settings (the servers stay etcd's).
   void set_pools(std::vector<PoolConfig> pools);
