@@ -12,7 +12,7 @@ PEER_NODES ?= 10,100,1000
 PEER_KEYS ?= 100000
 PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build release install demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-resize bench-route soak compat-vectors clean
+.PHONY: all bootstrap build release install demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-resize bench-fleet bench-route soak compat-vectors clean
 
 all: build
 
@@ -136,6 +136,18 @@ bench-resize: release
 	cmake --build build-release -j $(JOBS) --target chash-proxy
 	CHASH_PROXY=$(CURDIR)/build-release/chash-proxy python3 bench/resize/run.py \
 	  --out $(CURDIR)/build-release/bench-resize $(RESIZE_FLAGS)
+
+# A fleet of three proxies through a staggered resize and a partial partition: nutcracker,
+# chash-proxy on files and chash-proxy fed by etcd, one load round-robin over the three, 5
+# redis-server and one etcd on 127.0.0.1 (docs/FLEET.md). ~5 minutes with the defaults;
+# tables on stdout and in build-release/bench-fleet/fleet.md, SVG plots, per-second CSV.
+# Knobs: FLEET_FLAGS="--duration 15 --keys 5000 --systems chash-etcd,nutcracker"
+# (python3 bench/fleet/run.py --help; FLEET_* environment variables too).
+FLEET_FLAGS ?=
+bench-fleet: release
+	cmake --build build-release -j $(JOBS) --target chash-proxy
+	CHASH_PROXY=$(CURDIR)/build-release/chash-proxy python3 bench/fleet/run.py \
+	  --out $(CURDIR)/build-release/bench-fleet $(FLEET_FLAGS)
 
 # Fault and load figures (docs/RELIABILITY.md): a Release chash-proxy with 3 redis-server and 3
 # memcached on 127.0.0.1 under steady load while backends are killed, paused and reloaded, with
