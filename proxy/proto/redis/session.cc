@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "control/log.h"
 #include "core/worker.h"
 #include "proto/redis/local_replies.h"
 
@@ -85,6 +86,18 @@ void Msg::finish() {
     f(*this);
     return;
   }
+  if (blocking) {
+    // Answered (or failed): its client reads on, once this reply is in its queue.
+    blocking = false;
+    auto* c = static_cast<Client*>(client);
+    finish_merged();
+    if (c != nullptr) c->blocking_done();
+    return;
+  }
+  finish_merged();
+}
+
+void Msg::finish_merged() {
   if (merge == redis::Merge::kLast) {  // a transaction: EXEC's reply (or the failure's)
     whole_ = true;
     whole_part_ = static_cast<std::uint32_t>(parts.size() - 1);
@@ -140,6 +153,12 @@ void Msg::finish() {
     }
     case redis::Merge::kAllOk:
       redis::append_status(reply, "OK");
+      break;
+    case redis::Merge::kSame:
+    case redis::Merge::kConcat:
+    case redis::Merge::kMinInts:
+    case redis::Merge::kScan:
+      reply = merge_replies(*this);
       break;
     case redis::Merge::kLast:
       break;  // above
@@ -223,6 +242,21 @@ void Backend::on_closed() {
   c->dedicated_closed(this);
 }
 
+void Backend::check_timeout(net::Clock::time_point now) {
+  if (!blocking_ || connecting() || queue_.empty()) {
+    BackendSession::check_timeout(now);
+    return;
+  }
+  // A blocked request waits as long as it asked (BLPOP's timeout), then the pool's timeout.
+  if (block_ms_ == 0 || !pool_->config.timeout_ms) return;
+  const auto t = std::chrono::milliseconds(block_ms_ + *pool_->config.timeout_ms);
+  if (now - queue_.front().sent >= t) {
+    fail("timed out after " + std::to_string(block_ms_ + *pool_->config.timeout_ms) +
+             " ms (a blocking command's wait and the pool's timeout)",
+         FailKind::kTimeout);
+  }
+}
+
 std::string Backend::failure_reply(const std::string& why) const {
   return error_reply("ERR backend " + name() + ": " + why);
 }
@@ -237,7 +271,7 @@ void Backend::on_input() {
     if (!parser_started_) {
       const Reply* m = queue_.front().msg.get();
       parser_.set_record_elements(m != nullptr &&
-                                  static_cast<const Msg*>(m)->merge == redis::Merge::kArray);
+                                  records_elements(static_cast<const Msg*>(m)->merge));
       parser_started_ = true;
     }
     const redis::ParseResult r = parser_.parse(in_.view());
@@ -247,8 +281,18 @@ void Backend::on_input() {
       return;
     }
     Pending p = take_front();
+    if (queue_.empty()) blocking_ = false;  // the blocking request (the last sent) is answered
     const std::string_view raw = parser_.span().in(in_.view());
     record_success(*state_);
+    if (!pool_->config.auto_eject_hosts && state_->down.load(std::memory_order_relaxed) &&
+        Client::retries_down(*pool_, node_)) {
+      // Tried while down (nutcracker without auto_eject_hosts) and it answered: up again now,
+      // not at the next health probe.
+      state_->failures.store(0, std::memory_order_relaxed);
+      state_->probe_successes.store(0, std::memory_order_relaxed);
+      state_->down.store(false, std::memory_order_relaxed);
+      log(LogLevel::kInfo, "backend up", {{"pool", pool_->config.name}, {"backend", name()}});
+    }
     if (p.msg) {
       // A "master" that answers -READONLY is a replica now: membership/sentinel.h asks again.
       if (parser_.type() == '-' && raw.starts_with("-READONLY"))
@@ -263,7 +307,7 @@ void Backend::on_input() {
       // The reply stays in the read chunk: the Msg holds a slice of it (no copy).
       if (!taken) {
         m.complete_part(p.part, in_.slice(parser_.start(), raw.size()), parser_.type(),
-                        m.merge == redis::Merge::kArray ? &parser_.take_elements() : nullptr);
+                        records_elements(m.merge) ? &parser_.take_elements() : nullptr);
       }
     } else if (parser_.type() == '-') {
       // Our own AUTH / SELECT was refused: the connection is unusable. (The reply text is
@@ -296,7 +340,12 @@ Client::~Client() {
   if (dedicated_ != nullptr) dedicated_->set_owner(nullptr);
 }
 
-void Client::on_closing() { release_dedicated(); }
+void Client::on_closing() {
+  release_dedicated();
+  // A blocked request never answers: its connections close now (the server forgets it).
+  release_blocking(true);
+  release_own(true);
+}
 
 void Client::refresh_acl() {
   // Same users as last time (the usual case: one pointer compare). A new client starts with
@@ -386,7 +435,7 @@ void Client::fail_msg(const Ref<Msg>& m, std::string_view error, bool count_erro
 bool Client::usable_or_fail(NodeId node, std::string_view what, const Ref<Msg>& m,
                             bool count_error) {
   std::string why;
-  if (backend_usable(*pool_, node, what, why)) return true;
+  if (backend_usable(*pool_, node, what, why) || retry_down(node)) return true;
   count_forward_error();
   fail_msg(m, "ERR " + why, count_error);
   return false;
@@ -398,7 +447,7 @@ void Client::forward_one(NodeId node, const Ref<Msg>& m, std::uint16_t slot, std
   BackendConn* b = connection(node, error);
   if (b == nullptr) {
     count_forward_error();
-    fail_msg(m, "ERR backend " + pool_->states[node]->name + ": " + error, false);
+    fail_msg(m, backend_error(node, error), false);
     return;
   }
   m->parts.resize(1);
@@ -482,6 +531,19 @@ void Client::dispatch() {
     case redis::Route::kEval:
       same_node(*cmd, argc);
       return;
+    case redis::Route::kSpecKeys:
+    case redis::Route::kSubKey:
+      spec_keys(*cmd, argc);
+      return;
+    case redis::Route::kBlocking:
+      blocking(*cmd, argc);
+      return;
+    case redis::Route::kKeyspace:
+      keyspace(*cmd, argc);
+      return;
+    case redis::Route::kBroadcast:
+      broadcast(cmd->merge);
+      return;
     case redis::Route::kSplitKeys:
     case redis::Route::kSplitPairs:
       if (cmd->route == redis::Route::kSplitPairs && (argc - 1) % 2 != 0) {
@@ -507,7 +569,7 @@ void Client::run_local(const redis::Command& cmd, std::size_t argc) {
       {"hello", &Client::local_hello},       {"info", &Client::local_info},
       {"ping", &Client::local_ping},         {"quit", &Client::local_quit},
       {"readonly", &Client::local_readonly}, {"readwrite", &Client::local_readonly},
-      {"select", &Client::local_select},
+      {"reset", &Client::local_reset},       {"select", &Client::local_select},
   };
   for (const auto& [local_name, handler] : kHandlers) {
     if (local_name == cmd.name) {
@@ -557,69 +619,6 @@ void Client::local_auth(std::size_t argc) {
   reply_local(std::move(out));
 }
 
-// HELLO [protover [AUTH user pass] [SETNAME name]] (Redis 6+). Only RESP2 is proxied: HELLO 3
-// gets Redis's own answer to a protocol it does not speak (-NOPROTO), on which clients
-// (go-redis, Lettuce, redis-py's protocol=3) fall back to RESP2 and AUTH. HELLO 2 AUTH user
-// pass authenticates as AUTH does; SETNAME names the client as CLIENT SETNAME does (kept by the
-// proxy, not passed on: names would have to be set on every shared backend connection).
-void Client::local_hello(std::size_t argc) {
-  std::int64_t version = 2;
-  if (argc >= 2) {
-    if (!redis::parse_int(parser_.arg(in_, 1), version)) {
-      reply_local(error_reply("ERR Protocol version is not an integer or out of range"), true);
-      return;
-    }
-    if (version != 2) {
-      reply_local(error_reply(version == 3 ? "NOPROTO unsupported protocol version: chash-proxy "
-                                             "proxies RESP2 only (use HELLO 2, or AUTH)"
-                                           : "NOPROTO unsupported protocol version"),
-                  true);
-      return;
-    }
-  }
-  std::string_view user, password, setname;
-  bool auth = false, has_setname = false;
-  for (std::size_t j = 2; j < argc; ++j) {
-    const std::string opt = upper(parser_.arg(in_, j));
-    const std::size_t more = argc - j - 1;
-    if (opt == "AUTH" && more >= 2) {
-      auth = true;
-      user = parser_.arg(in_, j + 1);
-      password = parser_.arg(in_, j + 2);
-      j += 2;
-    } else if (opt == "SETNAME" && more >= 1) {
-      setname = parser_.arg(in_, j + 1);
-      has_setname = true;
-      j += 1;
-    } else {
-      reply_local(error_reply("ERR Syntax error in HELLO option '" +
-                              std::string(parser_.arg(in_, j).substr(0, 64)) + "'"),
-                  true);
-      return;
-    }
-  }
-  if (auth && !authenticate(user, password)) {
-    reply_local(error_reply(redis::kWrongPassReply), true);
-    return;
-  }
-  if (!authed()) {
-    reply_local(
-        error_reply("NOAUTH HELLO must be called with the client already authenticated, otherwise "
-                    "the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the "
-                    "client and select the RESP protocol version at the same time"),
-        true);
-    return;
-  }
-  if (has_setname) {
-    if (!redis::valid_client_name(setname)) {
-      reply_local(error_reply(kBadClientName), true);
-      return;
-    }
-    name_ = std::string(setname);
-  }
-  reply_local(redis::hello_reply(id_));
-}
-
 // ---- Several keys that must live on one backend (kKeysSameNode, kEval) -----------------------
 
 void Client::same_node(const redis::Command& cmd, std::size_t argc) {
@@ -634,10 +633,16 @@ void Client::same_node(const redis::Command& cmd, std::size_t argc) {
       reply_local(error_reply("ERR Number of keys can't be greater than number of args"), true);
       return;
     }
+    if (numkeys == 0 && one_server()) {  // the one server holds every key a script may touch
+      auto m = new_msg();
+      if (usable_or_fail(0, "the script", m, true)) forward_one(0, m);
+      return;
+    }
     if (numkeys == 0) {
-      reply_local(
-          error_reply("ERR " + upper(name) + " with no keys cannot be routed by chash-proxy"),
-          true);
+      reply_local(error_reply("ERR " + upper(name) +
+                              " with no keys cannot be routed by chash-proxy (name the keys, or "
+                              "use a pool of one server)"),
+                  true);
       return;
     }
     first = 3;
@@ -654,13 +659,9 @@ void Client::same_node(const redis::Command& cmd, std::size_t argc) {
   const NodeId node = pool_->route(first_key);
   const std::uint32_t where = place(first_key);
   for (std::size_t i = first + step; i <= last; i += step) {
-    if (place(parser_.arg(in_, i)) != where) {
-      reply_local(error_reply(pool_->config.is_cluster()
-                                  ? std::string(kCrossSlot)
-                                  : "ERR CROSSSLOT keys of '" + upper(name) +
-                                        "' live on different backends (give them a common hash "
-                                        "tag)"),
-                  true);
+    const std::string_view k = parser_.arg(in_, i);
+    if (place(k) != where) {
+      reply_local(error_reply(cross_backend(name, node, pool_->route(k))), true);
       return;
     }
   }
@@ -756,8 +757,7 @@ void Client::split(const redis::Command& cmd) {
     if (b == nullptr) {
       if (!counted_error) count_forward_error();
       counted_error = true;
-      m->fail_part(p,
-                   error_reply("ERR backend " + pool_->states[part_node[p]]->name + ": " + error));
+      m->fail_part(p, error_reply(backend_error(part_node[p], error)));
       continue;
     }
     // Safe failover: deletes first for keys a returned backend missed; writes noted before they

@@ -26,6 +26,7 @@ void Client::reject(std::string_view error) {
 
 BackendConn* Client::connection(NodeId& node, std::string& error) {
   if (dedicated_ != nullptr && node == dedicated_node_) return dedicated_;
+  if (own_mode()) return own_connection(node, error);  // RESP3, SELECT: session_own.cc
   BackendConn* b = worker_.backend(pool_index_, node, error);
   if (b != nullptr || pool_->servers[node].role != ServerRole::kReplica) return b;
   // A replica that cannot be reached: out of the reads until its probe finds it again, and this
@@ -81,6 +82,29 @@ NodeId Client::keys_node(const Command& cmd, std::size_t argc, std::string& erro
       last = 2 + static_cast<std::size_t>(numkeys);
       break;
     }
+    case Route::kSpecKeys:
+    case Route::kSubKey:
+    case Route::kBlocking: {  // inside MULTI a blocking command does not block (Redis)
+      if (!find_keys(cmd, argc, error)) return kNoNode;
+      const NodeId node = keys_backend(cmd, argc, error);
+      if (node == kNoNode) {
+        if (error.empty()) error = "ERR chash-proxy: no backend for these keys";
+        return kNoNode;
+      }
+      std::string why;
+      if (!backend_usable(*pool_, node, "these keys", why) && !retry_down(node)) {
+        error = "ERR " + why;
+        return kNoNode;
+      }
+      return node;
+    }
+    case Route::kKeyspace:
+    case Route::kBroadcast:
+      if (one_server()) return 0;  // the one server runs it with the rest
+      error = "ERR chash-proxy: '" + std::string(cmd.name) +
+              "' concerns every backend and cannot be queued in a transaction of a pool of "
+              "several backends";
+      return kNoNode;
     case Route::kLocal:
     case Route::kUnsupported:
       error = "ERR chash-proxy: this command has no keys to route";
@@ -112,7 +136,7 @@ NodeId Client::keys_node(const Command& cmd, std::size_t argc, std::string& erro
     }
   }
   std::string why;
-  if (!backend_usable(*pool_, node, "these keys", why)) {
+  if (!backend_usable(*pool_, node, "these keys", why) && !retry_down(node)) {
     error = "ERR " + why;
     return kNoNode;
   }
@@ -184,7 +208,10 @@ void Client::watch(std::size_t argc) {
   note_tx_slot(*find_command("watch"), argc);
   auto m = new_msg();
   if (dedicated_ == nullptr) {
-    BackendConn* b = worker_.dedicated_backend(pool_index_, node, error);
+    // A client with connections of its own WATCHes on its own one (it has the client's
+    // database and protocol); else on one opened for the WATCH.
+    BackendConn* b = own_mode() ? own_connection(node, error)
+                                : worker_.dedicated_backend(pool_index_, node, error);
     if (b == nullptr) {
       count_forward_error();
       fail_msg(m, "ERR backend " + pool_->states[node]->name + ": " + error, false);
@@ -289,11 +316,21 @@ void Client::release_dedicated() {
   Backend* b = dedicated_;
   dedicated_ = nullptr;
   dedicated_node_ = kNoNode;
+  for (const Backend* own : own_) {
+    if (own == b) return;  // the client's own connection: it stays (EXEC/DISCARD unwatched)
+  }
   b->set_owner(nullptr);
   b->drain();  // closes once the replies sent on it are in
 }
 
 void Client::dedicated_closed(Backend* b) noexcept {
+  for (Backend*& own : own_) {
+    if (own == b) own = nullptr;  // opened again on the next request for its backend
+  }
+  if (b == blocking_conn_) {
+    blocking_conn_ = nullptr;
+    pool_->shared->blocked_clients.fetch_sub(1, std::memory_order_relaxed);
+  }
   if (b != dedicated_) return;
   dedicated_ = nullptr;
   dedicated_node_ = kNoNode;
