@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Redis's own TCL test units run directly against redis-server and through chash-proxy pools of
+# one and of three backends (docs/COMPATIBILITY.md has the counts and what fails why).
+#
+#   make redis-suite REDIS_SRC=/path/to/redis-7.0.15     # a checkout of github redis/redis 7.0.15
+#   REDIS_SRC=... MODES="one" UNITS="unit/type/list" bash tests/redis_suite/run.sh
+#
+# Nothing is downloaded: REDIS_SRC is a checkout the caller made (the tag of the installed
+# redis-server: Debian 12 has 7.0.15), and it is never copied into this repository. Its runner is
+# used as Redis's docs say for an external server (`./runtest --host H --port P`), which skips
+# the tests tagged external:skip; tests tagged needs:repl, needs:debug and needs:config-maxmemory
+# are left out in every mode (TAGS), as a proxy cannot offer replication, DEBUG or server-wide
+# CONFIG SET. Three backends run with --singledb (a sharded pool has no SELECT-able whole
+# database) and `allow_flushall: true` (the runner flushes between tests).
+#
+# Everything listens on 127.0.0.1 at free ports and is stopped at the end. Per mode and unit the
+# counts of [ok] / [err] / [exception] go to stdout and to $OUT/summary.md; each unit's log to
+# $OUT/<mode>-<unit>.log.
+set -euo pipefail
+
+: "${REDIS_SRC:?REDIS_SRC=<a checkout of redis 7.0.15> is required}"
+CHASH_PROXY=${CHASH_PROXY:-$(cd "$(dirname "$0")/../.." && pwd)/build/chash-proxy}
+OUT=${OUT:-$(cd "$(dirname "$0")/../.." && pwd)/build/redis-suite}
+MODES=${MODES:-"direct one three"}
+UNITS=${UNITS:-"unit/type/string unit/type/incr unit/type/list unit/type/hash unit/type/set
+  unit/type/zset unit/expire unit/multi unit/keyspace unit/scripting"}
+TAGS=${TAGS:-"-needs:repl -needs:debug -needs:config-maxmemory"}
+UNIT_TIMEOUT=${UNIT_TIMEOUT:-900}
+
+[ -x "$CHASH_PROXY" ] || { echo "no chash-proxy at $CHASH_PROXY (make build)" >&2; exit 2; }
+[ -f "$REDIS_SRC/tests/test_helper.tcl" ] || { echo "$REDIS_SRC has no tests/" >&2; exit 2; }
+command -v tclsh8.6 >/dev/null || { echo "tclsh8.6 is needed (apt-get install tcl)" >&2; exit 2; }
+# The runner looks for the binaries under src/ (some units start redis-cli or a server of
+# their own there): the installed ones, linked in a scratch copy of the tests.
+WORK=$(mktemp -d /tmp/chash-redis-suite.XXXXXX)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+mkdir -p "$OUT" "$WORK/src"
+cp -r "$REDIS_SRC/tests" "$REDIS_SRC/runtest" "$WORK/"
+for b in redis-server redis-cli redis-benchmark redis-check-aof redis-check-rdb redis-sentinel; do
+  if command -v "$b" >/dev/null; then ln -s "$(command -v "$b")" "$WORK/src/$b"; fi
+done
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+wait_port() {
+  for _ in $(seq 1 200); do
+    if redis-cli -h 127.0.0.1 -p "$1" PING >/dev/null 2>&1; then return 0; fi
+    sleep 0.05
+  done
+  echo "nothing answers on 127.0.0.1:$1" >&2
+  return 1
+}
+start_redis() {  # port dir
+  mkdir -p "$2"
+  redis-server --port "$1" --bind 127.0.0.1 --save "" --appendonly no --dir "$2" \
+    --logfile "$2/redis.log" &
+  PIDS+=($!)
+  wait_port "$1"
+}
+start_proxy() {  # port config
+  "$CHASH_PROXY" -c "$2" --no-stats -o "$(dirname "$2")/proxy.log" &
+  PIDS+=($!)
+  wait_port "$1"
+}
+stop_all() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  PIDS=()
+}
+
+summary="$OUT/summary.md"
+echo "| mode | unit | ok | err | exception |" >"$summary"
+echo "| --- | --- | --- | --- | --- |" >>"$summary"
+
+for mode in $MODES; do
+  dir="$WORK/$mode"
+  mkdir -p "$dir"
+  extra=()
+  case "$mode" in
+    direct)
+      port=$(free_port)
+      start_redis "$port" "$dir/r0"
+      ;;
+    one | three)
+      n=1
+      [ "$mode" = three ] && n=3
+      port=$(free_port)
+      {
+        echo "suite:"
+        echo "  listen: 127.0.0.1:$port"
+        echo "  redis: true"
+        echo "  hash_tag: \"{}\""
+        echo "  allow_flushall: true"
+        echo "  servers:"
+      } >"$dir/proxy.yml"
+      for i in $(seq 1 "$n"); do
+        p=$(free_port)
+        start_redis "$p" "$dir/r$i"
+        echo "    - 127.0.0.1:$p:1 r$i" >>"$dir/proxy.yml"
+      done
+      start_proxy "$port" "$dir/proxy.yml"
+      [ "$mode" = three ] && extra+=(--singledb)
+      ;;
+    *)
+      echo "unknown mode $mode (direct, one, three)" >&2
+      exit 2
+      ;;
+  esac
+  for unit in $UNITS; do
+    log="$OUT/$mode-$(echo "$unit" | tr / -).log"
+    (cd "$WORK" && timeout "$UNIT_TIMEOUT" tclsh8.6 tests/test_helper.tcl --host 127.0.0.1 \
+      --port "$port" --single "$unit" --tags "$TAGS" --timeout 120 "${extra[@]}" \
+      >"$log" 2>&1) || true
+    plain="${log%.log}.txt"  # without the runner's colours
+    sed 's/\x1b\[[0-9;]*m//g' "$log" >"$plain"
+    ok=$(grep -c '^\[ok\]' "$plain" || true)
+    err=$(grep -c '^\[err\]' "$plain" || true)
+    exc=$(grep -c '^\[exception\]' "$plain" || true)
+    echo "| $mode | $unit | $ok | $err | $exc |" | tee -a "$summary"
+  done
+  stop_all
+done
+echo "summary: $summary"
