@@ -146,6 +146,9 @@ struct PoolConfig {
   // redis pools of several backends: FLUSHALL / FLUSHDB are sent to every backend only when
   // allowed (a one-server pool forwards them as they are).
   bool allow_flushall = false;
+  // redis pools: CONFIG SET / RESETSTAT / REWRITE are sent to the backends (every one) only
+  // when allowed; CONFIG GET always is.
+  bool allow_config_set = false;
   // redis pools: clients blocked at once (BLPOP, XREAD BLOCK ...), each on a backend connection
   // of its own, per worker (proto/redis/session_own.cc); one more is refused.
   std::uint32_t max_blocked_clients = 1024;

@@ -183,7 +183,7 @@ void ClientSession::read() {
       // EOF (or reset): answer what was asked, then close.
       (n == 0 ? saw_eof_ : saw_error_) = true;
       read_closed_ = true;
-      if (pending_.empty()) {
+      if (pending_.empty() || input_paused_) {  // a paused (blocked) client is answered no more
         close();
         return;
       }
@@ -356,7 +356,10 @@ void ClientSession::update_events() {
   if (draining_ && close_if_drained()) return;
   // Backpressure: stop reading while too much is in flight or unsent to this client.
   auto readable = [this] {
-    return !read_closed_ && !input_paused_ && pending_.size() < pool_->config.max_pipeline &&
+    // A paused client (redis: blocked by BLPOP) is still read, up to kHoldLimit of requests, so
+    // that its going away is seen (and its blocked request given up) while nothing answers it.
+    if (input_paused_) return !read_closed_ && in_.size() < kHoldLimit;
+    return !read_closed_ && pending_.size() < pool_->config.max_pipeline &&
            out_.charge() < kMaxClientOutput;
   };
   bool r = readable();

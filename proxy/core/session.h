@@ -174,9 +174,11 @@ class ClientSession : public ClientConn {
   // A protocol holds the requests after the current one (redis: a client blocked by BLPOP reads
   // on once it is answered); set it back with resume_input().
   bool input_paused_ = false;
-  void resume_input() noexcept {
+  void resume_input() {
     input_paused_ = false;
-    update_events();  // parses what arrived meanwhile (update_events re-runs process)
+    if (closed_) return;
+    if (!in_.empty() && !processing_) run_process();  // what arrived meanwhile
+    if (!closed_) update_events();
   }
   // Why the connection ends, counted once at close (nutcracker's client_eof / client_err).
   bool saw_eof_ = false;

@@ -99,6 +99,7 @@ for mode in $MODES; do
         echo "  redis: true"
         echo "  hash_tag: \"{}\""
         echo "  allow_flushall: true"
+        echo "  allow_config_set: true"
         echo "  servers:"
       } >"$dir/proxy.yml"
       for i in $(seq 1 "$n"); do

@@ -13,6 +13,7 @@ namespace chash::proxy::redis {
 namespace {
 
 constexpr std::size_t kMaxReplyBytes = 512u << 20;  // a backend reply (Redis' own bulk limit)
+constexpr std::int64_t kBlockSlackMs = 1000;        // Backend::check_timeout of a blocked request
 
 std::string upper(std::string_view s) {
   std::string out(s.substr(0, 64));
@@ -208,7 +209,9 @@ void Msg::settle() {
 
 Backend::Backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node)
     : BackendSession(worker, std::move(pool), node),
-      parser_(redis::ParserLimits{kMaxReplyBytes, std::size_t{1} << 20, 0, 64}) {}
+      // Depth: a script may return nested tables as deep as Lua lets it (scripting.tcl's
+      // "recursive object"); each level costs a reply 4 bytes and the parser 8.
+      parser_(redis::ParserLimits{kMaxReplyBytes, std::size_t{1} << 20, 0, std::size_t{1} << 16}) {}
 
 void Backend::handshake() {
   const ServerConfig& s = pool_->servers[node_];
@@ -247,17 +250,23 @@ void Backend::check_timeout(net::Clock::time_point now) {
     BackendSession::check_timeout(now);
     return;
   }
-  // A blocked request waits as long as it asked (BLPOP's timeout), then the pool's timeout.
+  // A blocked request waits as long as it asked (BLPOP's timeout), then the pool's timeout,
+  // and a second more: redis-server checks blocked clients' timeouts in its cron, 10 times a
+  // second by default, so its nil reply may come a little after the wait.
   if (block_ms_ == 0 || !pool_->config.timeout_ms) return;
-  const auto t = std::chrono::milliseconds(block_ms_ + *pool_->config.timeout_ms);
-  if (now - queue_.front().sent >= t) {
-    fail("timed out after " + std::to_string(block_ms_ + *pool_->config.timeout_ms) +
-             " ms (a blocking command's wait and the pool's timeout)",
+  const std::int64_t ms = block_ms_ + *pool_->config.timeout_ms + kBlockSlackMs;
+  if (now - queue_.front().sent >= std::chrono::milliseconds(ms)) {
+    fail("timed out after " + std::to_string(ms) +
+             " ms (a blocking command's wait, the pool's timeout and 1 s)",
          FailKind::kTimeout);
   }
 }
 
 std::string Backend::failure_reply(const std::string& why) const {
+  // Down now (this failure may have been the one too many): nutcracker's scripts match the OS
+  // error, as in "-ERR backend r1 is down: Connection refused (retried every 2000 ms)".
+  if (state_->down.load(std::memory_order_relaxed))
+    return error_reply("ERR " + down_text(*pool_, node_));
   return error_reply("ERR backend " + name() + ": " + why);
 }
 
@@ -528,9 +537,9 @@ void Client::dispatch() {
       return;
     }
     case redis::Route::kKeysSameNode:
-    case redis::Route::kEval:
       same_node(*cmd, argc);
       return;
+    case redis::Route::kEval:  // by numkeys (proto/redis/session_keys.cc)
     case redis::Route::kSpecKeys:
     case redis::Route::kSubKey:
       spec_keys(*cmd, argc);
@@ -541,9 +550,13 @@ void Client::dispatch() {
     case redis::Route::kKeyspace:
       keyspace(*cmd, argc);
       return;
-    case redis::Route::kBroadcast:
-      broadcast(cmd->merge);
+    case redis::Route::kBroadcast: {
+      // SCRIPT EXISTS: 1 where every backend has the script; the rest must agree.
+      const std::string_view sub = parser_.arg(in_, 1);
+      const bool exists = cmd->name == "script" && sub.size() == 6 && (upper(sub) == "EXISTS");
+      broadcast(exists ? redis::Merge::kMinInts : cmd->merge);
       return;
+    }
     case redis::Route::kSplitKeys:
     case redis::Route::kSplitPairs:
       if (cmd->route == redis::Route::kSplitPairs && (argc - 1) % 2 != 0) {
@@ -619,36 +632,13 @@ void Client::local_auth(std::size_t argc) {
   reply_local(std::move(out));
 }
 
-// ---- Several keys that must live on one backend (kKeysSameNode, kEval) -----------------------
+// ---- Several keys that must live on one backend (kKeysSameNode) ------------------------------
 
 void Client::same_node(const redis::Command& cmd, std::size_t argc) {
   const std::string_view name = parser_.arg(in_, 0);
   std::size_t first = static_cast<std::size_t>(cmd.key_first);
   std::size_t last = cmd.key_last < 0 ? argc - 1 : static_cast<std::size_t>(cmd.key_last);
   std::size_t step = static_cast<std::size_t>(cmd.key_step);
-  if (cmd.route == redis::Route::kEval) {
-    std::int64_t numkeys = 0;
-    if (!redis::parse_int(parser_.arg(in_, 2), numkeys) || numkeys < 0 ||
-        static_cast<std::uint64_t>(numkeys) > argc - 3) {
-      reply_local(error_reply("ERR Number of keys can't be greater than number of args"), true);
-      return;
-    }
-    if (numkeys == 0 && one_server()) {  // the one server holds every key a script may touch
-      auto m = new_msg();
-      if (usable_or_fail(0, "the script", m, true)) forward_one(0, m);
-      return;
-    }
-    if (numkeys == 0) {
-      reply_local(error_reply("ERR " + upper(name) +
-                              " with no keys cannot be routed by chash-proxy (name the keys, or "
-                              "use a pool of one server)"),
-                  true);
-      return;
-    }
-    first = 3;
-    last = 3 + static_cast<std::size_t>(numkeys) - 1;
-    step = 1;
-  }
   if (cmd.key_step == 2 && (argc - 1) % 2 != 0) {
     reply_local(
         error_reply("ERR wrong number of arguments for '" + std::string(cmd.name) + "' command"),

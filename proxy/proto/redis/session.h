@@ -202,7 +202,7 @@ class Client final : public ClientSession {
   // The backend of every key in key_pos_ (any one when there is none); kNoNode with `error` when
   // they span several (naming them) or the command cannot go to a pool of several backends.
   NodeId keys_backend(const Command& cmd, std::size_t argc, std::string& error);
-  void spec_keys(const Command& cmd, std::size_t argc);  // kSpecKeys, kSubKey
+  void spec_keys(const Command& cmd, std::size_t argc);  // kSpecKeys, kSubKey, kEval
   // Whether the pool is one redis-server (not a cluster): it holds the whole keyspace, and every
   // command is exact there.
   bool one_server() const noexcept { return pool_->nodes == 1 && !pool_->config.is_cluster(); }
@@ -229,7 +229,7 @@ class Client final : public ClientSession {
   void release_blocking(bool abandon);
 
   // Forwarded commands.
-  void same_node(const Command& cmd, std::size_t argc);  // kKeysSameNode, kEval
+  void same_node(const Command& cmd, std::size_t argc);  // kKeysSameNode
   void split(const Command& cmd);                        // kSplitKeys, kSplitPairs
   // Sends the request being dispatched, unchanged, to member `node` (or fails `m` when no
   // connection); `slot` is its keys' (cluster pools).
@@ -324,6 +324,7 @@ class Client final : public ClientSession {
   bool watch_lost_ = false;  // the dedicated connection closed while WATCHing
 
   std::vector<std::uint32_t> key_pos_;  // find_keys(): reused, no allocation per request
+  bool eval_bad_numkeys_ = false;       // find_keys(): EVAL's numkeys is not a count of keys
   int resp_ = 2;                        // HELLO 3: RESP3 (own connections speak it too)
   std::int64_t db_ = 0;                 // SELECT: the database, 0 being the pool's redis_db
   std::vector<Backend*> own_;           // by NodeId; null: not opened (yet)

@@ -90,8 +90,9 @@ bool sort_reads_patterns(const AclArgs& argv) noexcept {
 
 }  // namespace
 
-bool Client::find_keys(const Command& cmd, std::size_t argc, std::string& error) {
+bool Client::find_keys(const Command& cmd, std::size_t argc, std::string& /*error*/) {
   key_pos_.clear();
+  eval_bad_numkeys_ = false;
   const RequestArgs args(parser_, in_, argc);
   switch (cmd.route) {
     case Route::kSubKey: {
@@ -108,8 +109,9 @@ bool Client::find_keys(const Command& cmd, std::size_t argc, std::string& error)
       std::int64_t numkeys = 0;
       if (!parse_int(args[2], numkeys) || numkeys < 0 ||
           static_cast<std::uint64_t>(numkeys) > argc - 3) {
-        error = "ERR Number of keys can't be greater than number of args";
-        return false;
+        numkeys = 0;  // no keys: any backend gives Redis's own error (the script never runs)
+        eval_bad_numkeys_ = true;
+        return true;
       }
       for (std::int64_t i = 0; i < numkeys; ++i)
         key_pos_.push_back(static_cast<std::uint32_t>(3 + i));
@@ -152,7 +154,7 @@ NodeId Client::keys_backend(const Command& cmd, std::size_t argc, std::string& e
   const RequestArgs args(parser_, in_, argc);
   const std::string_view name = args[0];
   if (key_pos_.empty()) {
-    if (cmd.route == Route::kEval && !one_server()) {
+    if (cmd.route == Route::kEval && !one_server() && !eval_bad_numkeys_) {
       error = "ERR " + upper(name) +
               " with no keys cannot be routed by chash-proxy (name the keys, or use a pool of "
               "one server)";

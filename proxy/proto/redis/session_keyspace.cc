@@ -137,13 +137,13 @@ void Client::keyspace(const Command& cmd, std::size_t argc) {
   const std::string_view name = cmd.name;
   if (name == "config") {
     const std::string_view sub = parser_.arg(in_, 1);
-    if (!iequal(sub, "get") && !iequal(sub, "help")) {
+    if (!iequal(sub, "get") && !iequal(sub, "help") && !pool_->config.allow_config_set) {
       reject("ERR unsupported subcommand '" + upper(sub) +
-             "' of CONFIG: it changes the backends' servers (chash-proxy forwards CONFIG GET; "
-             "ask the backends directly)");
+             "' of CONFIG: it changes the backends' servers (chash-proxy forwards CONFIG GET, "
+             "and the rest with 'allow_config_set: true' in the pool's config)");
       return;
     }
-    broadcast(Merge::kSame);  // one server: its reply as it is
+    broadcast(Merge::kSame);  // one server: its reply as it is; several: they must agree
     return;
   }
   if (one_server()) {

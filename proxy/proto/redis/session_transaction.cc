@@ -67,21 +67,7 @@ NodeId Client::keys_node(const Command& cmd, std::size_t argc, std::string& erro
       last = argc - 1;
       step = 2;
       break;
-    case Route::kEval: {
-      std::int64_t numkeys = 0;
-      if (!parse_int(parser_.arg(in_, 2), numkeys) || numkeys < 0 ||
-          static_cast<std::uint64_t>(numkeys) > argc - 3) {
-        error = "ERR Number of keys can't be greater than number of args";
-        return kNoNode;
-      }
-      if (numkeys == 0) {
-        error = "ERR " + std::string(cmd.name) + " with no keys cannot be routed by chash-proxy";
-        return kNoNode;
-      }
-      first = 3;
-      last = 2 + static_cast<std::size_t>(numkeys);
-      break;
-    }
+    case Route::kEval:
     case Route::kSpecKeys:
     case Route::kSubKey:
     case Route::kBlocking: {  // inside MULTI a blocking command does not block (Redis)
@@ -316,8 +302,13 @@ void Client::release_dedicated() {
   Backend* b = dedicated_;
   dedicated_ = nullptr;
   dedicated_node_ = kNoNode;
-  for (const Backend* own : own_) {
-    if (own == b) return;  // the client's own connection: it stays (EXEC/DISCARD unwatched)
+  for (Backend* own : own_) {
+    if (own == b) {
+      // The client's own connection stays: its WATCH goes (after EXEC the server has dropped
+      // it already; after DISCARD the server never saw the MULTI).
+      own->send_control("*1\r\n$7\r\nUNWATCH\r\n");
+      return;
+    }
   }
   b->set_owner(nullptr);
   b->drain();  // closes once the replies sent on it are in
