@@ -47,7 +47,7 @@ ROUTES = {
 
 KEYSPACE = {
     "config": "GET: sent to every backend, answered when they agree; SET/REWRITE/RESETSTAT "
-              "refused (server-wide)",
+              "only with `allow_config_set: true` (server-wide)",
     "dbsize": "several backends: summed",
     "flushall": "several backends: broadcast with `allow_flushall: true`, else refused",
     "flushdb": "several backends: broadcast with `allow_flushall: true`, else refused",

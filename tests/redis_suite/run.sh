@@ -80,8 +80,10 @@ summary="$OUT/summary.md"
 echo "| mode | unit | ok | err | exception |" >"$summary"
 echo "| --- | --- | --- | --- | --- |" >>"$summary"
 
-for mode in $MODES; do
-  dir="$WORK/$mode"
+# Each unit gets fresh servers (and a fresh proxy), as runtest gives each unit its own server:
+# a unit that leaves a backend busy (a script timeout test) cannot spoil the next.
+start_mode() {  # mode dir -> sets port, extra
+  local mode=$1 dir=$2
   mkdir -p "$dir"
   extra=()
   case "$mode" in
@@ -90,7 +92,7 @@ for mode in $MODES; do
       start_redis "$port" "$dir/r0"
       ;;
     one | three)
-      n=1
+      local n=1
       [ "$mode" = three ] && n=3
       port=$(free_port)
       {
@@ -103,6 +105,7 @@ for mode in $MODES; do
         echo "  servers:"
       } >"$dir/proxy.yml"
       for i in $(seq 1 "$n"); do
+        local p
         p=$(free_port)
         start_redis "$p" "$dir/r$i"
         echo "    - 127.0.0.1:$p:1 r$i" >>"$dir/proxy.yml"
@@ -115,11 +118,17 @@ for mode in $MODES; do
       exit 2
       ;;
   esac
+}
+
+for mode in $MODES; do
   for unit in $UNITS; do
-    log="$OUT/$mode-$(echo "$unit" | tr / -).log"
+    name="$mode-$(echo "$unit" | tr / -)"
+    start_mode "$mode" "$WORK/$name"
+    log="$OUT/$name.log"
     (cd "$WORK" && timeout "$UNIT_TIMEOUT" tclsh8.6 tests/test_helper.tcl --host 127.0.0.1 \
       --port "$port" --single "$unit" --tags "$TAGS" --timeout 120 "${extra[@]}" \
       >"$log" 2>&1) || true
+    stop_all
     plain="${log%.log}.txt"  # without the runner's colours
     sed 's/\x1b\[[0-9;]*m//g' "$log" >"$plain"
     ok=$(grep -c '^\[ok\]' "$plain" || true)
@@ -127,6 +136,5 @@ for mode in $MODES; do
     exc=$(grep -c '^\[exception\]' "$plain" || true)
     echo "| $mode | $unit | $ok | $err | $exc |" | tee -a "$summary"
   done
-  stop_all
 done
 echo "summary: $summary"

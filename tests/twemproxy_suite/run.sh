@@ -43,7 +43,8 @@ for peer in $PEERS; do
     *) echo "unknown peer $peer" >&2; exit 2 ;;
   esac
   log="$OUT/$peer.log"
-  (cd "$work/tests" && timeout 900 "$PY" -m nose -v . >"$log" 2>&1) || true
+  # test_redis and test_system (45 tests); test_memcache collects nothing under Debian's nose.
+  (cd "$work/tests" && timeout 600 "$PY" -m nose -v test_redis test_system >"$log" 2>&1) || true
   ran=$(sed -n 's/^Ran \([0-9]*\) tests.*/\1/p' "$log")
   failed=$(grep -cE ' \.\.\. (FAIL|ERROR)$' "$log" || true)
   echo "| $peer | ${ran:-0} | $failed |" | tee -a "$summary"

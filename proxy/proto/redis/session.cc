@@ -352,7 +352,7 @@ Client::~Client() {
 void Client::on_closing() {
   release_dedicated();
   // A blocked request never answers: its connections close now (the server forgets it).
-  release_blocking(true);
+  release_blocking(true);  // forgets it for CLIENT UNBLOCK too
   release_own(true);
 }
 

@@ -225,8 +225,10 @@ class Client final : public ClientSession {
   bool own_mode() const noexcept { return resp_ == 3 || db_ != 0; }
   Backend* own_connection(NodeId node, std::string& error);
   void release_own(bool abandon);
+  void open_own_now();
   void blocking(const Command& cmd, std::size_t argc);
   void release_blocking(bool abandon);
+  void client_unblock(std::size_t argc);  // CLIENT UNBLOCK id [TIMEOUT|ERROR]
 
   // Forwarded commands.
   void same_node(const Command& cmd, std::size_t argc);  // kKeysSameNode

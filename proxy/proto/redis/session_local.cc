@@ -125,6 +125,9 @@ void Client::local_client(std::size_t argc) {
     std::string out;
     append_bulk(out, client_info_line(f));
     reply_local(std::move(out));
+  } else if (sub == "unblock") {
+    if (argc != 3 && argc != 4) return wrong_args();
+    client_unblock(argc);  // session_own.cc
   } else if (sub == "no-evict" || sub == "no-touch") {
     // Hints about the client's own connection's eviction / LRU touch: nothing to do here.
     if (argc != 3) return wrong_args();
@@ -149,7 +152,7 @@ void Client::local_client(std::size_t argc) {
   } else {
     reply_local(error_text("ERR unsupported subcommand '" + printable(arg(1)) +
                            "' of CLIENT (chash-proxy answers SETNAME, GETNAME, SETINFO, ID, INFO, "
-                           "NO-EVICT, NO-TOUCH, REPLY ON)"),
+                           "UNBLOCK, NO-EVICT, NO-TOUCH, REPLY ON)"),
                 true);
   }
 }

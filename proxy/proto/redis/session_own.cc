@@ -13,6 +13,9 @@
 // on the client's own connection, or on one opened for it and closed once it is answered; at
 // most max_blocked_clients of a pool wait at once (counted in /metrics), and while
 // it waits the client's next requests wait too, as Redis blocks the client.
+#include <mutex>
+#include <unordered_map>
+
 #include "core/worker.h"
 #include "proto/redis/local_replies.h"
 #include "proto/redis/session.h"
@@ -51,6 +54,24 @@ std::int64_t timeout_ms(std::string_view arg, bool seconds) {
 
 constexpr std::int64_t kDatabases = 16;
 
+// CLIENT UNBLOCK: the blocked clients of the process (any worker), by the CLIENT ID the proxy
+// gave them: the backend they wait on and that server's id for their connection. Touched when
+// a blocking command starts and ends, never per request.
+struct BlockedAt {
+  const PoolShared* pool;
+  NodeId node;
+  std::int64_t backend_id;
+};
+std::mutex blocked_mu;
+std::unordered_map<std::uint64_t, BlockedAt>& blocked_clients() {
+  static std::unordered_map<std::uint64_t, BlockedAt> m;
+  return m;
+}
+void forget_blocked(std::uint64_t id) {
+  std::lock_guard lock(blocked_mu);
+  blocked_clients().erase(id);
+}
+
 }  // namespace
 
 Backend* Client::own_connection(NodeId node, std::string& error) {
@@ -71,6 +92,15 @@ Backend* Client::own_connection(NodeId node, std::string& error) {
   return b;
 }
 
+void Client::open_own_now() {
+  // A pool of one server: its connection is opened (HELLO 3 / SELECT sent) now, when the client
+  // asks, as a redis-server would switch then — not at the next request, when the server may be
+  // busy (a long script: BUSY refuses SELECT) and the switch would fail.
+  if (!own_mode() || !one_server()) return;
+  std::string error;
+  own_connection(0, error);  // a failure shows at the next request, which opens it again
+}
+
 void Client::release_own(bool abandon) {
   for (Backend*& b : own_) {
     if (b == nullptr) continue;
@@ -88,6 +118,7 @@ void Client::release_own(bool abandon) {
 }
 
 void Client::release_blocking(bool abandon) {
+  if (abandon) forget_blocked(id_);
   if (blocking_conn_ == nullptr) return;
   Backend* b = blocking_conn_;
   blocking_conn_ = nullptr;
@@ -98,6 +129,7 @@ void Client::release_blocking(bool abandon) {
 }
 
 void Client::blocking_done() noexcept {
+  forget_blocked(id_);
   release_blocking(false);
   resume_input();
 }
@@ -181,9 +213,70 @@ void Client::blocking(const Command& cmd, std::size_t argc) {
   m->parts.resize(1);
   m->outstanding = 1;
   input_paused_ = true;  // the client's next requests wait, as Redis blocks the client
+  // The server's id for this connection, for CLIENT UNBLOCK (asked first, answered first).
+  auto ask = make_ref<Msg>();
+  ask->parts.resize(1);
+  ask->outstanding = 1;
+  ask->then = [id = id_, shared = pool_->shared.get(), node](Msg& r) {
+    const std::string_view raw = r.parts[0].raw.view();
+    std::int64_t backend_id = 0;
+    if (r.parts[0].type != ':' || raw.size() < 3 ||
+        !parse_int(raw.substr(1, raw.size() - 3), backend_id)) {
+      return;
+    }
+    std::lock_guard lock(blocked_mu);
+    blocked_clients()[id] = BlockedAt{shared, node, backend_id};
+  };
+  b->send({"*2\r\n$6\r\nCLIENT\r\n$2\r\nID\r\n"}, ask, 0);
   std::string scratch;
   b->expect_block(block_ms);
   b->send({request_bytes(scratch)}, m, 0);
+}
+
+// CLIENT UNBLOCK id [TIMEOUT|ERROR]: the client `id` (a CLIENT ID of this proxy's) blocked on
+// a backend is unblocked by that server, so that what it popped is never lost on the way.
+void Client::client_unblock(std::size_t argc) {
+  std::int64_t id = 0;
+  if (!parse_int(parser_.arg(in_, 2), id)) {
+    reply_local(error_reply("ERR value is not an integer or out of range"), true);
+    return;
+  }
+  if (argc == 4 && !iequal(parser_.arg(in_, 3), "timeout") &&
+      !iequal(parser_.arg(in_, 3), "error")) {
+    reply_local(error_reply("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"), true);
+    return;
+  }
+  BlockedAt at{};
+  bool found = false;
+  {
+    std::lock_guard lock(blocked_mu);
+    const auto it = blocked_clients().find(static_cast<std::uint64_t>(id));
+    if (it != blocked_clients().end() && it->second.pool == pool_->shared.get()) {
+      at = it->second;
+      found = true;
+    }
+  }
+  if (!found || at.node >= pool_->states.size()) {
+    reply_local(":0\r\n");  // not blocked (or not this pool's): as Redis answers
+    return;
+  }
+  const std::string bid = std::to_string(at.backend_id);
+  std::vector<std::string_view> argv = {"CLIENT", "UNBLOCK", bid};
+  if (argc == 4) argv.push_back(parser_.arg(in_, 3));
+  std::string bytes;
+  append_command(bytes, argv);
+  auto m = new_msg();
+  NodeId node = at.node;
+  if (!usable_or_fail(node, "the blocked client's backend", m, true)) return;
+  std::string error;
+  BackendConn* b = connection(node, error);
+  if (b == nullptr) {
+    fail_msg(m, backend_error(node, error), false);
+    return;
+  }
+  m->parts.resize(1);
+  m->outstanding = 1;
+  b->send({bytes}, m, 0);
 }
 
 // HELLO [protover [AUTH user pass] [SETNAME name]] (Redis 6+). HELLO 3 makes the connection a
@@ -249,6 +342,7 @@ void Client::local_hello(std::size_t argc) {
     // the next requests open ones that speak this one.
     release_own(false);
     resp_ = static_cast<int>(version);
+    open_own_now();
   }
   reply_local(hello_reply(id_, resp_));
 }
@@ -286,6 +380,7 @@ void Client::local_select(std::size_t) {
     // requests open ones that said SELECT db.
     release_own(false);
     db_ = db;
+    open_own_now();
   }
   reply_local("+OK\r\n");
 }
