@@ -26,6 +26,10 @@ MODES=${MODES:-"direct one three"}
 UNITS=${UNITS:-"unit/type/string unit/type/incr unit/type/list unit/type/hash unit/type/set
   unit/type/zset unit/expire unit/multi unit/keyspace unit/scripting"}
 TAGS=${TAGS:-"-needs:repl -needs:debug -needs:config-maxmemory"}
+# Skipped in every mode, by name (a ';'-separated list): tests whose error is outside an assert
+# abort the rest of their unit, and this one needs the backend's own ACL users (ACL SETUSER, then
+# AUTH as that user), which a proxy with users of its own (`acl:`) does not pass on.
+SKIPTESTS=${SKIPTESTS:-"Script ACL check"}
 UNIT_TIMEOUT=${UNIT_TIMEOUT:-900}
 
 [ -x "$CHASH_PROXY" ] || { echo "no chash-proxy at $CHASH_PROXY (make build)" >&2; exit 2; }
@@ -111,7 +115,7 @@ start_mode() {  # mode dir -> sets port, extra
         echo "    - 127.0.0.1:$p:1 r$i" >>"$dir/proxy.yml"
       done
       start_proxy "$port" "$dir/proxy.yml"
-      [ "$mode" = three ] && extra+=(--singledb)
+      if [ "$mode" = three ]; then extra+=(--singledb); fi
       ;;
     *)
       echo "unknown mode $mode (direct, one, three)" >&2
@@ -125,8 +129,11 @@ for mode in $MODES; do
     name="$mode-$(echo "$unit" | tr / -)"
     start_mode "$mode" "$WORK/$name"
     log="$OUT/$name.log"
+    skips=()
+    IFS=';' read -r -a names <<<"$SKIPTESTS"
+    for t in "${names[@]}"; do [ -n "$t" ] && skips+=(--skiptest "$t"); done
     (cd "$WORK" && timeout "$UNIT_TIMEOUT" tclsh8.6 tests/test_helper.tcl --host 127.0.0.1 \
-      --port "$port" --single "$unit" --tags "$TAGS" --timeout 120 "${extra[@]}" \
+      --port "$port" --single "$unit" --tags "$TAGS" --timeout 120 "${extra[@]}" "${skips[@]}" \
       >"$log" 2>&1) || true
     stop_all
     plain="${log%.log}.txt"  # without the runner's colours

@@ -75,7 +75,8 @@ bool equals_lower(std::string_view a, std::string_view lower) noexcept {
 
 }  // namespace
 
-std::string info_reply(std::string_view section, std::size_t connected_clients) {
+std::string info_reply(std::string_view section, std::size_t connected_clients,
+                       std::size_t blocked_clients) {
   const bool all = section.empty() || equals_lower(section, "default") ||
                    equals_lower(section, "all") || equals_lower(section, "everything");
   std::string body;
@@ -86,7 +87,8 @@ std::string info_reply(std::string_view section, std::size_t connected_clients) 
   }
   if (all || equals_lower(section, "clients")) {
     if (!body.empty()) body += "\r\n";
-    body += "# Clients\r\nconnected_clients:" + std::to_string(connected_clients) + "\r\n";
+    body += "# Clients\r\nconnected_clients:" + std::to_string(connected_clients) +
+            "\r\nblocked_clients:" + std::to_string(blocked_clients) + "\r\n";
   }
   if (all || equals_lower(section, "persistence")) {
     if (!body.empty()) body += "\r\n";

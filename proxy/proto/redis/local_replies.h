@@ -50,7 +50,10 @@ std::string hello_reply(std::uint64_t client_id, int proto = 2);
 // sections clients read at connect (ioredis' ready check reads loading:0), as a bulk string.
 // `sections` is the argument text ("" or "default", "all", "server", ...); an unknown section
 // gives an empty bulk string, as Redis does.
-std::string info_reply(std::string_view section, std::size_t connected_clients);
+// `blocked_clients`: the pool's clients blocked now (BLPOP ...), as Redis counts its own
+// (test suites wait for it).
+std::string info_reply(std::string_view section, std::size_t connected_clients,
+                       std::size_t blocked_clients = 0);
 
 // COMMAND's and COMMAND INFO's entry for one command of the table: Redis 7's ten fields (name,
 // arity, flags, first key, last key, step, ACL categories, tips, key specs, subcommands), the

@@ -38,9 +38,6 @@ std::string error_reply(std::string_view text) {
 // CLIENT ID / HELLO's id: unique in the process, never 0, as Redis numbers its clients.
 std::atomic<std::uint64_t> next_client_id{1};
 
-constexpr std::string_view kBadClientName =
-    "ERR Client names cannot contain spaces, newlines or special characters.";
-
 }  // namespace
 
 // ---- Msg ----------------------------------------------------------------------------------------

@@ -229,6 +229,8 @@ class Client final : public ClientSession {
   void blocking(const Command& cmd, std::size_t argc);
   void release_blocking(bool abandon);
   void client_unblock(std::size_t argc);  // CLIENT UNBLOCK id [TIMEOUT|ERROR]
+  void uncount_blocked() noexcept;
+  std::size_t blocked_now() const noexcept;  // the pool's blocked clients (INFO)
 
   // Forwarded commands.
   void same_node(const Command& cmd, std::size_t argc);  // kKeysSameNode
@@ -331,6 +333,7 @@ class Client final : public ClientSession {
   std::int64_t db_ = 0;                 // SELECT: the database, 0 being the pool's redis_db
   std::vector<Backend*> own_;           // by NodeId; null: not opened (yet)
   Backend* blocking_conn_ = nullptr;    // a blocking command's own connection (not in own_)
+  bool blocked_counted_ = false;        // in PoolShared::blocked_clients
 };
 
 }  // namespace chash::proxy::redis

@@ -203,10 +203,11 @@ void Client::local_info(std::size_t argc) {
   }
   if (argc > 2) {
     // INFO a b (Redis 7 takes several sections): the proxy's sections are all small; all.
-    reply_local(info_reply("", worker_.client_count()));
+    reply_local(info_reply("", worker_.client_count(), blocked_now()));
     return;
   }
-  reply_local(info_reply(argc == 2 ? parser_.arg(in_, 1) : "", worker_.client_count()));
+  reply_local(
+      info_reply(argc == 2 ? parser_.arg(in_, 1) : "", worker_.client_count(), blocked_now()));
 }
 
 // READONLY / READWRITE: cluster-mode hints for replica reads; every read already goes to the

@@ -117,12 +117,23 @@ void Client::release_own(bool abandon) {
   own_.clear();
 }
 
+void Client::uncount_blocked() noexcept {
+  if (!blocked_counted_) return;
+  blocked_counted_ = false;
+  pool_->shared->blocked_clients.fetch_sub(1, std::memory_order_relaxed);
+}
+
+std::size_t Client::blocked_now() const noexcept {
+  const auto n = pool_->shared->blocked_clients.load(std::memory_order_relaxed);
+  return n > 0 ? static_cast<std::size_t>(n) : 0;
+}
+
 void Client::release_blocking(bool abandon) {
   if (abandon) forget_blocked(id_);
+  uncount_blocked();
   if (blocking_conn_ == nullptr) return;
   Backend* b = blocking_conn_;
   blocking_conn_ = nullptr;
-  pool_->shared->blocked_clients.fetch_sub(1, std::memory_order_relaxed);
   b->set_owner(nullptr);
   if (abandon) b->abandon();
   else b->drain();
@@ -192,7 +203,6 @@ void Client::blocking(const Command& cmd, std::size_t argc) {
       b = static_cast<Backend*>(c);
       b->set_owner(this);
       blocking_conn_ = b;
-      pool_->shared->blocked_clients.fetch_add(1, std::memory_order_relaxed);
       if (db_ != 0) {
         const std::string db = std::to_string(db_);
         std::string select;
@@ -209,6 +219,9 @@ void Client::blocking(const Command& cmd, std::size_t argc) {
   if (!read_only(cmd)) {
     for (const std::uint32_t p : key_pos_) note_fallback_write(parser_.arg(in_, p), node);
   }
+  // Counted (and bounded) whichever connection it waits on; INFO's blocked_clients shows it.
+  pool_->shared->blocked_clients.fetch_add(1, std::memory_order_relaxed);
+  blocked_counted_ = true;
   m->blocking = true;
   m->parts.resize(1);
   m->outstanding = 1;

@@ -318,10 +318,7 @@ void Client::dedicated_closed(Backend* b) noexcept {
   for (Backend*& own : own_) {
     if (own == b) own = nullptr;  // opened again on the next request for its backend
   }
-  if (b == blocking_conn_) {
-    blocking_conn_ = nullptr;
-    pool_->shared->blocked_clients.fetch_sub(1, std::memory_order_relaxed);
-  }
+  if (b == blocking_conn_) blocking_conn_ = nullptr;  // its request fails: blocking_done()
   if (b != dedicated_) return;
   dedicated_ = nullptr;
   dedicated_node_ = kNoNode;
