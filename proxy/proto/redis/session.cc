@@ -548,10 +548,15 @@ void Client::dispatch() {
       keyspace(*cmd, argc);
       return;
     case redis::Route::kBroadcast: {
-      // SCRIPT EXISTS: 1 where every backend has the script; the rest must agree.
-      const std::string_view sub = parser_.arg(in_, 1);
-      const bool exists = cmd->name == "script" && sub.size() == 6 && (upper(sub) == "EXISTS");
-      broadcast(exists ? redis::Merge::kMinInts : cmd->merge);
+      // SCRIPT EXISTS: 1 where every backend has the script. FUNCTION LIST / DUMP / STATS: the
+      // first backend's (each server lists a library's functions in its own dict order, so the
+      // bytes differ while the libraries are the same; any backend's error answers). The rest
+      // must agree.
+      const std::string sub = upper(parser_.arg(in_, 1));
+      const bool exists = cmd->name == "script" && sub == "EXISTS";
+      const bool first =
+          cmd->name == "function" && (sub == "LIST" || sub == "DUMP" || sub == "STATS");
+      broadcast(exists ? redis::Merge::kMinInts : first ? redis::Merge::kNone : cmd->merge);
       return;
     }
     case redis::Route::kSplitKeys:
