@@ -12,7 +12,7 @@ PEER_NODES ?= 10,100,1000
 PEER_KEYS ?= 100000
 PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build release install demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-resize bench-fleet bench-route soak compat-vectors clean
+.PHONY: all bootstrap build release install demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-resize bench-fleet bench-route soak compat-vectors redis-suite twemproxy-suite clean
 
 all: build
 
@@ -161,6 +161,18 @@ soak: bootstrap
 	cmake --build build-release -j $(JOBS) --target chash-proxy
 	timeout 900 python3 tests/soak/soak.py --proxy build-release/chash-proxy \
 	  --markdown build-release/soak.md $(SOAK_FLAGS)
+
+# Redis's own TCL units (type/string ... scripting) directly against redis-server and through
+# chash-proxy pools of one and three backends (docs/COMPATIBILITY.md); REDIS_SRC is a checkout
+# of redis 7.0.15 made by the caller (nothing is downloaded). ~15 minutes. Knobs: MODES, UNITS.
+redis-suite: build
+	REDIS_SRC=$(REDIS_SRC) CHASH_PROXY=$(CURDIR)/$(BUILD)/chash-proxy OUT=$(CURDIR)/$(BUILD)/redis-suite \
+	  bash tests/redis_suite/run.sh
+
+# twemproxy's own nose tests against nutcracker and chash-proxy (TWEMPROXY_SRC: a checkout).
+twemproxy-suite: build
+	TWEMPROXY_SRC=$(TWEMPROXY_SRC) CHASH_PROXY=$(CURDIR)/$(BUILD)/chash-proxy \
+	  OUT=$(CURDIR)/$(BUILD)/twemproxy-suite bash tests/twemproxy_suite/run.sh
 
 # Regenerate the compatibility vectors from the real peers (installs them; see tests/compat/).
 # Peers outside Debian/npm need a checkout: KETAMA_SRC, HASH_RING_SRC, JEDIS_SRC, ENVOY_SRC.

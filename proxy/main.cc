@@ -19,6 +19,10 @@
 
 namespace {
 
+// -V / --version (and -D's first line).
+constexpr const char* kVersionLine =
+    "This is nutcracker-0.5.0-compatible chash-proxy-" CHASH_VERSION_STRING;
+
 constexpr const char* kUsage =
     "usage: chash-proxy -c CONFIG [-t] [-d] [-v N] [-o LOG] [-p PIDFILE] [-s PORT] [-a ADDR]\n"
     "                   [-i MS] [--no-stats] [-w N] [-hVD]\n"
@@ -38,7 +42,7 @@ constexpr const char* kUsage =
     "  -a, --stats-addr=ADDR    its address (default 0.0.0.0)\n"
     "  -i, --stats-interval=MS  stats aggregation interval (default 30000)\n"
     "  -D, --describe-stats     print what the stats port's fields mean and exit\n"
-    "  -V                       print \"This is chash-proxy-VERSION\" and exit\n"
+    "  -V, --version            print \"This is nutcracker-0.5.0-compatible chash-proxy-VERSION\"\n"
     "  -m, --mbuf-size=N        accepted and ignored (no mbufs here)\n"
     "  -h, --help               this text\n"
     "chash-proxy's own:\n"
@@ -48,8 +52,6 @@ constexpr const char* kUsage =
     "      --handover-socket=PATH  serve PATH, from which a newer chash-proxy takes the\n"
     "                           listening sockets (zero-downtime binary upgrade)\n"
     "      --takeover           start by taking the sockets from --handover-socket's proxy\n"
-    "      --version            print \"chash-proxy " CHASH_VERSION_STRING
-    "\" and exit\n"
     "\n"
     "Signals: SIGHUP reopens the log file and reloads the config; SIGUSR1 reopens the log file;\n"
     "SIGTTIN/SIGTTOU log more/less; SIGINT/SIGTERM drain (chash_proxy.drain_timeout) and stop,\n"
@@ -77,13 +79,15 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     case CommandLine::Action::kVersion:
-      std::puts("chash-proxy " CHASH_VERSION_STRING);
-      return 0;
     case CommandLine::Action::kNutcrackerVersion:
-      std::puts("This is chash-proxy-" CHASH_VERSION_STRING);
+      // nutcracker's form, so that scripts which strip "This is nutcracker-" (twemproxy's own
+      // tests, init scripts, config managers) read "0.5.0-compatible chash-proxy-X.Y.Z": a
+      // version that starts with the nutcracker release whose behaviour is matched.
+      std::puts(kVersionLine);
       return 0;
     case CommandLine::Action::kDescribeStats:
-      std::fputs("This is chash-proxy-" CHASH_VERSION_STRING "\n\n", stdout);
+      std::fputs(kVersionLine, stdout);
+      std::fputs("\n\n", stdout);
       std::fputs(chash::proxy::describe_stats().c_str(), stdout);
       return 0;
     case CommandLine::Action::kCheck:

@@ -26,6 +26,8 @@ PACKAGES=(
   python3-pytest python3-uhashring  # its tests; uhashring also regenerates tests/compat vectors
   python3-redis                   # chash-proxy ACL tests drive the proxy with redis-py (RESP2 AUTH user pass)
   python3-pymemcache              # chash-proxy client tests drive the memcache pool with pymemcache
+  tcl                             # make redis-suite: Redis's own TCL test units (tests/redis_suite)
+  python3-nose python3-memcache   # make twemproxy-suite: twemproxy's nose tests (tests/twemproxy_suite)
   clang-format                    # .clang-format (developers: clang-format -i; not needed to build)
 )
 

@@ -165,6 +165,15 @@ struct PoolConfig {
   bool preconnect = false;
   std::size_t max_request_bytes = std::size_t{64} << 20;
   std::size_t max_pipeline = 1024;  // requests in flight per client before reading pauses
+  // redis pools of several backends: FLUSHALL / FLUSHDB are sent to every backend only when
+  // allowed (a one-server pool forwards them as they are).
+  bool allow_flushall = false;
+  // redis pools: CONFIG SET / RESETSTAT / REWRITE are sent to the backends (every one) only
+  // when allowed; CONFIG GET always is.
+  bool allow_config_set = false;
+  // redis pools: clients blocked at once (BLPOP, XREAD BLOCK ...), each on a backend connection
+  // of its own, per worker (proto/redis/session_own.cc); one more is refused.
+  std::uint32_t max_blocked_clients = 1024;
   // memcache pools: largest value accepted in a storage command (memcached's -I, default 1 MiB).
   std::size_t max_value_bytes = std::size_t{1} << 20;
   // tcp pools.

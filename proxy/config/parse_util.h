@@ -35,7 +35,8 @@ inline constexpr std::string_view kPoolKeys[] = {
     "health_check_interval", "rise", "fall", "hash_balance_factor", "preset_options", "ring", "acl",
     "server_user", "tls", "server_tls", "sentinels", "cluster", "read_policy", "replica_max_lag",
     "cluster_refresh", "cluster_max_redirects", "warmup", "warmup_window", "failover_ttl",
-    "failover_invalidate", "failover_track_keys", "failover_overflow", "membership"};
+    "failover_invalidate", "failover_track_keys", "failover_overflow", "allow_flushall",
+    "allow_config_set", "max_blocked_clients", "membership"};
 
 inline constexpr std::string_view kGlobalKeys[] = {
     "workers", "admin", "admin_auth", "admin_tls", "stats", "stats_interval", "drain_timeout",

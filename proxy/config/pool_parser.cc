@@ -102,6 +102,12 @@ class PoolParser {
       p_.max_request_bytes = ctx_.number<std::size_t>(v, k, 1024, std::size_t{1} << 32);
     } else if (k == "max_pipeline") {
       p_.max_pipeline = ctx_.number<std::size_t>(v, k, 1, 1u << 20);
+    } else if (k == "allow_flushall") {
+      p_.allow_flushall = ctx_.boolean(v, k);
+    } else if (k == "allow_config_set") {
+      p_.allow_config_set = ctx_.boolean(v, k);
+    } else if (k == "max_blocked_clients") {
+      p_.max_blocked_clients = ctx_.number<std::uint32_t>(v, k, 0, 1u << 20);
     } else if (k == "max_value_bytes") {
       p_.max_value_bytes = ctx_.number<std::size_t>(v, k, 1, std::size_t{1} << 30);
     } else {
@@ -557,6 +563,10 @@ class PoolParser {
       if (!s.replicas.empty() && p_.protocol != PoolProtocol::kRedis) {
         fail_at(ctx_.source, s.line, where_ + ": a server's replicas apply to redis pools only");
       }
+    }
+    if ((p_.allow_flushall || p_.allow_config_set) && p_.protocol != PoolProtocol::kRedis) {
+      fail_at(ctx_.source, p_.line,
+              where_ + ": 'allow_flushall' and 'allow_config_set' apply to redis pools only");
     }
     if (read_policy_line_ && p_.protocol != PoolProtocol::kRedis) {
       fail_at(ctx_.source, *read_policy_line_,

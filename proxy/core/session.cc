@@ -72,11 +72,17 @@ bool backend_usable(const Pool& pool, NodeId node, std::string_view what, std::s
       why = "backend " + s.name + " unreachable from this proxy (fleet: up)";
       return false;
     }
-    why = "backend " + s.name + " is down (retried every " +
-          std::to_string(pool.config.server_retry_timeout_ms) + " ms)";
+    why = down_text(pool, node);
     return false;
   }
   return true;
+}
+
+std::string down_text(const Pool& pool, NodeId node) {
+  const BackendState& s = *pool.states[node];
+  const int e = s.last_os_error.load(std::memory_order_relaxed);
+  return "backend " + s.name + " is down" + (e != 0 ? ": " + std::string(std::strerror(e)) : "") +
+         " (retried every " + std::to_string(pool.config.server_retry_timeout_ms) + " ms)";
 }
 
 namespace {
@@ -184,7 +190,7 @@ void ClientSession::read() {
       // EOF (or reset): answer what was asked, then close.
       (n == 0 ? saw_eof_ : saw_error_) = true;
       read_closed_ = true;
-      if (pending_.empty()) {
+      if (pending_.empty() || input_paused_) {  // a paused (blocked) client is answered no more
         close();
         return;
       }
@@ -357,6 +363,9 @@ void ClientSession::update_events() {
   if (draining_ && close_if_drained()) return;
   // Backpressure: stop reading while too much is in flight or unsent to this client.
   auto readable = [this] {
+    // A paused client (redis: blocked by BLPOP) is still read, up to kHoldLimit of requests, so
+    // that its going away is seen (and its blocked request given up) while nothing answers it.
+    if (input_paused_) return !read_closed_ && in_.size() < kHoldLimit;
     return !read_closed_ && pending_.size() < pool_->config.max_pipeline &&
            out_.charge() < kMaxClientOutput;
   };
@@ -504,6 +513,7 @@ bool BackendSession::start(std::string& error) {
   }
   fd_ = net::connect_addr(address->addr, address->len, s.address.text(), error);
   if (fd_ < 0) {
+    state_->last_os_error.store(errno, std::memory_order_relaxed);
     state_->conn_errors.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
@@ -579,10 +589,12 @@ void BackendSession::on_event(std::uint32_t events) {
   if (connecting_ && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
     const int err = net::socket_error(fd_);
     if (err != 0) {
+      state_->last_os_error.store(err, std::memory_order_relaxed);
       fail(std::string("connect: ") + std::strerror(err));
       return;
     }
     connecting_ = false;
+    state_->last_os_error.store(0, std::memory_order_relaxed);
   }
   if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
     read();
@@ -601,8 +613,12 @@ void BackendSession::read() {
     if (n <= 0) {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      if (n == 0) fail("connection closed by the server", FailKind::kEof);
-      else fail(io_error("read: "));
+      if (n == 0) {
+        fail("connection closed by the server", FailKind::kEof);
+      } else {
+        state_->last_os_error.store(errno, std::memory_order_relaxed);
+        fail(io_error("read: "));
+      }
       return;
     }
     state_->response_bytes.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
@@ -636,10 +652,12 @@ void BackendSession::check_timeout(net::Clock::time_point now) {
   if (closed_ || !pool_->config.timeout_ms) return;
   const auto t = std::chrono::milliseconds(*pool_->config.timeout_ms);
   if (connecting_ && now >= connect_deadline_) {
+    state_->last_os_error.store(ETIMEDOUT, std::memory_order_relaxed);
     fail("connect timed out", FailKind::kTimeout);
     return;
   }
   if (!queue_.empty() && now - queue_.front().sent >= t) {
+    state_->last_os_error.store(ETIMEDOUT, std::memory_order_relaxed);
     fail("timed out after " + std::to_string(*pool_->config.timeout_ms) + " ms",
          FailKind::kTimeout);
   }
@@ -681,6 +699,14 @@ void BackendSession::fail(const std::string& why, FailKind kind) {
       p.msg->fail_part(p.part, err);
     }
   }
+}
+
+void BackendSession::abandon() {
+  if (closed_) return;
+  unqueue_all();
+  state_->inflight.fetch_sub(static_cast<std::int64_t>(queue_.size()), std::memory_order_relaxed);
+  queue_.clear();
+  close();
 }
 
 void BackendSession::close() {

@@ -43,6 +43,9 @@ ssize_t recv_append(net::TlsStream& tls, std::string& in);
 // Whether `node` (Pool::route's answer for `what`) can take a request; if not, `why` says so
 // ("no backend is up for key 'k' ..." / "backend r1 is down ..."), without the protocol's prefix.
 bool backend_usable(const Pool& pool, NodeId node, std::string_view what, std::string& why);
+// "backend r1 is down: Connection refused (retried every 2000 ms)": the OS error of the failure
+// that put it down (BackendState::last_os_error), as nutcracker's errors carry strerror.
+std::string down_text(const Pool& pool, NodeId node);
 
 inline constexpr std::size_t kReadChunk = 64 * 1024;
 inline constexpr std::size_t kMaxClientOutput = 8u << 20;  // pause reading above this much unsent
@@ -121,7 +124,7 @@ class ClientSession : public ClientConn {
   virtual void on_closing() {}
 
   bool can_take_more() const noexcept {
-    return !read_closed_ && pending_.size() < pool_->config.max_pipeline;
+    return !read_closed_ && !input_paused_ && pending_.size() < pool_->config.max_pipeline;
   }
   // The request loop every protocol runs from process(): parse, dispatch(), repeat while
   // can_take_more(). A parse error answers error_reply(), closes after it and resets `parser`.
@@ -168,6 +171,15 @@ class ClientSession : public ClientConn {
   int fd_;
   bool closed_ = false;
   bool read_closed_ = false;  // EOF, quit or protocol error: no more requests
+  // A protocol holds the requests after the current one (redis: a client blocked by BLPOP reads
+  // on once it is answered); set it back with resume_input().
+  bool input_paused_ = false;
+  void resume_input() {
+    input_paused_ = false;
+    if (closed_) return;
+    if (!in_.empty() && !processing_) run_process();  // what arrived meanwhile
+    if (!closed_) update_events();
+  }
   // Why the connection ends, counted once at close (nutcracker's client_eof / client_err).
   bool saw_eof_ = false;
   bool saw_error_ = false;
@@ -268,6 +280,10 @@ class BackendSession : public BackendConn {
   // connection and returns false (the stream can no longer be matched to requests).
   bool nothing_unasked(std::size_t parsed);
   void close();
+  // Closes now: every queued request is dropped unanswered (its client has gone); not a
+  // failure of the backend's.
+  void abandon();
+  bool connecting() const noexcept { return connecting_; }
 
   Worker& worker_;
   std::shared_ptr<const Pool> pool_;

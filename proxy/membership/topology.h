@@ -82,6 +82,9 @@ struct BackendState {
   // Requests sent to this backend and not yet answered, across workers (redis, memcache): the
   // load hash_balance_factor bounds.
   std::atomic<std::int64_t> inflight{0};
+  // The errno of the last connection failure (ECONNREFUSED ...), 0: none known: a down
+  // backend's errors name it, as nutcracker's carry strerror (core/session.cc backend_usable).
+  std::atomic<int> last_os_error{0};
   // Consecutive successful health probes while down (it returns at the pool's `rise`).
   std::atomic<std::uint32_t> probe_successes{0};
   // Steady-clock ms of the last probe of a backend that is up (health_check_interval).
@@ -128,6 +131,10 @@ struct PoolShared {
   // Replica reads: requests sent to replicas, and those a replica refused (LOADING) that went
   // to the master instead.
   std::atomic<std::uint64_t> replica_reads{0}, replica_fallbacks{0};
+  // Blocking commands (redis: BLPOP, XREAD BLOCK ...) waiting now on connections opened for
+  // them, and those refused at max_blocked_clients.
+  std::atomic<std::int64_t> blocked_clients{0};
+  std::atomic<std::uint64_t> blocked_refused{0};
   // Warm-up on resize: misses read through from a previous owner, values found and copied to
   // the new owner, previous copies removed (writes, deletes, copies), steps that failed.
   std::atomic<std::uint64_t> warmup_reads{0}, warmup_copies{0}, warmup_removed{0}, warmup_errors{0};

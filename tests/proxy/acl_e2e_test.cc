@@ -307,18 +307,27 @@ TEST_F(AclE2E, BackendsAuthenticatedWithUserAndPassword) {
   EXPECT_EQ(r.find("not-the-pw"), std::string::npos) << r;
 }
 
-TEST_F(AclE2E, HelloOnlyInResp2) {
+TEST_F(AclE2E, HelloAuthenticatesInBothProtocols) {
   RedisServer backend(dir_, "backend");
   ASSERT_TRUE(backend.start());
   proxy_.start(dir_,
                pool_yaml(backend.socket(),
                          acl_yaml({"user default off", "user alice on >secret ~app:* +@all"})),
                1);
+  {
+    // HELLO 3 AUTH: a RESP3 map, and the client is alice (session_own.cc).
+    RespClient c3 = proxy_client();
+    const std::string hello3 = c3.call({"HELLO", "3", "AUTH", "alice", "secret"});
+    EXPECT_EQ(hello3.rfind("%7\r\n$6\r\nserver\r\n$11\r\nchash-proxy\r\n", 0), 0u) << hello3;
+    EXPECT_NE(hello3.find("$5\r\nproto\r\n:3\r\n"), std::string::npos) << hello3;
+    EXPECT_EQ(c3.call({"SET", "app:1", "v"}), "+OK\r\n");
+    EXPECT_EQ(c3.call({"GET", "other"}),
+              "-NOPERM this user has no permissions to access one of the keys used as "
+              "arguments\r\n");
+  }
   RespClient c = proxy_client();
-  // HELLO 3 is refused as Redis refuses a protocol it does not speak, and authenticates nobody.
-  EXPECT_EQ(c.call({"HELLO", "3", "AUTH", "alice", "secret"}),
-            "-NOPROTO unsupported protocol version: chash-proxy proxies RESP2 only (use HELLO 2, "
-            "or AUTH)\r\n");
+  EXPECT_EQ(c.call({"HELLO", "3", "AUTH", "alice", "nope"}),
+            "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
   EXPECT_EQ(c.call({"GET", "app:1"}), "-NOAUTH Authentication required.\r\n");
   EXPECT_EQ(c.call({"HELLO", "4"}), "-NOPROTO unsupported protocol version\r\n");
   EXPECT_EQ(c.call({"HELLO", "x"}), "-ERR Protocol version is not an integer or out of range\r\n");
@@ -330,15 +339,15 @@ TEST_F(AclE2E, HelloOnlyInResp2) {
   const std::string hello = c.call({"HELLO", "2", "AUTH", "alice", "secret", "SETNAME", "n"});
   EXPECT_EQ(hello.rfind("*14\r\n$6\r\nserver\r\n$11\r\nchash-proxy\r\n", 0), 0u) << hello;
   EXPECT_NE(hello.find("$5\r\nproto\r\n:2\r\n"), std::string::npos) << hello;
-  EXPECT_EQ(c.call({"SET", "app:1", "v"}), "+OK\r\n");
+  EXPECT_EQ(c.call({"GET", "app:1"}), bulk("v"));
 
-  // redis-cli -3 says HELLO 3 failed and goes on in RESP2.
+  // redis-cli -3 speaks RESP3 with the proxy as with a redis-server.
   const std::string cli =
       "redis-cli -p " + std::to_string(proxy_->port(0)) + " --no-auth-warning --user alice --pass ";
   auto [out3, rc3] = run(cli + "secret -3 GET app:1");
   EXPECT_EQ(rc3, 0) << out3;
-  EXPECT_NE(out3.find("HELLO 3 failed: NOPROTO"), std::string::npos) << out3;
-  EXPECT_TRUE(out3.rfind("v\n", 0) == 0 || out3.find("\nv\n") != std::string::npos) << out3;
+  EXPECT_EQ(out3.find("HELLO 3 failed"), std::string::npos) << out3;
+  EXPECT_EQ(out3, "v\n") << out3;
   auto [out, rc] = run(cli + "secret SET app:2 w");
   EXPECT_EQ(out, "OK\n");
   auto [bad, rc_bad] = run(cli + "nope GET app:2");

@@ -324,5 +324,30 @@ TEST(ConfigTest, RingSpecPools) {
   EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  algorithm: ring\n  vnodes: 0\n" + servers), "");
 }
 
+TEST(ConfigTest, RedisKeyspaceAndBlockingOptions) {
+  const std::string servers = "  servers:\n   - 127.0.0.1:1:1\n   - 127.0.0.1:2:1\n";
+  const auto def = parse_config("a:\n  listen: 127.0.0.1:1\n  redis: true\n" + servers, "t.yml");
+  EXPECT_FALSE(def.pools[0].allow_flushall);
+  EXPECT_FALSE(def.pools[0].allow_config_set);
+  EXPECT_EQ(def.pools[0].max_blocked_clients, 1024u);
+  const auto on = parse_config(
+      "a:\n  listen: 127.0.0.1:1\n  redis: true\n  allow_flushall: true\n"
+      "  allow_config_set: true\n  max_blocked_clients: 3\n" +
+          servers,
+      "t.yml");
+  EXPECT_TRUE(on.pools[0].allow_flushall);
+  EXPECT_TRUE(on.pools[0].allow_config_set);
+  EXPECT_EQ(on.pools[0].max_blocked_clients, 3u);
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  allow_flushall: true\n" + servers)
+                .find("'allow_flushall' and 'allow_config_set' apply to redis pools only"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  allow_flushall: maybe\n" + servers),
+      "");
+  EXPECT_NE(
+      error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  max_blocked_clients: -1\n" + servers),
+      "");
+}
+
 }  // namespace
 }  // namespace chash::proxy

@@ -70,7 +70,7 @@ TEST(LocalRepliesTest, ClientInfoLineHasRedisFieldsInOrder) {
 TEST(LocalRepliesTest, InfoHasTheSectionsClientsRead) {
   const std::string all = info_reply("", 3);
   for (const char* s :
-       {"# Server\r\nredis_version:7.0.0\r\n", "redis_mode:standalone\r\n",
+       {"# Server\r\nredis_version:7.0.15\r\n", "redis_mode:standalone\r\n",
         "connected_clients:3\r\n", "loading:0\r\n", "role:master\r\n", "# Keyspace\r\n"}) {
     EXPECT_NE(all.find(s), std::string::npos) << s;
   }
@@ -98,7 +98,8 @@ TEST(LocalRepliesTest, CommandEntriesHaveRedis7sTenFields) {
   // COMMAND lists what the proxy serves, not what it refuses.
   EXPECT_TRUE(command_listed(*find_command("multi")));
   EXPECT_TRUE(command_listed(*find_command("client")));
-  EXPECT_FALSE(command_listed(*find_command("keys")));
+  EXPECT_TRUE(command_listed(*find_command("keys")));  // exact on one server, merged on several
+  EXPECT_FALSE(command_listed(*find_command("subscribe")));
   std::size_t n = 0;
   for (const Command& c : command_table()) n += c.route != Route::kUnsupported ? 1 : 0;
   EXPECT_EQ(listed_command_count(), n);

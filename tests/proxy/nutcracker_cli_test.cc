@@ -109,9 +109,9 @@ TEST_F(NutcrackerCli, TestConfExitCodes) {
 TEST_F(NutcrackerCli, VersionAndDescribeStats) {
   Outcome r = run("-V");
   EXPECT_EQ(r.status, 0);
-  EXPECT_EQ(r.output, "This is chash-proxy-" CHASH_VERSION_STRING "\n");
-  r = run("--version");  // chash's own form stays
-  EXPECT_EQ(r.output, "chash-proxy " CHASH_VERSION_STRING "\n");
+  EXPECT_EQ(r.output, "This is nutcracker-0.5.0-compatible chash-proxy-" CHASH_VERSION_STRING "\n");
+  r = run("--version");  // the same, as nutcracker's --version and -V are
+  EXPECT_EQ(r.output, "This is nutcracker-0.5.0-compatible chash-proxy-" CHASH_VERSION_STRING "\n");
   r = run("-D");
   EXPECT_EQ(r.status, 0);
   for (const char* want : {"pool stats:", "server stats:", "client_connections",

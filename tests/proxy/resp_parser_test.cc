@@ -196,6 +196,49 @@ TEST(ReplyParserTest, DeepNestingAndJunkAreErrors) {
   EXPECT_EQ(q.parse("?what\r\n"), ParseResult::kError);
 }
 
+// RESP3 (a client's connections after HELLO 3): every type redis-server 7 writes, resumable at
+// every byte like RESP2's; a map of n pairs has 2n elements, an attribute describes the value
+// after it (one value in all).
+TEST(ReplyParserTest, Resp3TypesAndMapsCountPairs) {
+  const std::string replies[] = {"_\r\n",
+                                 ",1.5\r\n",
+                                 ",-inf\r\n",
+                                 "#t\r\n",
+                                 "(3492890328409238509324850943850943825024385\r\n",
+                                 "=15\r\ntxt:Some string\r\n",
+                                 "!21\r\nSYNTAX invalid syntax\r\n",
+                                 "%2\r\n+a\r\n:1\r\n$1\r\nb\r\n~2\r\n:1\r\n_\r\n",
+                                 "~0\r\n",
+                                 "%0\r\n",
+                                 ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n",
+                                 "|1\r\n+ttl\r\n:3\r\n:42\r\n"};
+  for (const auto& r : replies) {
+    for (std::size_t cut = 0; cut < r.size(); ++cut) {
+      ReplyParser p;
+      std::string buf = r.substr(0, cut);
+      ASSERT_EQ(p.parse(buf), ParseResult::kNeedMore) << r << " cut " << cut;
+      buf = r;
+      ASSERT_EQ(p.parse(buf), ParseResult::kDone) << r;
+      EXPECT_EQ(p.end(), r.size()) << r;
+    }
+  }
+  ReplyParser p;
+  p.set_record_elements(true);
+  const std::string map = "%2\r\n$1\r\nf\r\n$1\r\nv\r\n$1\r\ng\r\n,2.5\r\n+after\r\n";
+  ASSERT_EQ(p.parse(map), ParseResult::kDone);
+  EXPECT_EQ(p.type(), '%');
+  ASSERT_EQ(p.elements().size(), 4u);
+  EXPECT_EQ(p.elements()[3].in(map), ",2.5\r\n");
+  p.next();
+  ASSERT_EQ(p.parse(map), ParseResult::kDone);
+  EXPECT_EQ(p.span().in(map), "+after\r\n");
+  for (const std::string bad :
+       {"_x\r\n", "#x\r\n", "(1.5\r\n", "%-1\r\n", "=-1\r\n", "~-1\r\n", "$?\r\n"}) {
+    ReplyParser q;
+    EXPECT_EQ(q.parse(bad), ParseResult::kError) << bad;
+  }
+}
+
 TEST(CommandTableTest, SortedUniqueAndCaseInsensitive) {
   const auto t = command_table();
   for (std::size_t i = 1; i < t.size(); ++i) EXPECT_LT(t[i - 1].name, t[i].name);

@@ -735,6 +735,11 @@ std::vector<std::pair<std::size_t, std::uint8_t>> acl_keys(int index, const AclA
   return out;
 }
 
+void acl_visit_keys(int index, const AclArgs& args, AclKeyVisit visit, void* ctx) noexcept {
+  if (index < 0 || static_cast<std::size_t>(index) >= std::size(kCommandAcl)) return;
+  command_keys(index, args, [&](std::size_t pos, std::uint8_t) { return visit(ctx, pos); });
+}
+
 AclVerdict acl_check(const AclUser& user, int index, const AclArgs& args) noexcept {
   // acl.c ACLCheckAllUserCommandPerm: the first selector that allows it wins; otherwise a key
   // denial is more relevant than a command denial (both reply NOPERM, with different words).

@@ -152,6 +152,10 @@ class AclArgSpan final : public AclArgs {
 // kAclKeyRead | kAclKeyWrite}, as Redis 7.0 finds them (key specs; SET, BITFIELD, SORT and
 // SORT_RO by their arguments, as their getkeys procs do). For tests; acl_check does not allocate.
 std::vector<std::pair<std::size_t, std::uint8_t>> acl_keys(int index, const AclArgs& args);
+// The same walk without allocating, for routing (proto/redis/session_keys.cc): calls
+// visit(ctx, position) for each key in Redis's order; stops when it returns false.
+using AclKeyVisit = bool (*)(void* ctx, std::size_t position);
+void acl_visit_keys(int index, const AclArgs& args, AclKeyVisit visit, void* ctx) noexcept;
 
 enum class AclVerdict : std::uint8_t { kAllowed, kDeniedCommand, kDeniedKey };
 // May `user` run command `index` with `args`? Each selector in turn, the root first; when none

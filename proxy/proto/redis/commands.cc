@@ -15,19 +15,36 @@ constexpr Command same(std::string_view n, std::int32_t arity, std::int32_t firs
                        std::int32_t last, std::int32_t step = 1) {
   return {n, Route::kKeysSameNode, arity, first, last, step};
 }
+constexpr Command spec(std::string_view n, std::int32_t arity) {
+  return {n, Route::kSpecKeys, arity, 0, 0, 0};
+}
+constexpr Command sub(std::string_view n, std::int32_t arity) {
+  return {n, Route::kSubKey, arity, 2, 2, 1};
+}
+constexpr Command blocking(std::string_view n, std::int32_t arity) {
+  return {n, Route::kBlocking, arity, 0, 0, 0};
+}
+constexpr Command keyspace(std::string_view n, std::int32_t arity, Merge merge) {
+  return {n, Route::kKeyspace, arity, 0, 0, 0, merge};
+}
+constexpr Command broadcast(std::string_view n, std::int32_t arity) {
+  return {n, Route::kBroadcast, arity, 0, 0, 0, Merge::kSame};
+}
+constexpr Command eval(std::string_view n) { return {n, Route::kEval, -3, 0, 0, 0}; }
 constexpr Command no(std::string_view n, std::string_view why) {
   return {n, Route::kUnsupported, -1, 0, 0, 0, Merge::kNone, why};
 }
 
-constexpr std::string_view kAllKeys = "it needs every backend's keyspace";
 constexpr std::string_view kPubSub = "pub/sub is not proxied";
-constexpr std::string_view kBlocking = "blocking commands are not proxied";
 constexpr std::string_view kServer = "it is a server command (ask the backends directly)";
-constexpr std::string_view kDb = "the proxy has one database per pool";
+constexpr std::string_view kReplication = "it is part of replication (ask the backends directly)";
+constexpr std::string_view kCluster = "chash-proxy is not a Redis Cluster node";
 
 // Sorted by name (checked by a test): lookup is a binary search.
 constexpr auto kTable = std::to_array<Command>({
+    no("acl", "the proxy has its own users (the pool's acl:)"),
     key("append", 3),
+    no("asking", kCluster),
     {"auth", Route::kLocal, -2, 0, 0, 0},
     no("bgrewriteaof", kServer),
     no("bgsave", kServer),
@@ -36,42 +53,52 @@ constexpr auto kTable = std::to_array<Command>({
     key("bitfield_ro", -2),
     same("bitop", -4, 2, -1),
     key("bitpos", -3),
-    no("blmove", kBlocking),
-    no("blmpop", kBlocking),
-    no("blpop", kBlocking),
-    no("brpop", kBlocking),
-    no("brpoplpush", kBlocking),
-    no("bzmpop", kBlocking),
-    no("bzpopmax", kBlocking),
-    no("bzpopmin", kBlocking),
+    blocking("blmove", 6),
+    blocking("blmpop", -5),
+    blocking("blpop", -3),
+    blocking("brpop", -3),
+    blocking("brpoplpush", 4),
+    blocking("bzmpop", -5),
+    blocking("bzpopmax", -3),
+    blocking("bzpopmin", -3),
     {"client", Route::kLocal, -2, 0, 0, 0},
-    no("cluster", "chash-proxy is not a Redis Cluster node"),
+    no("cluster", kCluster),
     {"command", Route::kLocal, -1, 0, 0, 0},
-    no("config", kServer),
-    no("dbsize", kAllKeys),
+    keyspace("config", -2, Merge::kSame),
+    spec("copy", -3),
+    keyspace("dbsize", 1, Merge::kSum),
+    no("debug", kServer),
     key("decr", 2),
     key("decrby", 3),
     {"del", Route::kSplitKeys, -2, 1, -1, 1, Merge::kSum},
     {"discard", Route::kTransaction, 1, 0, 0, 0},
     key("dump", 2),
     {"echo", Route::kLocal, 2, 0, 0, 0},
-    {"eval", Route::kEval, -3, 0, 0, 0},
-    {"evalsha", Route::kEval, -3, 0, 0, 0},
+    eval("eval"),
+    eval("eval_ro"),
+    eval("evalsha"),
+    eval("evalsha_ro"),
     {"exec", Route::kTransaction, 1, 0, 0, 0},
     {"exists", Route::kSplitKeys, -2, 1, -1, 1, Merge::kSum},
     key("expire", -3),
     key("expireat", -3),
     key("expiretime", 2),
-    no("flushall", kAllKeys),
-    no("flushdb", kAllKeys),
-    no("function", kServer),
+    no("failover", kReplication),
+    eval("fcall"),
+    eval("fcall_ro"),
+    keyspace("flushall", -1, Merge::kAllOk),
+    keyspace("flushdb", -1, Merge::kAllOk),
+    broadcast("function", -2),
     key("geoadd", -5),
     key("geodist", -4),
     key("geohash", -2),
     key("geopos", -2),
+    spec("georadius", -6),
     key("georadius_ro", -6),
+    spec("georadiusbymember", -5),
     key("georadiusbymember_ro", -5),
     key("geosearch", -7),
+    spec("geosearchstore", -8),
     key("get", 2),
     key("getbit", 3),
     key("getdel", 2),
@@ -99,12 +126,16 @@ constexpr auto kTable = std::to_array<Command>({
     key("incrby", 3),
     key("incrbyfloat", 3),
     {"info", Route::kLocal, -1, 0, 0, 0},
-    no("keys", kAllKeys),
+    keyspace("keys", 2, Merge::kConcat),
     no("lastsave", kServer),
+    no("latency", kServer),
+    spec("lcs", -3),
     key("lindex", 3),
     key("linsert", 5),
     key("llen", 2),
     same("lmove", 5, 1, 2),
+    spec("lmpop", -4),
+    spec("lolwut", -1),
     key("lpop", -2),
     key("lpos", -3),
     key("lpush", -3),
@@ -113,43 +144,54 @@ constexpr auto kTable = std::to_array<Command>({
     key("lrem", 4),
     key("lset", 4),
     key("ltrim", 4),
+    sub("memory", -2),
     {"mget", Route::kSplitKeys, -2, 1, -1, 1, Merge::kArray},
     no("migrate", kServer),
+    no("module", kServer),
     no("monitor", kServer),
-    no("move", kDb),
+    key("move", 3),
     {"mset", Route::kSplitPairs, -3, 1, -1, 2, Merge::kAllOk},
     same("msetnx", -3, 1, -1, 2),
     {"multi", Route::kTransaction, 1, 0, 0, 0},
-    no("object", kServer),
+    sub("object", -2),
     key("persist", 2),
     key("pexpire", -3),
     key("pexpireat", -3),
     key("pexpiretime", 2),
     key("pfadd", -2),
     same("pfcount", -2, 1, -1),
+    spec("pfdebug", 3),
     same("pfmerge", -2, 1, -1),
+    spec("pfselftest", 1),
     {"ping", Route::kLocal, -1, 0, 0, 0},
     key("psetex", 4),
     no("psubscribe", kPubSub),
+    no("psync", kReplication),
     key("pttl", 2),
     no("publish", kPubSub),
+    no("pubsub", kPubSub),
     no("punsubscribe", kPubSub),
     {"quit", Route::kLocal, -1, 0, 0, 0},
-    no("randomkey", kAllKeys),
+    keyspace("randomkey", 1, Merge::kNone),
     {"readonly", Route::kLocal, 1, 0, 0, 0},
     {"readwrite", Route::kLocal, 1, 0, 0, 0},
     same("rename", 3, 1, 2),
     same("renamenx", 3, 1, 2),
+    no("replconf", kReplication),
+    no("replicaof", kReplication),
+    {"reset", Route::kLocal, 1, 0, 0, 0},
     key("restore", -4),
+    no("restore-asking", kCluster),
+    no("role", kReplication),
     key("rpop", -2),
     same("rpoplpush", 3, 1, 2),
     key("rpush", -3),
     key("rpushx", -3),
     key("sadd", -3),
     no("save", kServer),
-    no("scan", kAllKeys),
+    keyspace("scan", -2, Merge::kScan),
     key("scard", 2),
-    no("script", kServer),
+    broadcast("script", -2),
     same("sdiff", -2, 1, -1),
     same("sdiffstore", -3, 1, -1),
     {"select", Route::kLocal, 2, 0, 0, 0},
@@ -160,48 +202,65 @@ constexpr auto kTable = std::to_array<Command>({
     key("setrange", 4),
     no("shutdown", kServer),
     same("sinter", -2, 1, -1),
+    spec("sintercard", -3),
     same("sinterstore", -3, 1, -1),
     key("sismember", 3),
-    no("slaveof", kServer),
+    no("slaveof", kReplication),
+    no("slowlog", kServer),
     key("smembers", 2),
     key("smismember", -3),
     same("smove", 4, 1, 2),
-    key("sort_ro", -2),
+    spec("sort", -2),
+    spec("sort_ro", -2),
     key("spop", -2),
+    no("spublish", kPubSub),
     key("srandmember", -2),
     key("srem", -3),
     key("sscan", -3),
+    no("ssubscribe", kPubSub),
     key("strlen", 2),
     no("subscribe", kPubSub),
     key("substr", 4),
     same("sunion", -2, 1, -1),
     same("sunionstore", -3, 1, -1),
-    no("swapdb", kDb),
+    no("sunsubscribe", kPubSub),
+    keyspace("swapdb", 3, Merge::kNone),
+    no("sync", kReplication),
+    spec("time", 1),
     {"touch", Route::kSplitKeys, -2, 1, -1, 1, Merge::kSum},
     key("ttl", 2),
     key("type", 2),
     {"unlink", Route::kSplitKeys, -2, 1, -1, 1, Merge::kSum},
     no("unsubscribe", kPubSub),
     {"unwatch", Route::kTransaction, 1, 0, 0, 0},
-    no("wait", kServer),
+    no("wait", kReplication),
     {"watch", Route::kTransaction, -2, 1, -1, 1},
     key("xack", -4),
     key("xadd", -5),
     key("xautoclaim", -6),
     key("xclaim", -6),
     key("xdel", -3),
+    sub("xgroup", -2),
+    sub("xinfo", -2),
     key("xlen", 2),
     key("xpending", -3),
     key("xrange", -4),
-    no("xread", kBlocking),
-    no("xreadgroup", kBlocking),
+    blocking("xread", -4),
+    blocking("xreadgroup", -7),
     key("xrevrange", -4),
+    key("xsetid", -3),
     key("xtrim", -4),
     key("zadd", -4),
     key("zcard", 2),
     key("zcount", 4),
+    spec("zdiff", -3),
+    spec("zdiffstore", -4),
     key("zincrby", 4),
+    spec("zinter", -3),
+    spec("zintercard", -3),
+    spec("zinterstore", -4),
     key("zlexcount", 4),
+    spec("zmpop", -4),
     key("zmscore", -3),
     key("zpopmax", -2),
     key("zpopmin", -2),
@@ -209,6 +268,7 @@ constexpr auto kTable = std::to_array<Command>({
     key("zrange", -4),
     key("zrangebylex", -4),
     key("zrangebyscore", -4),
+    spec("zrangestore", -5),
     key("zrank", -3),
     key("zrem", -3),
     key("zremrangebylex", 4),
@@ -220,6 +280,8 @@ constexpr auto kTable = std::to_array<Command>({
     key("zrevrank", -3),
     key("zscan", -3),
     key("zscore", 3),
+    spec("zunion", -3),
+    spec("zunionstore", -4),
 });
 
 }  // namespace
@@ -254,6 +316,18 @@ bool names_command(std::string_view name, const Command& c) noexcept {
 }
 
 std::span<const Command> command_table() noexcept { return kTable; }
+
+int spec_index(const Command& c) noexcept {
+  static const auto indexes = [] {
+    std::array<std::int16_t, kTable.size()> out{};
+    for (std::size_t i = 0; i < kTable.size(); ++i) {
+      out[i] = static_cast<std::int16_t>(acl_command_index(kTable[i].name));
+    }
+    return out;
+  }();
+  const auto i = static_cast<std::size_t>(&c - kTable.data());
+  return i < kTable.size() ? indexes[i] : -1;
+}
 
 bool read_only(const Command& c) noexcept {
   // Redis's own flags, through its ACL categories (acl_table.inc is generated from a real

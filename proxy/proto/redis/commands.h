@@ -18,7 +18,17 @@ enum class Route : std::uint8_t {
                   // backend (use hash tags), else -ERR; forwarded unchanged
   kSplitKeys,     // MGET, DEL, EXISTS, UNLINK, TOUCH: split per backend, merged in order
   kSplitPairs,    // MSET: key/value pairs split per backend, +OK when every part is OK
-  kEval,          // EVAL/EVALSHA script numkeys key...: by the first key; all keys on one backend
+  kEval,          // EVAL/EVALSHA/FCALL x numkeys key...: by the first key; all keys on one
+                  // backend; numkeys 0 only on a one-server pool
+  kSpecKeys,      // the keys where Redis 7.0's key specs find them (acl_table.inc: COPY, LCS,
+                  // ZUNIONSTORE ...): all on one backend; none (TIME, a bad numkeys): any one
+  kSubKey,        // OBJECT, MEMORY, XGROUP, XINFO: the subcommand's key at argv[2]
+  kBlocking,      // BLPOP, BZMPOP, XREAD BLOCK ...: kSpecKeys, on a connection of the client's
+                  // own while it blocks (proto/redis/session_own.cc)
+  kKeyspace,      // DBSIZE, KEYS, SCAN, FLUSHALL ...: exact on a one-server pool; on several
+                  // by `merge` (summed, concatenated, broadcast) or refused
+                  // (proto/redis/session_keyspace.cc)
+  kBroadcast,     // SCRIPT, FUNCTION: sent to every backend, the replies must agree
   kLocal,         // answered by the proxy: PING, ECHO, QUIT, AUTH, COMMAND, CLIENT, HELLO ...
   kTransaction,   // MULTI, EXEC, DISCARD, WATCH (keys key_first..), UNWATCH:
                   // proto/redis/transaction.h
@@ -26,8 +36,21 @@ enum class Route : std::uint8_t {
 };
 
 // How a request's parts' replies make the client's reply. kLast: a transaction (MULTI, the
-// queued commands, EXEC): the last part's reply, EXEC's, whatever the others said.
-enum class Merge : std::uint8_t { kNone, kArray, kSum, kAllOk, kLast };
+// queued commands, EXEC): the last part's reply, EXEC's, whatever the others said. kSame: a
+// broadcast's, one reply when every backend gave the same bytes. kConcat: arrays joined (KEYS).
+// kMinInts: arrays of 0/1 ANDed element by element (SCRIPT EXISTS). kScan: a SCAN of one
+// backend whose cursor is rewritten to name the backend (session_keyspace.cc).
+enum class Merge : std::uint8_t {
+  kNone,
+  kArray,
+  kSum,
+  kAllOk,
+  kLast,
+  kSame,
+  kConcat,
+  kMinInts,
+  kScan
+};
 
 struct Command {
   std::string_view name;  // lower case
@@ -46,6 +69,10 @@ const Command* find_command(std::string_view name) noexcept;
 // command again and again, and this one compare saves find_command's binary search over the
 // table (1-2% of a cluster pool's CPU).
 bool names_command(std::string_view name, const Command& c) noexcept;
+
+// The command's index in Redis's table (acl_table.inc: key specs, categories), -1 if none;
+// computed once per entry, not per request.
+int spec_index(const Command& c) noexcept;
 
 // Every entry, sorted by name.
 std::span<const Command> command_table() noexcept;

@@ -39,16 +39,17 @@ std::string client_info_line(const ClientFacts& c) {
   return s;
 }
 
-std::string hello_reply(std::uint64_t client_id) {
+std::string hello_reply(std::uint64_t client_id, int proto) {
   // The server is named for what it is; clients read proto (and some version), not the name.
   std::string out;
-  append_array_header(out, 14);
+  if (proto == 3) out = "%7\r\n";  // RESP3: a map of 7 pairs
+  else append_array_header(out, 14);
   append_bulk(out, "server");
   append_bulk(out, "chash-proxy");
   append_bulk(out, "version");
   append_bulk(out, CHASH_VERSION_STRING);
   append_bulk(out, "proto");
-  append_int(out, 2);
+  append_int(out, proto);
   append_bulk(out, "id");
   append_int(out, static_cast<std::int64_t>(client_id));
   append_bulk(out, "mode");
@@ -74,7 +75,8 @@ bool equals_lower(std::string_view a, std::string_view lower) noexcept {
 
 }  // namespace
 
-std::string info_reply(std::string_view section, std::size_t connected_clients) {
+std::string info_reply(std::string_view section, std::size_t connected_clients,
+                       std::size_t blocked_clients) {
   const bool all = section.empty() || equals_lower(section, "default") ||
                    equals_lower(section, "all") || equals_lower(section, "everything");
   std::string body;
@@ -85,7 +87,8 @@ std::string info_reply(std::string_view section, std::size_t connected_clients) 
   }
   if (all || equals_lower(section, "clients")) {
     if (!body.empty()) body += "\r\n";
-    body += "# Clients\r\nconnected_clients:" + std::to_string(connected_clients) + "\r\n";
+    body += "# Clients\r\nconnected_clients:" + std::to_string(connected_clients) +
+            "\r\nblocked_clients:" + std::to_string(blocked_clients) + "\r\n";
   }
   if (all || equals_lower(section, "persistence")) {
     if (!body.empty()) body += "\r\n";

@@ -16,10 +16,10 @@
 
 namespace chash::proxy::redis {
 
-// The Redis version the proxy presents (INFO redis_version, HELLO version): the command set and
-// reply shapes it answers as are those of redis-server 7.0. Clients that gate features on the
-// version (BullMQ, Sidekiq: INFO redis_version >= 5) accept it.
-inline constexpr std::string_view kPresentedRedisVersion = "7.0.0";
+// The Redis version the proxy presents (INFO redis_version on pools of several backends): the
+// command set and reply shapes it answers as are those of redis-server 7.0.15 (Debian 12's).
+// Clients that gate features on the version (BullMQ, Sidekiq: INFO redis_version >= 5) accept it.
+inline constexpr std::string_view kPresentedRedisVersion = "7.0.15";
 
 // What CLIENT SETNAME and CLIENT SETINFO accept as Redis does (networking.c validateClientName):
 // printable ASCII 33..126, no spaces or newlines. Empty is allowed (it clears the name).
@@ -42,15 +42,18 @@ struct ClientFacts {
 // per-connection memory figures Redis reports are 0 (they belong to the backends).
 std::string client_info_line(const ClientFacts& c);
 
-// HELLO [2]'s map flattened to an array as a RESP2 server sends it: server, version, proto 2,
-// id, mode standalone, role master, modules [].
-std::string hello_reply(std::uint64_t client_id);
+// HELLO's map: server, version, proto, id, mode standalone, role master, modules [] — a RESP3
+// map for `proto` 3, flattened to an array as a RESP2 server sends it for 2.
+std::string hello_reply(std::uint64_t client_id, int proto = 2);
 
 // INFO [section ...]: the "server", "clients", "replication", "persistence" and "keyspace"
 // sections clients read at connect (ioredis' ready check reads loading:0), as a bulk string.
 // `sections` is the argument text ("" or "default", "all", "server", ...); an unknown section
 // gives an empty bulk string, as Redis does.
-std::string info_reply(std::string_view section, std::size_t connected_clients);
+// `blocked_clients`: the pool's clients blocked now (BLPOP ...), as Redis counts its own
+// (test suites wait for it).
+std::string info_reply(std::string_view section, std::size_t connected_clients,
+                       std::size_t blocked_clients = 0);
 
 // COMMAND's and COMMAND INFO's entry for one command of the table: Redis 7's ten fields (name,
 // arity, flags, first key, last key, step, ACL categories, tips, key specs, subcommands), the

@@ -245,15 +245,28 @@ ParseResult ReplyParser::parse(std::string_view buf) {
     switch (t) {
       case '+':
       case '-':
+      case ',':  // RESP3 double (inf, nan, 1.5e3: passed on as the server wrote it)
         break;
       case ':': {
         std::int64_t v = 0;
         if (!parse_int(body, v)) return fail("bad integer");
         break;
       }
-      case '$': {
+      case '(':  // RESP3 big number
+        if (body.empty() || body.find_first_not_of("-0123456789") != std::string_view::npos)
+          return fail("bad big number");
+        break;
+      case '_':  // RESP3 null
+        if (!body.empty()) return fail("bad null");
+        break;
+      case '#':  // RESP3 boolean
+        if (body != "t" && body != "f") return fail("bad boolean");
+        break;
+      case '$':
+      case '=':    // RESP3 verbatim string
+      case '!': {  // RESP3 blob error
         std::int64_t n = 0;
-        if (!parse_int(body, n) || n < -1) return fail("bad bulk length");
+        if (!parse_int(body, n) || n < (t == '$' ? -1 : 0)) return fail("bad bulk length");
         if (n >= 0) {
           if (static_cast<std::uint64_t>(n) + (pos_ - start_) + 2 > limits_.max_request_bytes) {
             return fail("reply too large");
@@ -263,12 +276,18 @@ ParseResult ReplyParser::parse(std::string_view buf) {
         }
         break;
       }
-      case '*': {
+      case '*':
+      case '~':    // RESP3 set
+      case '>':    // RESP3 push
+      case '%':    // RESP3 map: n pairs
+      case '|': {  // RESP3 attribute: n pairs, then the value they describe (one value in all)
         std::int64_t n = 0;
-        if (!parse_int(body, n) || n < -1) return fail("bad array length");
+        if (!parse_int(body, n) || n < (t == '*' ? -1 : 0)) return fail("bad array length");
+        if (n > static_cast<std::int64_t>(limits_.max_request_bytes))
+          return fail("reply too large");
+        if (t == '%' || t == '|') n *= 2;
+        if (t == '|') n += 1;
         if (n > 0) {
-          if (static_cast<std::uint64_t>(n) > limits_.max_request_bytes)
-            return fail("reply too large");
           if (stack_.size() >= limits_.max_depth) return fail("arrays nested too deep");
           stack_.push_back(n);
           if (stack_.size() == 1 && record_) {

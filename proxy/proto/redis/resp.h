@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// chash-proxy — RESP2 (Redis serialization protocol) parsers and writers.
+// chash-proxy — RESP (Redis serialization protocol) parsers and writers: requests as RESP2
+// has them, replies of RESP2 and RESP3 (maps, sets, doubles, booleans, nulls, big numbers,
+// verbatim strings, blob errors, push frames, attributes) for clients that said HELLO 3.
 //
 // Both parsers are resumable state machines over a connection's input buffer (as twemproxy's
 // proto/nc_redis.c): a request or reply may arrive in any number of reads, and parse() continues
@@ -87,7 +89,8 @@ class RequestParser {
   std::string error_;
 };
 
-// Backend replies: any RESP2 value, arrays nested up to max_depth. With record_elements, the
+// Backend replies: any RESP2 or RESP3 value, aggregates nested up to max_depth (a map of n
+// pairs is 2n elements). With record_elements, the
 // top-level elements of an array reply are kept as spans (for merging MGET answers), relative
 // to the reply's own first byte: `elements()[i].in(span().in(buf))`, so they stay valid on a
 // copy of the reply wherever it sat in the read buffer.
@@ -97,7 +100,9 @@ class ReplyParser {
 
   ParseResult parse(std::string_view buf);
 
-  char type() const noexcept { return type_; }  // '+', '-', ':', '$' or '*' of the reply
+  char type() const noexcept {
+    return type_;
+  }  // the reply's first byte: '+', '-', ':', '$', '*', ...
   std::size_t start() const noexcept { return start_; }
   std::size_t end() const noexcept { return pos_; }
   Span span() const noexcept { return {start_, pos_ - start_}; }

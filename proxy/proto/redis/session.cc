@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "control/log.h"
 #include "core/worker.h"
 #include "proto/redis/local_replies.h"
 
@@ -12,6 +13,7 @@ namespace chash::proxy::redis {
 namespace {
 
 constexpr std::size_t kMaxReplyBytes = 512u << 20;  // a backend reply (Redis' own bulk limit)
+constexpr std::int64_t kBlockSlackMs = 1000;        // Backend::check_timeout of a blocked request
 
 std::string upper(std::string_view s) {
   std::string out(s.substr(0, 64));
@@ -35,9 +37,6 @@ std::string error_reply(std::string_view text) {
 
 // CLIENT ID / HELLO's id: unique in the process, never 0, as Redis numbers its clients.
 std::atomic<std::uint64_t> next_client_id{1};
-
-constexpr std::string_view kBadClientName =
-    "ERR Client names cannot contain spaces, newlines or special characters.";
 
 }  // namespace
 
@@ -85,6 +84,18 @@ void Msg::finish() {
     f(*this);
     return;
   }
+  if (blocking) {
+    // Answered (or failed): its client reads on, once this reply is in its queue.
+    blocking = false;
+    auto* c = static_cast<Client*>(client);
+    finish_merged();
+    if (c != nullptr) c->blocking_done();
+    return;
+  }
+  finish_merged();
+}
+
+void Msg::finish_merged() {
   if (merge == redis::Merge::kLast) {  // a transaction: EXEC's reply (or the failure's)
     whole_ = true;
     whole_part_ = static_cast<std::uint32_t>(parts.size() - 1);
@@ -141,6 +152,12 @@ void Msg::finish() {
     case redis::Merge::kAllOk:
       redis::append_status(reply, "OK");
       break;
+    case redis::Merge::kSame:
+    case redis::Merge::kConcat:
+    case redis::Merge::kMinInts:
+    case redis::Merge::kScan:
+      reply = merge_replies(*this);
+      break;
     case redis::Merge::kLast:
       break;  // above
   }
@@ -189,7 +206,9 @@ void Msg::settle() {
 
 Backend::Backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node)
     : BackendSession(worker, std::move(pool), node),
-      parser_(redis::ParserLimits{kMaxReplyBytes, std::size_t{1} << 20, 0, 64}) {}
+      // Depth: a script may return nested tables as deep as Lua lets it (scripting.tcl's
+      // "recursive object"); each level costs a reply 4 bytes and the parser 8.
+      parser_(redis::ParserLimits{kMaxReplyBytes, std::size_t{1} << 20, 0, std::size_t{1} << 16}) {}
 
 void Backend::handshake() {
   const ServerConfig& s = pool_->servers[node_];
@@ -223,7 +242,28 @@ void Backend::on_closed() {
   c->dedicated_closed(this);
 }
 
+void Backend::check_timeout(net::Clock::time_point now) {
+  if (!blocking_ || connecting() || queue_.empty()) {
+    BackendSession::check_timeout(now);
+    return;
+  }
+  // A blocked request waits as long as it asked (BLPOP's timeout), then the pool's timeout,
+  // and a second more: redis-server checks blocked clients' timeouts in its cron, 10 times a
+  // second by default, so its nil reply may come a little after the wait.
+  if (block_ms_ == 0 || !pool_->config.timeout_ms) return;
+  const std::int64_t ms = block_ms_ + *pool_->config.timeout_ms + kBlockSlackMs;
+  if (now - queue_.front().sent >= std::chrono::milliseconds(ms)) {
+    fail("timed out after " + std::to_string(ms) +
+             " ms (a blocking command's wait, the pool's timeout and 1 s)",
+         FailKind::kTimeout);
+  }
+}
+
 std::string Backend::failure_reply(const std::string& why) const {
+  // Down now (this failure may have been the one too many): nutcracker's scripts match the OS
+  // error, as in "-ERR backend r1 is down: Connection refused (retried every 2000 ms)".
+  if (state_->down.load(std::memory_order_relaxed))
+    return error_reply("ERR " + down_text(*pool_, node_));
   return error_reply("ERR backend " + name() + ": " + why);
 }
 
@@ -237,7 +277,7 @@ void Backend::on_input() {
     if (!parser_started_) {
       const Reply* m = queue_.front().msg.get();
       parser_.set_record_elements(m != nullptr &&
-                                  static_cast<const Msg*>(m)->merge == redis::Merge::kArray);
+                                  records_elements(static_cast<const Msg*>(m)->merge));
       parser_started_ = true;
     }
     const redis::ParseResult r = parser_.parse(in_.view());
@@ -247,8 +287,18 @@ void Backend::on_input() {
       return;
     }
     Pending p = take_front();
+    if (queue_.empty()) blocking_ = false;  // the blocking request (the last sent) is answered
     const std::string_view raw = parser_.span().in(in_.view());
     record_success(*state_);
+    if (!pool_->config.auto_eject_hosts && state_->down.load(std::memory_order_relaxed) &&
+        Client::retries_down(*pool_, node_)) {
+      // Tried while down (nutcracker without auto_eject_hosts) and it answered: up again now,
+      // not at the next health probe.
+      state_->failures.store(0, std::memory_order_relaxed);
+      state_->probe_successes.store(0, std::memory_order_relaxed);
+      state_->down.store(false, std::memory_order_relaxed);
+      log(LogLevel::kInfo, "backend up", {{"pool", pool_->config.name}, {"backend", name()}});
+    }
     if (p.msg) {
       // A "master" that answers -READONLY is a replica now: membership/sentinel.h asks again.
       if (parser_.type() == '-' && raw.starts_with("-READONLY"))
@@ -263,7 +313,7 @@ void Backend::on_input() {
       // The reply stays in the read chunk: the Msg holds a slice of it (no copy).
       if (!taken) {
         m.complete_part(p.part, in_.slice(parser_.start(), raw.size()), parser_.type(),
-                        m.merge == redis::Merge::kArray ? &parser_.take_elements() : nullptr);
+                        records_elements(m.merge) ? &parser_.take_elements() : nullptr);
       }
     } else if (parser_.type() == '-') {
       // Our own AUTH / SELECT was refused: the connection is unusable. (The reply text is
@@ -296,7 +346,12 @@ Client::~Client() {
   if (dedicated_ != nullptr) dedicated_->set_owner(nullptr);
 }
 
-void Client::on_closing() { release_dedicated(); }
+void Client::on_closing() {
+  release_dedicated();
+  // A blocked request never answers: its connections close now (the server forgets it).
+  release_blocking(true);  // forgets it for CLIENT UNBLOCK too
+  release_own(true);
+}
 
 void Client::refresh_acl() {
   // Same users as last time (the usual case: one pointer compare). A new client starts with
@@ -386,7 +441,7 @@ void Client::fail_msg(const Ref<Msg>& m, std::string_view error, bool count_erro
 bool Client::usable_or_fail(NodeId node, std::string_view what, const Ref<Msg>& m,
                             bool count_error) {
   std::string why;
-  if (backend_usable(*pool_, node, what, why)) return true;
+  if (backend_usable(*pool_, node, what, why) || retry_down(node)) return true;
   count_forward_error();
   fail_msg(m, "ERR " + why, count_error);
   return false;
@@ -398,7 +453,7 @@ void Client::forward_one(NodeId node, const Ref<Msg>& m, std::uint16_t slot, std
   BackendConn* b = connection(node, error);
   if (b == nullptr) {
     count_forward_error();
-    fail_msg(m, "ERR backend " + pool_->states[node]->name + ": " + error, false);
+    fail_msg(m, backend_error(node, error), false);
     return;
   }
   m->parts.resize(1);
@@ -479,9 +534,31 @@ void Client::dispatch() {
       return;
     }
     case redis::Route::kKeysSameNode:
-    case redis::Route::kEval:
       same_node(*cmd, argc);
       return;
+    case redis::Route::kEval:  // by numkeys (proto/redis/session_keys.cc)
+    case redis::Route::kSpecKeys:
+    case redis::Route::kSubKey:
+      spec_keys(*cmd, argc);
+      return;
+    case redis::Route::kBlocking:
+      blocking(*cmd, argc);
+      return;
+    case redis::Route::kKeyspace:
+      keyspace(*cmd, argc);
+      return;
+    case redis::Route::kBroadcast: {
+      // SCRIPT EXISTS: 1 where every backend has the script. FUNCTION LIST / DUMP / STATS: the
+      // first backend's (each server lists a library's functions in its own dict order, so the
+      // bytes differ while the libraries are the same; any backend's error answers). The rest
+      // must agree.
+      const std::string sub = upper(parser_.arg(in_, 1));
+      const bool exists = cmd->name == "script" && sub == "EXISTS";
+      const bool first =
+          cmd->name == "function" && (sub == "LIST" || sub == "DUMP" || sub == "STATS");
+      broadcast(exists ? redis::Merge::kMinInts : first ? redis::Merge::kNone : cmd->merge);
+      return;
+    }
     case redis::Route::kSplitKeys:
     case redis::Route::kSplitPairs:
       if (cmd->route == redis::Route::kSplitPairs && (argc - 1) % 2 != 0) {
@@ -507,7 +584,7 @@ void Client::run_local(const redis::Command& cmd, std::size_t argc) {
       {"hello", &Client::local_hello},       {"info", &Client::local_info},
       {"ping", &Client::local_ping},         {"quit", &Client::local_quit},
       {"readonly", &Client::local_readonly}, {"readwrite", &Client::local_readonly},
-      {"select", &Client::local_select},
+      {"reset", &Client::local_reset},       {"select", &Client::local_select},
   };
   for (const auto& [local_name, handler] : kHandlers) {
     if (local_name == cmd.name) {
@@ -557,93 +634,13 @@ void Client::local_auth(std::size_t argc) {
   reply_local(std::move(out));
 }
 
-// HELLO [protover [AUTH user pass] [SETNAME name]] (Redis 6+). Only RESP2 is proxied: HELLO 3
-// gets Redis's own answer to a protocol it does not speak (-NOPROTO), on which clients
-// (go-redis, Lettuce, redis-py's protocol=3) fall back to RESP2 and AUTH. HELLO 2 AUTH user
-// pass authenticates as AUTH does; SETNAME names the client as CLIENT SETNAME does (kept by the
-// proxy, not passed on: names would have to be set on every shared backend connection).
-void Client::local_hello(std::size_t argc) {
-  std::int64_t version = 2;
-  if (argc >= 2) {
-    if (!redis::parse_int(parser_.arg(in_, 1), version)) {
-      reply_local(error_reply("ERR Protocol version is not an integer or out of range"), true);
-      return;
-    }
-    if (version != 2) {
-      reply_local(error_reply(version == 3 ? "NOPROTO unsupported protocol version: chash-proxy "
-                                             "proxies RESP2 only (use HELLO 2, or AUTH)"
-                                           : "NOPROTO unsupported protocol version"),
-                  true);
-      return;
-    }
-  }
-  std::string_view user, password, setname;
-  bool auth = false, has_setname = false;
-  for (std::size_t j = 2; j < argc; ++j) {
-    const std::string opt = upper(parser_.arg(in_, j));
-    const std::size_t more = argc - j - 1;
-    if (opt == "AUTH" && more >= 2) {
-      auth = true;
-      user = parser_.arg(in_, j + 1);
-      password = parser_.arg(in_, j + 2);
-      j += 2;
-    } else if (opt == "SETNAME" && more >= 1) {
-      setname = parser_.arg(in_, j + 1);
-      has_setname = true;
-      j += 1;
-    } else {
-      reply_local(error_reply("ERR Syntax error in HELLO option '" +
-                              std::string(parser_.arg(in_, j).substr(0, 64)) + "'"),
-                  true);
-      return;
-    }
-  }
-  if (auth && !authenticate(user, password)) {
-    reply_local(error_reply(redis::kWrongPassReply), true);
-    return;
-  }
-  if (!authed()) {
-    reply_local(
-        error_reply("NOAUTH HELLO must be called with the client already authenticated, otherwise "
-                    "the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the "
-                    "client and select the RESP protocol version at the same time"),
-        true);
-    return;
-  }
-  if (has_setname) {
-    if (!redis::valid_client_name(setname)) {
-      reply_local(error_reply(kBadClientName), true);
-      return;
-    }
-    name_ = std::string(setname);
-  }
-  reply_local(redis::hello_reply(id_));
-}
-
-// ---- Several keys that must live on one backend (kKeysSameNode, kEval) -----------------------
+// ---- Several keys that must live on one backend (kKeysSameNode) ------------------------------
 
 void Client::same_node(const redis::Command& cmd, std::size_t argc) {
   const std::string_view name = parser_.arg(in_, 0);
   std::size_t first = static_cast<std::size_t>(cmd.key_first);
   std::size_t last = cmd.key_last < 0 ? argc - 1 : static_cast<std::size_t>(cmd.key_last);
   std::size_t step = static_cast<std::size_t>(cmd.key_step);
-  if (cmd.route == redis::Route::kEval) {
-    std::int64_t numkeys = 0;
-    if (!redis::parse_int(parser_.arg(in_, 2), numkeys) || numkeys < 0 ||
-        static_cast<std::uint64_t>(numkeys) > argc - 3) {
-      reply_local(error_reply("ERR Number of keys can't be greater than number of args"), true);
-      return;
-    }
-    if (numkeys == 0) {
-      reply_local(
-          error_reply("ERR " + upper(name) + " with no keys cannot be routed by chash-proxy"),
-          true);
-      return;
-    }
-    first = 3;
-    last = 3 + static_cast<std::size_t>(numkeys) - 1;
-    step = 1;
-  }
   if (cmd.key_step == 2 && (argc - 1) % 2 != 0) {
     reply_local(
         error_reply("ERR wrong number of arguments for '" + std::string(cmd.name) + "' command"),
@@ -654,13 +651,9 @@ void Client::same_node(const redis::Command& cmd, std::size_t argc) {
   const NodeId node = pool_->route(first_key);
   const std::uint32_t where = place(first_key);
   for (std::size_t i = first + step; i <= last; i += step) {
-    if (place(parser_.arg(in_, i)) != where) {
-      reply_local(error_reply(pool_->config.is_cluster()
-                                  ? std::string(kCrossSlot)
-                                  : "ERR CROSSSLOT keys of '" + upper(name) +
-                                        "' live on different backends (give them a common hash "
-                                        "tag)"),
-                  true);
+    const std::string_view k = parser_.arg(in_, i);
+    if (place(k) != where) {
+      reply_local(error_reply(cross_backend(name, node, pool_->route(k))), true);
       return;
     }
   }
@@ -756,8 +749,7 @@ void Client::split(const redis::Command& cmd) {
     if (b == nullptr) {
       if (!counted_error) count_forward_error();
       counted_error = true;
-      m->fail_part(p,
-                   error_reply("ERR backend " + pool_->states[part_node[p]]->name + ": " + error));
+      m->fail_part(p, error_reply(backend_error(part_node[p], error)));
       continue;
     }
     // Safe failover: deletes first for keys a returned backend missed; writes noted before they

@@ -50,6 +50,11 @@ struct Msg final : Reply {
   std::vector<Part> parts;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> key_map;  // MGET: key -> (part, element)
   std::shared_ptr<const Pool> routed_by;  // the snapshot the kept parts' members belong to
+  // kScan: the backend this SCAN step went to, of how many (the cursor names it).
+  std::uint32_t scan_node = 0, scan_nodes = 0;
+  // A blocking command (BLPOP ...): its client reads no further request until it is answered,
+  // as Redis blocks the client (proto/redis/session_own.cc).
+  bool blocking = false;
   // A Msg of the proxy's own (a warm-up step, proto/redis/session_warmup.cc): when every part
   // is in, `then` gets it instead of a client.
   std::function<void(Msg&)> then;
@@ -63,6 +68,7 @@ struct Msg final : Reply {
   void answer_part(std::uint32_t part, std::string_view bytes, char type,
                    std::vector<Span> elements);
   void finish();
+  void finish_merged();
   // The reply: one backend's bytes as they are, or an MGET merged from the parts' elements
   // (gathered, not concatenated), or what finish() made (`reply`: sums, OK, errors).
   void emit(net::OutQueue& out) override;
@@ -78,8 +84,17 @@ class Backend final : public BackendSession {
  public:
   Backend(Worker& worker, std::shared_ptr<const Pool> pool, NodeId node);
 
-  // A dedicated connection (WATCH) tells `owner` when it closes; null: nobody (any more).
+  // A dedicated connection (WATCH, a client's own) tells `owner` when it closes; null: nobody.
   void set_owner(Client* owner) noexcept { owner_ = owner; }
+  // The request sent next is a blocking one that may wait `block_ms` (0: for ever) before the
+  // server answers: the pool's timeout counts from the end of that wait.
+  void expect_block(std::int64_t block_ms) noexcept {
+    blocking_ = true;
+    block_ms_ = block_ms;
+  }
+  // Closes now, whatever is in flight (a blocked request never answers): the client went away.
+  void abandon() { BackendSession::abandon(); }
+  void check_timeout(net::Clock::time_point now) override;
 
  private:
   void handshake() override;  // AUTH / SELECT
@@ -90,16 +105,40 @@ class Backend final : public BackendSession {
   ReplyParser parser_;
   bool parser_started_ = false;
   Client* owner_ = nullptr;
+  bool blocking_ = false;  // a blocking request is in flight (expect_block)
+  std::int64_t block_ms_ = 0;
 };
+
+// The client's reply for the kSame, kConcat, kMinInts and kScan merges of `m`'s parts (every
+// part a reply, none an error): proto/redis/session_keyspace.cc.
+std::string merge_replies(const Msg& m);
+
+// Whether a reply merged by `m` is parsed into its top-level elements.
+constexpr bool records_elements(Merge m) noexcept {
+  return m == Merge::kArray || m == Merge::kConcat || m == Merge::kMinInts || m == Merge::kScan;
+}
 
 class Client final : public ClientSession {
  public:
   Client(Worker& worker, std::size_t pool_index, int fd);
   ~Client() override;
 
-  // The dedicated (WATCH) connection closed before EXEC: its WATCH state is gone with it, so
-  // the transaction can no longer be checked; EXEC answers a null reply, as for a touched key.
+  // A connection of this client's closed: the dedicated (WATCH) one before EXEC (its WATCH
+  // state is gone with it, so EXEC answers a null reply, as for a touched key), one of its own.
   void dedicated_closed(Backend* b) noexcept;
+  // Whether a request for `node` goes to it even while it is down: nutcracker without
+  // auto_eject_hosts sends every request to the key's server, so one that answers again is used
+  // on the next request, not after the next health probe. Not cluster nodes, nor replicas
+  // (their reads go to the master meanwhile).
+  static bool retries_down(const Pool& pool, NodeId node) noexcept {
+    return node != kNoNode && node < pool.servers.size() && !pool.config.auto_eject_hosts &&
+           !pool.config.is_cluster() && pool.servers[node].role != ServerRole::kReplica;
+  }
+  bool retry_down(NodeId node) const noexcept { return retries_down(*pool_, node); }
+  // A blocking command's reply is in: the client reads its next requests.
+  void blocking_done() noexcept;
+  // The protocol the client speaks (HELLO): 2 or 3.
+  int resp() const noexcept { return resp_; }
 
   // A backend answered kept part `part` of `m` with the error reply `raw` (proto/redis/
   // session_cluster.cc): a MOVED or ASK is followed to the node it names, a TRYAGAIN retried,
@@ -130,6 +169,7 @@ class Client final : public ClientSession {
   void local_info(std::size_t argc);
   void local_select(std::size_t argc);
   void local_readonly(std::size_t argc);  // READONLY / READWRITE
+  void local_reset(std::size_t argc);
 
   // Transactions (proto/redis/transaction.cc): MULTI/EXEC/DISCARD/WATCH/UNWATCH, and every
   // command queued between MULTI and EXEC.
@@ -155,8 +195,45 @@ class Client final : public ClientSession {
   // transaction (Redis's flagTransaction).
   void reject(std::string_view error);
 
+  // Keys found as Redis finds them (proto/redis/session_keys.cc). key_pos_ gets the request's
+  // key positions (kSpecKeys, kSubKey, kBlocking, kEval); false with `error` when they are
+  // malformed in a way the proxy must answer itself.
+  bool find_keys(const Command& cmd, std::size_t argc, std::string& error);
+  // The backend of every key in key_pos_ (any one when there is none); kNoNode with `error` when
+  // they span several (naming them) or the command cannot go to a pool of several backends.
+  NodeId keys_backend(const Command& cmd, std::size_t argc, std::string& error);
+  void spec_keys(const Command& cmd, std::size_t argc);  // kSpecKeys, kSubKey, kEval
+  // Whether the pool is one redis-server (not a cluster): it holds the whole keyspace, and every
+  // command is exact there.
+  bool one_server() const noexcept { return pool_->nodes == 1 && !pool_->config.is_cluster(); }
+  // The error for keys of `name` on several backends: Redis Cluster's words, and who they are.
+  std::string cross_backend(std::string_view name, NodeId a, NodeId b) const;
+  // The backend error for `node` when no connection could be had (`error`): a backend that is
+  // down says so with the OS error that put it there.
+  std::string backend_error(NodeId node, const std::string& error) const;
+
+  // Keyspace-wide commands and broadcasts (proto/redis/session_keyspace.cc).
+  void keyspace(const Command& cmd, std::size_t argc);
+  void scan_backends(std::size_t argc);
+  // The request (or `bytes` instead) to every backend of the pool, merged by `merge`.
+  void broadcast(Merge merge, std::string_view bytes = {});
+  void info_forward(std::size_t argc);
+
+  // Connections of the client's own and blocking commands (proto/redis/session_own.cc).
+  // A RESP3 client or one that SELECTed another database has its own connection per backend
+  // (that state is the server's, per connection); a blocking command waits on one.
+  bool own_mode() const noexcept { return resp_ == 3 || db_ != 0; }
+  Backend* own_connection(NodeId node, std::string& error);
+  void release_own(bool abandon);
+  void open_own_now();
+  void blocking(const Command& cmd, std::size_t argc);
+  void release_blocking(bool abandon);
+  void client_unblock(std::size_t argc);  // CLIENT UNBLOCK id [TIMEOUT|ERROR]
+  void uncount_blocked() noexcept;
+  std::size_t blocked_now() const noexcept;  // the pool's blocked clients (INFO)
+
   // Forwarded commands.
-  void same_node(const Command& cmd, std::size_t argc);  // kKeysSameNode, kEval
+  void same_node(const Command& cmd, std::size_t argc);  // kKeysSameNode
   void split(const Command& cmd);                        // kSplitKeys, kSplitPairs
   // Sends the request being dispatched, unchanged, to member `node` (or fails `m` when no
   // connection); `slot` is its keys' (cluster pools).
@@ -208,6 +285,8 @@ class Client final : public ClientSession {
   // A command with several keys on `node` (kKeysSameNode, kEval): when some moved, they are
   // migrated first and the command sent after (true, `m` answered then).
   bool warm_keys_then_forward(const Command& cmd, std::size_t argc, NodeId node, const Ref<Msg>& m);
+  // The same for the keys at positions key_pos_.
+  bool warm_positions_then_forward(NodeId node, const Ref<Msg>& m);
   // A cluster pool's answer for a key whose slot no node serves (or no map is known yet).
   void cluster_down(const Ref<Msg>& m, std::uint16_t slot);
   // The key's slot (cluster pools) or backend (others): where "same place" is checked.
@@ -247,6 +326,14 @@ class Client final : public ClientSession {
   Backend* dedicated_ = nullptr;  // WATCH ... EXEC/DISCARD/UNWATCH: this client's own connection
   NodeId dedicated_node_ = kNoNode;
   bool watch_lost_ = false;  // the dedicated connection closed while WATCHing
+
+  std::vector<std::uint32_t> key_pos_;  // find_keys(): reused, no allocation per request
+  bool eval_bad_numkeys_ = false;       // find_keys(): EVAL's numkeys is not a count of keys
+  int resp_ = 2;                        // HELLO 3: RESP3 (own connections speak it too)
+  std::int64_t db_ = 0;                 // SELECT: the database, 0 being the pool's redis_db
+  std::vector<Backend*> own_;           // by NodeId; null: not opened (yet)
+  Backend* blocking_conn_ = nullptr;    // a blocking command's own connection (not in own_)
+  bool blocked_counted_ = false;        // in PoolShared::blocked_clients
 };
 
 }  // namespace chash::proxy::redis

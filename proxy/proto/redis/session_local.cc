@@ -84,7 +84,7 @@ void Client::local_client(std::size_t argc) {
   } else if (sub == "getname") {
     if (argc != 2) return wrong_args();
     std::string out;
-    if (name_.empty()) out = "$-1\r\n";
+    if (name_.empty()) out = resp_ == 3 ? "_\r\n" : "$-1\r\n";
     else append_bulk(out, name_);
     reply_local(std::move(out));
   } else if (sub == "setinfo") {  // Redis 7.2: lib-name / lib-ver
@@ -125,6 +125,9 @@ void Client::local_client(std::size_t argc) {
     std::string out;
     append_bulk(out, client_info_line(f));
     reply_local(std::move(out));
+  } else if (sub == "unblock") {
+    if (argc != 3 && argc != 4) return wrong_args();
+    client_unblock(argc);  // session_own.cc
   } else if (sub == "no-evict" || sub == "no-touch") {
     // Hints about the client's own connection's eviction / LRU touch: nothing to do here.
     if (argc != 3) return wrong_args();
@@ -149,7 +152,7 @@ void Client::local_client(std::size_t argc) {
   } else {
     reply_local(error_text("ERR unsupported subcommand '" + printable(arg(1)) +
                            "' of CLIENT (chash-proxy answers SETNAME, GETNAME, SETINFO, ID, INFO, "
-                           "NO-EVICT, NO-TOUCH, REPLY ON)"),
+                           "UNBLOCK, NO-EVICT, NO-TOUCH, REPLY ON)"),
                 true);
   }
 }
@@ -194,26 +197,17 @@ void Client::local_command(std::size_t argc) {
 }
 
 void Client::local_info(std::size_t argc) {
-  if (argc > 2) {
-    // INFO a b (Redis 7 takes several sections): the proxy's sections are all small; all.
-    reply_local(info_reply("", worker_.client_count()));
+  if (one_server()) {
+    info_forward(argc);  // a plain Redis: its own INFO (session_keyspace.cc)
     return;
   }
-  reply_local(info_reply(argc == 2 ? parser_.arg(in_, 1) : "", worker_.client_count()));
-}
-
-// SELECT: a pool is one database (its redis_db on every backend); the client sees it as 0.
-void Client::local_select(std::size_t) {
-  std::int64_t db = 0;
-  if (!parse_int(parser_.arg(in_, 1), db)) {
-    reply_local(error_text("ERR value is not an integer or out of range"), true);
-  } else if (db != 0) {
-    reply_local(error_text("ERR DB index is out of range (chash-proxy serves one database per "
-                           "pool: SELECT 0)"),
-                true);
-  } else {
-    reply_local(ok());
+  if (argc > 2) {
+    // INFO a b (Redis 7 takes several sections): the proxy's sections are all small; all.
+    reply_local(info_reply("", worker_.client_count(), blocked_now()));
+    return;
   }
+  reply_local(
+      info_reply(argc == 2 ? parser_.arg(in_, 1) : "", worker_.client_count(), blocked_now()));
 }
 
 // READONLY / READWRITE: cluster-mode hints for replica reads; every read already goes to the

@@ -26,6 +26,7 @@ void Client::reject(std::string_view error) {
 
 BackendConn* Client::connection(NodeId& node, std::string& error) {
   if (dedicated_ != nullptr && node == dedicated_node_) return dedicated_;
+  if (own_mode()) return own_connection(node, error);  // RESP3, SELECT: session_own.cc
   BackendConn* b = worker_.backend(pool_index_, node, error);
   if (b != nullptr || pool_->servers[node].role != ServerRole::kReplica) return b;
   // A replica that cannot be reached: out of the reads until its probe finds it again, and this
@@ -66,21 +67,30 @@ NodeId Client::keys_node(const Command& cmd, std::size_t argc, std::string& erro
       last = argc - 1;
       step = 2;
       break;
-    case Route::kEval: {
-      std::int64_t numkeys = 0;
-      if (!parse_int(parser_.arg(in_, 2), numkeys) || numkeys < 0 ||
-          static_cast<std::uint64_t>(numkeys) > argc - 3) {
-        error = "ERR Number of keys can't be greater than number of args";
+    case Route::kEval:
+    case Route::kSpecKeys:
+    case Route::kSubKey:
+    case Route::kBlocking: {  // inside MULTI a blocking command does not block (Redis)
+      if (!find_keys(cmd, argc, error)) return kNoNode;
+      const NodeId node = keys_backend(cmd, argc, error);
+      if (node == kNoNode) {
+        if (error.empty()) error = "ERR chash-proxy: no backend for these keys";
         return kNoNode;
       }
-      if (numkeys == 0) {
-        error = "ERR " + std::string(cmd.name) + " with no keys cannot be routed by chash-proxy";
+      std::string why;
+      if (!backend_usable(*pool_, node, "these keys", why) && !retry_down(node)) {
+        error = "ERR " + why;
         return kNoNode;
       }
-      first = 3;
-      last = 2 + static_cast<std::size_t>(numkeys);
-      break;
+      return node;
     }
+    case Route::kKeyspace:
+    case Route::kBroadcast:
+      if (one_server()) return 0;  // the one server runs it with the rest
+      error = "ERR chash-proxy: '" + std::string(cmd.name) +
+              "' concerns every backend and cannot be queued in a transaction of a pool of "
+              "several backends";
+      return kNoNode;
     case Route::kLocal:
     case Route::kUnsupported:
       error = "ERR chash-proxy: this command has no keys to route";
@@ -112,7 +122,7 @@ NodeId Client::keys_node(const Command& cmd, std::size_t argc, std::string& erro
     }
   }
   std::string why;
-  if (!backend_usable(*pool_, node, "these keys", why)) {
+  if (!backend_usable(*pool_, node, "these keys", why) && !retry_down(node)) {
     error = "ERR " + why;
     return kNoNode;
   }
@@ -184,7 +194,10 @@ void Client::watch(std::size_t argc) {
   note_tx_slot(*find_command("watch"), argc);
   auto m = new_msg();
   if (dedicated_ == nullptr) {
-    BackendConn* b = worker_.dedicated_backend(pool_index_, node, error);
+    // A client with connections of its own WATCHes on its own one (it has the client's
+    // database and protocol); else on one opened for the WATCH.
+    BackendConn* b = own_mode() ? own_connection(node, error)
+                                : worker_.dedicated_backend(pool_index_, node, error);
     if (b == nullptr) {
       count_forward_error();
       fail_msg(m, "ERR backend " + pool_->states[node]->name + ": " + error, false);
@@ -289,11 +302,23 @@ void Client::release_dedicated() {
   Backend* b = dedicated_;
   dedicated_ = nullptr;
   dedicated_node_ = kNoNode;
+  for (Backend* own : own_) {
+    if (own == b) {
+      // The client's own connection stays: its WATCH goes (after EXEC the server has dropped
+      // it already; after DISCARD the server never saw the MULTI).
+      own->send_control("*1\r\n$7\r\nUNWATCH\r\n");
+      return;
+    }
+  }
   b->set_owner(nullptr);
   b->drain();  // closes once the replies sent on it are in
 }
 
 void Client::dedicated_closed(Backend* b) noexcept {
+  for (Backend*& own : own_) {
+    if (own == b) own = nullptr;  // opened again on the next request for its backend
+  }
+  if (b == blocking_conn_) blocking_conn_ = nullptr;  // its request fails: blocking_done()
   if (b != dedicated_) return;
   dedicated_ = nullptr;
   dedicated_node_ = kNoNode;

@@ -327,9 +327,17 @@ bool Client::warm_keys_then_forward(const Command& cmd, std::size_t argc, NodeId
     first = 3;
     last = 2 + static_cast<std::size_t>(numkeys);
   }
+  key_pos_.clear();
+  for (std::size_t i = first; i <= last && i < argc; i += step)
+    key_pos_.push_back(static_cast<std::uint32_t>(i));
+  return warm_positions_then_forward(node, m);
+}
+
+bool Client::warm_positions_then_forward(NodeId node, const Ref<Msg>& m) {
+  if (!pool_->warming() || node == kNoNode) return false;
   std::vector<std::shared_ptr<WarmOp>> ops;
   NodeId olds[kMaxPreviousRoutings];
-  for (std::size_t i = first; i <= last && i < argc; i += step) {
+  for (const std::uint32_t i : key_pos_) {
     const std::string_view key = parser_.arg(in_, i);
     const std::size_t n = moved(key, node, olds);
     if (n > 0) ops.push_back(warm_op(key, node, std::span<const NodeId>(olds, n)));
