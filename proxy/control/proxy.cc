@@ -504,7 +504,7 @@ StatsHeader Proxy::stats_header() const {
 
 std::string Proxy::prometheus() const {
   return render_prometheus(metrics_, *topology()) + sentinel_->prometheus() +
-         cluster_->prometheus();
+         cluster_->prometheus() + (rebalancer_ ? rebalancer_->prometheus() : "");
 }
 
 std::uint64_t Proxy::applied_version() const {
