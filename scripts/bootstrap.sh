@@ -25,7 +25,8 @@ PACKAGES=(
   python3-redis                   # chash-proxy ACL tests drive the proxy with redis-py (RESP2 AUTH user pass)
   python3-pymemcache              # chash-proxy client tests drive the memcache pool with pymemcache
   clang-format                    # .clang-format (developers: clang-format -i; not needed to build)
-  python3-build python3-setuptools python3-wheel python3-venv python3-pip  # pip install . / python3 -m build --wheel (pyproject.toml, setup.py)
+  python3-build python3-setuptools python3-wheel python3-venv python3-pip  # pip install ., wheels
+  prometheus                      # promtool: the dashboard test runs `promtool check metrics` on a /metrics scrape
 )
 
 missing=()
