@@ -26,7 +26,9 @@ PACKAGES=(
   python3-pymemcache              # chash-proxy client tests drive the memcache pool with pymemcache
   clang-format                    # .clang-format (developers: clang-format -i; not needed to build)
   python3-build python3-setuptools python3-wheel python3-venv python3-pip  # pip install ., wheels
-  prometheus                      # promtool: the dashboard test runs `promtool check metrics` on a /metrics scrape
+  help2man lintian dpkg-dev fakeroot file  # make package: chash(1)/chash-proxy(8) from --help, the .deb checked by lintian
+  man-db bash-completion          # the package test renders the man pages (man -l) and loads the completions
+  prometheus                      # the dashboard test: Prometheus scrapes a proxy; promtool checks
 )
 
 missing=()
