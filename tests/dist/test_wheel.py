@@ -98,13 +98,16 @@ def test_wheel_contents(wheel):
 
 
 def test_wheel_imports_and_routes_in_a_clean_venv(wheel, reference, tmp_path):
+    # No pip of its own (ensurepip costs seconds): Debian's pip installs into it (--python).
     venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", str(venv)])
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     py = str(venv / "bin" / "python")
     assert run([py, "-c", "import sys; print(sys.flags.no_site, sys.prefix != sys.base_prefix)"]
                ).split() == ["0", "True"]
-    run([py, "-m", "pip", "install", "--no-index", "--no-deps", wheel],
+    run([sys.executable, "-m", "pip", "--python", py, "install", "--no-index", "--no-deps", wheel],
         env=dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1"))
+    assert run([py, "-c", "import importlib.util as u; print(u.find_spec('setuptools'))"]
+               ).strip() == "None"  # clean: not even setuptools
     # Nothing from the checkout or the system is on its path: not the build tree, not Debian's.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = json.loads(run([py, "-c", PROBE], env=env, cwd=str(tmp_path)))
@@ -120,8 +123,8 @@ def test_pip_install_from_the_checkout(reference, tmp_path):
     """`pip install --no-build-isolation .` in a venv that sees Debian's setuptools and wheel
     (--system-site-packages: the build backend comes from Debian, nothing from PyPI)."""
     venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)])
-    py = str(venv / "bin" / "python")
+    run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)])
+    py = str(venv / "bin" / "python")  # its `-m pip` is Debian's, installing into the venv
     run([py, "-m", "pip", "install", "--no-build-isolation", "--no-index", ROOT],
         env=build_env(tmp_path), cwd=str(tmp_path))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
