@@ -12,7 +12,7 @@ PEER_NODES ?= 10,100,1000
 PEER_KEYS ?= 100000
 PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build release install demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-resize bench-fleet bench-route soak compat-vectors redis-suite twemproxy-suite clean
+.PHONY: all bootstrap build release install package wheel demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-resize bench-fleet bench-route soak compat-vectors redis-suite twemproxy-suite clean
 
 all: build
 
@@ -36,6 +36,36 @@ install: bootstrap
 	  -DCHASH_BUILD_BENCH=OFF -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS) >/dev/null
 	cmake --build build-release -j $(JOBS)
 	cmake --install build-release
+
+# The Debian package (docs/PACKAGING.md): a Release tree for the prefix /usr built with Debian's
+# hardening flags (dpkg-buildflags, hardening=+all; its -g and -O2 left to the build type), packed
+# by CPack into build-deb/package/chash_VERSION-REVISION_ARCH.deb, then checked as `make test`
+# checks the test tree's (tests/dist/test_deb.py: programs, library, man pages, completion,
+# unit, Depends, lintian). `sudo apt install ./build-deb/package/chash_*.deb` installs it.
+DEB_FLAGS = DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get
+package: bootstrap
+	@echo "make: $@ starts at $$(date +%T)"
+	cmake -S . -B build-deb -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+	  -DCHASH_BUILD_TESTS=OFF -DCHASH_BUILD_BENCH=OFF -DCHASH_BUILD_EXAMPLES=OFF -DCHASH_PYTHON=OFF \
+	  -DCMAKE_C_FLAGS="$$($(DEB_FLAGS) CPPFLAGS) $$($(DEB_FLAGS) CFLAGS | sed 's/ *-g\b//; s/ *-O2\b//')" \
+	  -DCMAKE_CXX_FLAGS="$$($(DEB_FLAGS) CPPFLAGS) $$($(DEB_FLAGS) CXXFLAGS | sed 's/ *-g\b//; s/ *-O2\b//')" \
+	  -DCMAKE_EXE_LINKER_FLAGS="$$($(DEB_FLAGS) LDFLAGS)" \
+	  -DCMAKE_SHARED_LINKER_FLAGS="$$($(DEB_FLAGS) LDFLAGS)" $(CMAKE_FLAGS) >/dev/null
+	cmake --build build-deb -j $(JOBS)
+	rm -f build-deb/package/chash_*.deb
+	cd build-deb && cpack
+	CHASH_BUILD_DIR=$(CURDIR)/build-deb CHASH_DEB=$$(ls build-deb/package/chash_*.deb) \
+	  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/dist/test_deb.py
+	@ls -l build-deb/package/chash_*.deb
+
+# A wheel of the Python package as `pip install .` builds it: a fresh Release CMake tree of the
+# library and the module (kept in build-python/ for the next run), by Debian's python3-build
+# without PyPI; build-python/dist/chash-VERSION-cpXY-cpXY-linux_ARCH.whl.
+wheel: bootstrap
+	@echo "make: $@ starts at $$(date +%T)"
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) /usr/bin/python3 -m build --wheel --no-isolation \
+	  --outdir build-python/dist .
+	@ls -l build-python/dist/chash-*.whl
 
 # The main job: the consistent-hashing scenarios with measured numbers; plots in ./chash-demo/.
 demo: release
@@ -180,4 +210,4 @@ compat-vectors:
 	bash tests/compat/generate_all.sh
 
 clean:
-	rm -rf build build-release build-asan build-tsan build-fuzz
+	rm -rf build build-release build-asan build-tsan build-fuzz build-deb build-python

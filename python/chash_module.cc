@@ -35,6 +35,7 @@
 #include "chash/ring_spec.h"
 #include "chash/router.h"
 #include "chash/table.h"
+#include "chash/version.h"
 
 namespace py = pybind11;
 
@@ -536,6 +537,8 @@ PyMethodDef route_def = {"route",
 
 PYBIND11_MODULE(_chash, m) {
   m.doc() = "chash: consistent hashing with byte-exact peer presets (the C++ libchash).";
+  // The library's version (CMakeLists.txt project()), which the wheel's metadata also carries.
+  m.attr("__version__") = CHASH_VERSION_STRING;
 
   // chash::Error carries a message a person can act on; Python callers see it as ValueError.
   py::register_exception_translator([](std::exception_ptr p) {

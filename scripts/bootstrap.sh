@@ -29,6 +29,10 @@ PACKAGES=(
   tcl                             # make redis-suite: Redis's own TCL test units (tests/redis_suite)
   python3-nose python3-memcache   # make twemproxy-suite: twemproxy's nose tests (tests/twemproxy_suite)
   clang-format                    # .clang-format (developers: clang-format -i; not needed to build)
+  python3-build python3-setuptools python3-wheel python3-venv python3-pip  # pip install ., wheels
+  help2man lintian dpkg-dev fakeroot file  # make package: chash(1)/chash-proxy(8) from --help, the .deb checked by lintian
+  man-db bash-completion          # the package test renders the man pages (man -l) and loads the completions
+  prometheus                      # the dashboard test: Prometheus scrapes a proxy; promtool checks
 )
 
 missing=()

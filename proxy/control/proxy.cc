@@ -548,7 +548,7 @@ StatsHeader Proxy::stats_header() const {
 std::string Proxy::prometheus() const {
   std::string out = render_prometheus(metrics_, *topology());
   for (const MembershipSource* s : sources_) out += s->prometheus();
-  return out;
+  return out + rebalancer_->prometheus();
 }
 
 std::uint64_t Proxy::applied_version() const {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "chash/internal/uri_decode.h"
 #include "control/log.h"
@@ -319,6 +320,11 @@ void Rebalancer::run(std::string pool_name, double rate) {
     r.skipped += c.skipped;
     r.failed += c.failed;
     if (!c.error.empty()) r.error = c.error;
+    Totals& t = totals_[pool_name];
+    t.scanned += scanned;
+    t.moved += c.moved;
+    t.skipped += c.skipped;
+    t.failed += c.failed;
   };
   // Keeps to `rate` keys a second over the whole run.
   auto pace = [&](std::size_t n) {
@@ -453,6 +459,44 @@ std::string Rebalancer::status_json() const {
     first = false;
   }
   return o + "]";
+}
+
+std::string Rebalancer::prometheus() const {
+  std::vector<std::string> pools;
+  for (const auto& p : topology_()->pools) {
+    if (p->config.protocol != PoolProtocol::kTcp && !p->config.is_cluster()) {
+      pools.push_back(p->config.name);
+    }
+  }
+  if (pools.empty()) return "";
+  std::lock_guard lock(mu_);
+  std::string o;
+  auto family = [&](const char* name, const char* type, const char* help, auto value) {
+    o += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+    for (const auto& pool : pools) {
+      const auto t = totals_.find(pool);
+      const auto r = runs_.find(pool);
+      o += std::string(name) + "{pool=\"" + prometheus_label_escape(pool) + "\"} " +
+           std::to_string(value(t == totals_.end() ? Totals{} : t->second,
+                                r != runs_.end() && r->second.state == "running")) +
+           "\n";
+    }
+  };
+  family("chash_proxy_rebalance_scanned_total", "counter",
+         "Rebalance: keys listed at previous owners (SCAN, metadump), every run.",
+         [](const Totals& t, bool) { return t.scanned; });
+  family("chash_proxy_rebalance_moved_total", "counter",
+         "Rebalance: keys moved to their owner, every run.",
+         [](const Totals& t, bool) { return t.moved; });
+  family("chash_proxy_rebalance_skipped_total", "counter",
+         "Rebalance: keys already home, gone meanwhile, or with nowhere to go, every run.",
+         [](const Totals& t, bool) { return t.skipped; });
+  family("chash_proxy_rebalance_failed_total", "counter",
+         "Rebalance: keys that could not be moved, every run.",
+         [](const Totals& t, bool) { return t.failed; });
+  family("chash_proxy_rebalance_running", "gauge", "1 while a rebalance of the pool runs.",
+         [](const Totals&, bool running) -> std::uint64_t { return running ? 1 : 0; });
+  return o;
 }
 
 }  // namespace chash::proxy

@@ -43,6 +43,11 @@ class Rebalancer {
   bool stop(std::string& message);
   // `"rebalance":[{"pool":..,"state":..,"scanned":N,...}]` for /status (no braces around it).
   std::string status_json() const;
+  // /metrics: chash_proxy_rebalance_{scanned,moved,skipped,failed}_total{pool} (every run since
+  // the start, where /status has the last run's) and chash_proxy_rebalance_running{pool}, for
+  // every pool a rebalance could move (redis and memcache pools, not clusters), 0 before the
+  // first run so that dashboards find the series.
+  std::string prometheus() const;
   // Blocks until no rebalance runs (tests).
   void wait() const;
   // Pools whose membership is the fleet's (membership/fleet/agent.h): the fleet ends their
@@ -74,6 +79,10 @@ class Rebalancer {
   std::map<std::string, Run> runs_;  // the last run per pool
   std::mutex hook_mu_;               // done_hook_, held while it runs
   DoneHook done_hook_;
+  struct Totals {
+    std::uint64_t scanned = 0, moved = 0, skipped = 0, failed = 0;
+  };
+  std::map<std::string, Totals> totals_;  // every run per pool, for /metrics
   std::atomic<bool> stop_{false};
   std::atomic<int> active_{0};
   std::thread thread_;

@@ -12,6 +12,7 @@ See docs/PYTHON.md for the API.
 """
 from ._chash import (  # noqa: F401
     Router,
+    __version__,
     address_presets,
     algorithms,
     canonical_ring_spec,
@@ -23,6 +24,7 @@ from ._chash import (  # noqa: F401
 )
 
 __all__ = [
+    "__version__",
     "Router",
     "presets",
     "address_presets",

@@ -4,6 +4,8 @@ from typing import Iterable, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 Key = Union[str, bytes]
 Name = TypeVar("Name", str, bytes)
+__version__: str
+
 Nodes = Union[Sequence[Key], Sequence[Tuple[Key, int]], Mapping[Key, int]]
 
 class Router:

@@ -6,6 +6,7 @@
 // server read through; the window can be turned off or run out.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,6 +17,13 @@
 
 namespace chash::proxy::testing {
 namespace {
+
+// The value of the series `name{pool="p"}` in a /metrics text, -1 when it is absent.
+std::int64_t metric(const std::string& text, const std::string& name) {
+  const std::string series = "\n" + name + "{pool=\"p\"} ";
+  const auto at = text.find(series);
+  return at == std::string::npos ? -1 : std::stoll(text.substr(at + series.size()));
+}
 
 class WarmupE2E : public ::testing::Test {
  protected:
@@ -239,6 +247,8 @@ TEST_F(WarmupE2E, RebalanceMovesEveryKeyAndEndsTheWindow) {
   EXPECT_NE(post("stop=1").find("202"), std::string::npos);
   proxy->rebalancer().wait();
   EXPECT_NE(proxy->status_json().find("\"state\":\"stopped\""), std::string::npos);
+  const std::int64_t moved_first = metric(proxy->prometheus(), "chash_proxy_rebalance_moved_total");
+  EXPECT_GT(moved_first, 0);
   for (int i = 0; i < kKeys; i += 7) {
     ASSERT_EQ(c.call({"GET", "r" + std::to_string(i)}), bulk(std::to_string(i))) << i;
   }
@@ -248,6 +258,15 @@ TEST_F(WarmupE2E, RebalanceMovesEveryKeyAndEndsTheWindow) {
   const std::string status = proxy->status_json();
   EXPECT_NE(status.find("\"state\":\"done\""), std::string::npos) << status;
   EXPECT_NE(status.find("\"failed\":0"), std::string::npos) << status;
+  // /metrics counts both runs (where /status has the last): every moved key once, none failed.
+  const std::string m = proxy->prometheus();
+  const auto run = status.find("\"moved\":", status.find("\"rebalance\":["));
+  ASSERT_NE(run, std::string::npos) << status;
+  const std::int64_t moved_second = std::stoll(status.substr(run + 8));
+  EXPECT_EQ(metric(m, "chash_proxy_rebalance_moved_total"), moved_first + moved_second) << m;
+  EXPECT_EQ(metric(m, "chash_proxy_rebalance_failed_total"), 0);
+  EXPECT_EQ(metric(m, "chash_proxy_rebalance_running"), 0);
+  EXPECT_GE(metric(m, "chash_proxy_rebalance_scanned_total"), moved_first + moved_second);
   ASSERT_TRUE(eventually([&] { return proxy->topology()->pools[0]->previous.empty(); }));
   ASSERT_TRUE(reload_applied(*proxy));
   const auto t = proxy->topology();
