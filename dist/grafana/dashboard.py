@@ -310,11 +310,51 @@ def build():
     d.stat("Uptime", "Time since each proxy started.", "s",
            f"time() - process_start_time_seconds{{{S}}}", "{{instance}}", w=24, h=3)
 
+    d.row("Fleet: membership and health through etcd (docs/FLEET.md)")
+    d.timeseries("etcd reachable", "1 while etcd answers each proxy (its lease is kept alive); 0: "
+                 "serving the last applied membership, changes refused.", "none",
+                 [(f"min by (instance) (chash_proxy_etcd_up{{{S}}})", "{{instance}}")], w=8)
+    d.timeseries("Membership revision and epoch", "The servers-key revision and the fleet state "
+                 "epoch each proxy routes by: one line per proxy, apart only while a change rolls "
+                 "out.", "none",
+                 [(f"max by (instance, pool) (chash_proxy_membership_revision{{{P}}})",
+                   "{{instance}} {{pool}} revision"),
+                  (f"max by (instance, pool) (chash_proxy_fleet_epoch{{{P}}})",
+                   "{{instance}} {{pool}} epoch")], w=8)
+    d.timeseries("Fleet members and lag", "Live proxies serving the pool, and the epochs the most "
+                 "lagging one is behind.", "none",
+                 [(f"max by (pool) (chash_proxy_fleet_members{{{P}}})", "{{pool}} members"),
+                  (f"max by (pool) (chash_proxy_fleet_member_lag{{{P}}})", "{{pool}} max lag")],
+                 w=8)
+    d.timeseries("Fleet ejections", "Servers the fleet has ejected (a quorum of proxies cannot "
+                 "reach them).", "none",
+                 [(f"sum by (pool, backend) (chash_proxy_fleet_ejected{{{P}}})",
+                   "{{pool}} {{backend}}")], w=8)
+    d.timeseries("Unreachable from one proxy/s", "Requests a proxy refused because it alone "
+                 "cannot reach a backend the fleet routes to (no split brain).", "reqps",
+                 [(rate("chash_proxy_fleet_unreachable_total", B, "instance, backend"),
+                   "{{instance}} {{backend}}")], w=8)
+    d.timeseries("Fleet state changes", "State transactions each proxy wrote, values in etcd "
+                 "refused, and which proxy leads (rebalances, flushes).", "short",
+                 [(f"sum by (instance) (increase(chash_proxy_fleet_transitions_total{{{S}}}[{RATE}]))",
+                   "{{instance}} transitions"),
+                  (f"sum by (instance) (increase(chash_proxy_fleet_refused_total{{{S}}}[{RATE}]))",
+                   "{{instance}} refused"),
+                  (f"max by (instance) (chash_proxy_fleet_leader{{{S}}})", "{{instance}} leader")],
+                 w=8)
+
+    d.row("Blocking commands (BLPOP, BZMPOP, XREAD BLOCK ...)")
+    d.timeseries("Blocked clients", "Clients waiting on a blocking command, each on a backend "
+                 "connection of its own.", "none",
+                 [(f"sum by (pool) (chash_proxy_blocked_clients{{{P}}})", "{{pool}}")], w=12)
+    d.timeseries("Blocking commands refused/s", "Refused because max_blocked_clients were "
+                 "blocked already.", "reqps",
+                 [(rate("chash_proxy_blocked_refused_total", P, "pool"), "{{pool}}")], w=12)
+
     # ---- Panels to come (docs/PACKAGING.md, "Adding panels") --------------------------------
-    # Hot keys (issue 30 part A: chash_proxy_hot_key_*) and the etcd fleet
-    # (chash_proxy_membership_revision, chash_proxy_etcd_up) get their rows here, each with
-    # d.row(...) and the panels under it. tests/dist/test_grafana.py then requires each metric
-    # they query to be in its proxy's /metrics: give that proxy the config the series need.
+    # Hot keys (issue 30 part A: chash_proxy_hot_key_*) get their row here, with d.row(...) and
+    # the panels under it. tests/dist/test_grafana.py then requires each metric they query to be
+    # in its proxy's /metrics: give that proxy the config the series need.
 
     return {
         "title": "chash-proxy",

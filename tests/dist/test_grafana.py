@@ -101,12 +101,24 @@ def stack(tmp_path_factory):
         r1, r2 = start_redis(ps, "r1"), start_redis(ps, "r2")
         st = Stack()
         st.port, st.admin, st.prom = free_port(), free_port(), free_port()
+        # The pool's servers come from etcd (docs/FLEET.md), so the fleet's series are served.
+        etcd_client, etcd_peer = free_port(), free_port()
+        e = ps.start("etcd", [require_tool("etcd", "etcd-server"), "--name", "g1", "--data-dir",
+                              str(tmp / "etcd"), "--listen-client-urls",
+                              f"http://127.0.0.1:{etcd_client}", "--advertise-client-urls",
+                              f"http://127.0.0.1:{etcd_client}", "--listen-peer-urls",
+                              f"http://127.0.0.1:{etcd_peer}", "--initial-advertise-peer-urls",
+                              f"http://127.0.0.1:{etcd_peer}", "--initial-cluster",
+                              f"g1=http://127.0.0.1:{etcd_peer}", "--logger", "zap",
+                              "--log-outputs", str(tmp / "etcd.log")])
+        wait_port(etcd_client, e, limit=30)
         config = tmp / "proxy.yml"
         config.write_text(
             f"cache:\n  listen: 127.0.0.1:{st.port}\n  redis: true\n  hash: fnv1a_64\n"
             f"  distribution: ketama\n  timeout: 2000\n  servers:\n"
             f"    - 127.0.0.1:{r1}:1 r1\n    - 127.0.0.1:{r2}:1 r2\n"
-            f"chash_proxy:\n  admin: 127.0.0.1:{st.admin}\n")
+            f"chash_proxy:\n  admin: 127.0.0.1:{st.admin}\n"
+            f"  membership:\n    etcd: [127.0.0.1:{etcd_client}]\n    id: g1\n")
         p = ps.start("proxy", [proxy, "-c", str(config), "--no-stats"])
         wait_port(st.admin, p)
         wait_port(st.port, p)

@@ -940,9 +940,19 @@ void Agent::build_metrics(MetricLines& out) const {
       try {
         const PoolState st = decode_state(kv->second.value);
         epoch = st.epoch;
-        for (const auto& e : st.target.ejected) {
+        // Every server of the pool, 0 or 1: a gauge that disappears would read as "no data".
+        for (const auto& spec : st.target.servers) {
+          std::string server;
+          try {
+            server = server_name(spec);
+          } catch (const Error&) {
+            continue;
+          }
+          const bool ejected = std::find(st.target.ejected.begin(), st.target.ejected.end(),
+                                         server) != st.target.ejected.end();
           out["chash_proxy_fleet_ejected"].push_back("{" + pool + ",backend=\"" +
-                                                     prometheus_label_escape(e) + "\"} 1");
+                                                     prometheus_label_escape(server) + "\"} " +
+                                                     (ejected ? "1" : "0"));
         }
       } catch (const std::invalid_argument&) {
       }
