@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "certs_util.h"
 #include "control/log.h"
 #include "etcd_util.h"
 #include "membership/fleet/state.h"
@@ -112,9 +113,11 @@ class FleetE2E : public ::testing::Test {
     c.put("/t/pools/cache/servers", fleet::encode_servers(servers));
   }
   // Every running proxy routes by the state's epoch, and the state is stable.
-  bool settled() {
+  // `also`: a condition on that same state (two reads could straddle a change).
+  bool settled(const std::function<bool(const fleet::PoolState&)>& also = nullptr) {
     const fleet::PoolState s = state();
     if (s.epoch == 0 || s.phase != fleet::Phase::kStable) return false;
+    if (also && !also(s)) return false;
     for (auto& r : proxies) {
       if (!*r) continue;
       if ((*r)->topology()->pools[0]->fleet_epoch != s.epoch) return false;
@@ -163,7 +166,8 @@ TEST_F(FleetE2E, ChangeWrittenToEtcdIsAppliedByEveryProxy) {
   }
   const std::uint64_t before = state().epoch;
   put_servers({spec(0), spec(1), spec(2)});
-  ASSERT_TRUE(within(10s, [&] { return state().epoch > before && settled(); }));
+  ASSERT_TRUE(within(
+      10s, [&] { return settled([&](const fleet::PoolState& st) { return st.epoch > before; }); }));
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(pool(i).nodes, 3u) << "p" << i + 1;
     RespClient r(RespClient::dial_tcp(port(i)));
@@ -348,7 +352,9 @@ TEST_F(FleetE2E, QuorumEjectsAndTheReturnServesNoStaleValue) {
   }
   EXPECT_EQ(c2.call({"GET", keys[0]}), bulk("new"));
   ::kill(redis[1]->pid(), SIGCONT);  // back, still holding "old" for every key
-  ASSERT_TRUE(within(15s, [&] { return settled() && state().target.ejected.empty(); }));
+  ASSERT_TRUE(within(15s, [&] {
+    return settled([](const fleet::PoolState& st) { return st.target.ejected.empty(); });
+  }));
   for (int i = 0; i < 2; ++i) {
     RespClient r(RespClient::dial_tcp(port(i)));
     for (const auto& k : keys)
@@ -514,14 +520,10 @@ TEST_F(FleetThreeEtcdE2E, LosingOneEtcdMemberKeepsTheFleetGoing) {
 namespace chash::proxy::testing {
 namespace {
 
-// Runs `cmd` through the shell; its exit code and what it printed (stdout and stderr).
+// `cmd`'s exit code and what it printed (certs_util.h's run()).
 std::pair<int, std::string> shell(const std::string& cmd) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  auto [out, rc] = run(cmd);
+  return {rc, out};
 }
 
 #ifdef CHASH_CLI_PATH
@@ -532,7 +534,8 @@ TEST_F(FleetE2E, ChashFleetShowsAndChangesTheFleet) {
   start_default_proxy(0, 2);
   ASSERT_TRUE(within(5s, [&] { return settled(); }));
   RespClient c(RespClient::dial_tcp(port(0)));
-  for (int k = 0; k < 100; ++k) ASSERT_EQ(c.call({"SET", "c:" + std::to_string(k), "v"}), "+OK\r\n");
+  for (int k = 0; k < 100; ++k)
+    ASSERT_EQ(c.call({"SET", "c:" + std::to_string(k), "v"}), "+OK\r\n");
   const std::string cli = std::string(CHASH_CLI_PATH) + " fleet ";
   const std::string conn = " --etcd " + etcd->endpoints()[0] + " --prefix /t --pool cache ";
   auto [rc, out] = shell(cli + "add" + conn + "'" + spec(2) + "' --wait");

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "certs_util.h"
 #include "e2e_util.h"
 #include "redis_util.h"
 
@@ -28,47 +29,6 @@ namespace chash::proxy {
 namespace {
 
 using namespace testing;
-
-std::pair<std::string, int> run(const std::string& cmd) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {"popen failed", -1};
-  std::string out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  const int status = ::pclose(p);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
-
-// ---- Certificates (made once for the suite) ---------------------------------------------------
-
-class Certs {
- public:
-  explicit Certs(const fs::path& dir) : dir_(dir) {}
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  // A CA `name`.crt/.key.
-  bool ca(const std::string& name) {
-    return ok("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " +
-              path(name + ".key") + " -out " + path(name + ".crt") + " -days 30 -subj /CN=" + name);
-  }
-  // A certificate `name`.crt/.key signed by CA `ca`, with subjectAltName `san` (may be empty).
-  bool leaf(const std::string& name, const std::string& ca, const std::string& san, int days = 30) {
-    std::ofstream(path(name + ".ext")) << (san.empty() ? "" : "subjectAltName=" + san + "\n");
-    return ok("openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " +
-              path(name + ".key") + " -out " + path(name + ".csr") + " -subj /CN=" + name) &&
-           ok("openssl x509 -req -in " + path(name + ".csr") + " -CA " + path(ca + ".crt") +
-              " -CAkey " + path(ca + ".key") + " -CAcreateserial -days " + std::to_string(days) +
-              " -extfile " + path(name + ".ext") + " -out " + path(name + ".crt"));
-  }
-
- private:
-  bool ok(const std::string& cmd) {
-    const auto [out, rc] = run(cmd);
-    if (rc != 0) ADD_FAILURE() << cmd << ": " << out;
-    return rc == 0;
-  }
-  fs::path dir_;
-};
 
 // ---- A blocking TLS client ----------------------------------------------------------------------
 
@@ -450,8 +410,8 @@ TEST_F(TlsE2E, TcpPoolTerminatesAndOriginatesTls) {
                        tls_map("server2") + "  server_tls: {ca: " + cert("ca") +
                        "}\n  servers:\n    - 127.0.0.1:" + tls_port + ":1 r\n" +
                        "c:\n  listen: 127.0.0.1:" + std::to_string(pc) + "\n  protocol: tcp\n" +
-                       "  server_tls: {ca: " + cert("ca") + "}\n  servers:\n    - 127.0.0.1:" +
-                       tls_port + ":1 r\n");
+                       "  server_tls: {ca: " + cert("ca") +
+                       "}\n  servers:\n    - 127.0.0.1:" + tls_port + ":1 r\n");
   const std::string big(300000, 'v');
   const std::string set_big = "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$300000\r\n" + big + "\r\n";
   const std::string got_big = "$300000\r\n" + big + "\r\n";
@@ -545,9 +505,8 @@ TEST_F(TlsE2E, PerServerServerTls) {
                        "  server_auth: ppw\n  server_tls: {ca: " +
                        cert("ca") + ", sni: wrong.example}\n  servers:\n" +
                        "    - {server: \"127.0.0.1:" + std::to_string(r1.port()) +
-                       ":1 r1\", server_tls: {sni: localhost}}\n" +
-                       "    - {server: \"127.0.0.1:" + std::to_string(r2.plain_port()) +
-                       ":1 r2\", server_tls: false}\n");
+                       ":1 r1\", server_tls: {sni: localhost}}\n" + "    - {server: \"127.0.0.1:" +
+                       std::to_string(r2.plain_port()) + ":1 r2\", server_tls: false}\n");
   const auto t = proxy->topology();
   std::set<NodeId> seen;
   for (int i = 0; i < 20; ++i) {
@@ -582,13 +541,14 @@ TEST_F(TlsE2E, AdminPortOverTls) {
   proxy.start(dir, "chash_proxy:\n  admin: 127.0.0.1:" + std::to_string(admin) +
                        "\n  admin_tls: {cert: " + cert("server") + ", key: " + key("server") +
                        "}\n  admin_auth: {token: s3cret, protect: all}\n"
-                       "p:\n  listen: 127.0.0.1:" + std::to_string(port) +
+                       "p:\n  listen: 127.0.0.1:" +
+                       std::to_string(port) +
                        "\n  redis: true\n  servers:\n    - 127.0.0.1:1:1 r1\n");
   {
     TlsClient c(admin, cert("ca"));
     ASSERT_TRUE(c.handshake_ok());
-    const std::string r = c.call("GET /status HTTP/1.1\r\nAuthorization: Bearer s3cret\r\n\r\n",
-                                 "}\n");
+    const std::string r =
+        c.call("GET /status HTTP/1.1\r\nAuthorization: Bearer s3cret\r\n\r\n", "}\n");
     EXPECT_TRUE(r.starts_with("HTTP/1.1 200 OK\r\n")) << r;
     EXPECT_NE(r.find("\"version\""), std::string::npos) << r;
   }

@@ -3,12 +3,15 @@
 
 #include <netdb.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
+#include <csignal>
 #include <cstring>
+#include <mutex>
 
 // CPPHTTPLIB_OPENSSL_SUPPORT comes from cpp-httplib's pkg-config flags (proxy/CMakeLists.txt):
 // the library was built with it, and the header must agree.
@@ -75,6 +78,44 @@ std::string describe(httplib::Error e) {
   }
 }
 
+// One request's answer. etcd's gateway ends an error reply's chunked body with an HTTP trailer
+// (Grpc-Trailer-Content-Type), which cpp-httplib 0.11 reads as a broken connection: the status and
+// the body have arrived by then, so they are taken from the handlers, and the connection (left
+// mid-stream) is not used again.
+struct Answer {
+  int status = 0;
+  std::string body;
+  httplib::Error error = httplib::Error::Success;
+  bool reusable = true;
+};
+
+Answer exchange(httplib::Client& http, const std::string& path, const httplib::Headers& headers,
+                const std::string& body) {
+  Answer a;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.headers = headers;
+  req.body = body;
+  req.set_header("Content-Type", "application/json");
+  req.response_handler = [&a](const httplib::Response& res) {
+    a.status = res.status;
+    return true;
+  };
+  req.content_receiver = [&a](const char* data, std::size_t len, std::uint64_t, std::uint64_t) {
+    if (a.body.size() + len > (std::size_t{64} << 20)) return false;  // no etcd reply is this big
+    a.body.append(data, len);
+    return true;
+  };
+  httplib::Response res;
+  if (!http.send(req, res, a.error)) {
+    a.reusable = false;
+    // The whole body came (a JSON object), only the trailer did not parse: an answer.
+    if (a.status != 0 && !a.body.empty() && a.body.back() == '}') a.error = httplib::Error::Success;
+  }
+  return a;
+}
+
 }  // namespace
 
 Endpoint parse_endpoint(std::string_view text) {
@@ -104,6 +145,16 @@ Endpoint parse_endpoint(std::string_view text) {
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {
   if (options_.endpoints.empty()) throw EtcdError("etcd: no endpoints");
+  // OpenSSL writes a TLS record with write(2): to a connection etcd has closed (a refused
+  // certificate) that raises SIGPIPE, which would end the process. Ignored once, process-wide,
+  // unless the program handles it itself (as curl and redis-cli do).
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction old {};
+    if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
+      ::signal(SIGPIPE, SIG_IGN);
+    }
+  });
 }
 
 Client::~Client() = default;
@@ -139,21 +190,21 @@ std::unique_ptr<httplib::Client> Client::connect(const Endpoint& e,
 }
 
 bool Client::authenticate(httplib::Client& http, const Endpoint& e, std::string& transport_error) {
-  const auto r =
-      http.Post("/v3/auth/authenticate", authenticate_request(options_.user, options_.password),
-                "application/json");
-  if (!r) {
-    transport_error = r.error() == httplib::Error::Connection ? connect_error(e, options_.timeout)
-                                                              : describe(r.error());
+  const Answer r = exchange(http, "/v3/auth/authenticate", {},
+                            authenticate_request(options_.user, options_.password));
+  if (!r.reusable) broken_ = true;
+  if (r.error != httplib::Error::Success) {
+    transport_error = r.error == httplib::Error::Connection ? connect_error(e, options_.timeout)
+                                                            : describe(r.error);
     return false;
   }
-  if (r->status != 200) {
+  if (r.status != 200) {
     // Refused credentials: every member would refuse them.
-    const auto err = parse_error(r->body);
+    const auto err = parse_error(r.body);
     throw EtcdError("etcd " + e.text() + ": authenticate as '" + options_.user +
-                    "': " + (err ? err->message : "HTTP " + std::to_string(r->status)));
+                    "': " + (err ? err->message : "HTTP " + std::to_string(r.status)));
   }
-  token_ = parse_authenticate(r->body);
+  token_ = parse_authenticate(r.body);
   return true;
 }
 
@@ -166,6 +217,8 @@ std::string Client::post(const std::string& path, const std::string& body) {
     httplib::Client* http = nullptr;
     {
       std::lock_guard lock(mu_);
+      if (broken_) http_.reset();
+      broken_ = false;
       if (!http_) http_ = connect(e, options_.timeout);
       http = http_.get();
     }
@@ -184,15 +237,15 @@ std::string Client::post(const std::string& path, const std::string& body) {
     for (int renewed = 0;; ++renewed) {
       httplib::Headers headers;
       if (!token_.empty()) headers.emplace("Authorization", token_);
-      const auto r = http->Post(path, headers, body, "application/json");
-      if (!r) {
-        const httplib::Error err = r.error();
-        next(err == httplib::Error::Connection ? connect_error(e, options_.timeout)
-                                               : describe(err));
+      const Answer r = exchange(*http, path, headers, body);
+      if (!r.reusable) broken_ = true;
+      if (r.error != httplib::Error::Success) {
+        next(r.error == httplib::Error::Connection ? connect_error(e, options_.timeout)
+                                                   : describe(r.error));
         break;
       }
-      if (r->status == 200) return r->body;
-      const auto er = parse_error(r->body);
+      if (r.status == 200) return r.body;
+      const auto er = parse_error(r.body);
       if (er && er->code == kUnauthenticated && !options_.user.empty() && renewed == 0) {
         // The token expired (etcd's simple tokens last 5 minutes idle): once more with a new one.
         if (authenticate(*http, e, why)) continue;
@@ -205,7 +258,7 @@ std::string Client::post(const std::string& path, const std::string& body) {
       }
       throw EtcdError(
           "etcd " + e.text() + ": " +
-          (er ? er->message : "HTTP " + std::to_string(r->status) + " " + r->body.substr(0, 120)));
+          (er ? er->message : "HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 120)));
     }
   }
   throw EtcdError(last_error.empty() ? "etcd: unreachable" : last_error);

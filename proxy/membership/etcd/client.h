@@ -107,6 +107,7 @@ class Client {
   std::string token_;
   mutable std::mutex mu_;  // http_ (stop() from another thread)
   std::unique_ptr<httplib::Client> http_;
+  bool broken_ = false;  // http_ was left mid-reply: connect afresh
   std::atomic<bool> stopped_{false};
 };
 

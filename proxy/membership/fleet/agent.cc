@@ -578,8 +578,6 @@ void Agent::apply_pools() {
 
 void Agent::report_health() {
   const auto t = host_.topology();
-  const std::int64_t now = steady_ms();
-  (void)now;
   for (const auto& p : t->pools) {
     const auto pc = pools_now_.find(p->config.name);
     if (pc == pools_now_.end()) continue;
@@ -691,13 +689,20 @@ void Agent::leader_work(const Plan& p) {
     const auto running = rebalancing_.find(w.pool);
     if (running != rebalancing_.end() && running->second == w.epoch) continue;
     if (host_.rebalancer->running() || now < rebalance_retry_ms_[w.pool]) continue;
+    // Nothing read through here (no previous routing): nothing to move.
+    bool warming = false;
+    for (const auto& pl : host_.topology()->pools) {
+      if (pl->config.name == w.pool) warming = pl->warming();
+    }
+    if (!warming) {
+      progress_.rebalanced[w.pool] = w.epoch;
+      continue;
+    }
     std::string message;
     if (host_.rebalancer->start(w.pool, m_->rebalance_rate, message)) {
       rebalancing_[w.pool] = w.epoch;
       log(LogLevel::kInfo, "fleet: rebalancing after a committed change",
           {{"pool", w.pool}, {"epoch", std::to_string(w.epoch)}});
-    } else if (message.find("nothing to move") != std::string::npos) {
-      progress_.rebalanced[w.pool] = w.epoch;  // no previous routing here: nothing to move
     } else {
       rebalance_retry_ms_[w.pool] = now + 2 * kRetryMs;
     }

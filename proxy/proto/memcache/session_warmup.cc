@@ -4,7 +4,7 @@
 // cannot: a value with its remaining TTL and flags (`mg k v t f`), and a set that keeps a newer
 // value (`ms k <n> T<ttl> F<flags> ME`: add mode). For a key whose owner a reload changed:
 //   get/gets/gat/gats   new: the same retrieval of that key; a miss: old: `mg k v t f`; found:
-//                       new: `ms ... ME`, old: `md k`; get answers with the old value at once,
+//                       new: `ms ... ME`, then old: `md k`; get answers with the old value at once,
 //                       gets/gat/gats with the new owner's after the copy (its cas, its TTL);
 //   set                 new: set, old: `md k`, at once;
 //   delete              at both: DELETED when either had it;
@@ -120,7 +120,9 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
     send(s, 0, owner, request);
   }
   void retrieve_from(std::size_t i) {
-    if (i == olds.size()) return answer("");  // a miss everywhere
+    // A miss everywhere: the new owner once more (another reader copies there before it deletes
+    // the old copy, so a value that was only moving is found).
+    if (i == olds.size()) return retrieve_again();
     shared->warmup_reads.fetch_add(1, std::memory_order_relaxed);
     auto self = shared_from_this();
     auto s = step(1, false, [self, i](Msg& r) {

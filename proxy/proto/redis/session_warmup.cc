@@ -4,9 +4,11 @@
 // already moved.
 //
 // For a request whose key moved (Pool::previous_owners is not empty), by command:
-//   GET k                  new: GET k; a miss: old: PTTL k + GETDEL k (the first reader claims
-//                          the old copy) -> the value is the answer; then new: SET k v [PX ttl]
-//                          NX (a newer write there wins);
+//   GET k                  new: GET k; a miss: old: PTTL k + GET k -> the value is the answer;
+//                          then new: SET k v [PX ttl] NX (a newer write there wins), and once
+//                          that is in, old: DEL k; a miss at every owner asks the new one again
+//                          (a concurrent reader's copy may have landed: no miss for a value that
+//                          was only moving);
 //   other reads            new: EXISTS k + the command; not there: migrate k, then the command;
 //   SET/SETEX/PSETEX       new: the command, old: DEL k, at once (the old copy must not come
 //     (no NX/XX/GET/KEEPTTL) back); DEL/UNLINK k: at both, the answer 1 when either had it;
@@ -139,7 +141,7 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
     send(s, 0, owner, command({"GET", key}));
   }
   void get_from(std::size_t i) {
-    if (i == olds.size()) return answer_bytes("$-1\r\n", '$');  // a miss everywhere
+    if (i == olds.size()) return recheck();  // a miss everywhere (so far)
     shared->warmup_reads.fetch_add(1, std::memory_order_relaxed);
     auto self = shared_from_this();
     auto s = step(2, [self, i](Msg& r) {
@@ -154,8 +156,9 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
       self->answer(r.parts[1]);
       if (!integer(r.parts[0], ttl) || ttl == -2) ttl = -1;
       self->shared->warmup_copies.fetch_add(1, std::memory_order_relaxed);
-      self->shared->warmup_removed.fetch_add(1, std::memory_order_relaxed);
-      // The copy: its answer is nobody's (a newer write at the new owner keeps it: NX).
+      // The copy: its answer is nobody's (a newer write at the new owner keeps it: NX). The old
+      // copy goes only once the new one is in: a reader that finds neither then finds this one
+      // at the new owner (recheck).
       std::vector<std::string_view> set = {"SET", self->key, value};
       const std::string px = std::to_string(ttl);
       if (ttl > 0) {
@@ -163,11 +166,22 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
         set.push_back(px);
       }
       set.push_back("NX");
-      self->send(self->step(1, [](Msg&) {}), 0, self->owner, command(set));
+      self->send(self->step(1,
+                            [self, i](Msg&) {
+                              self->shared->warmup_removed.fetch_add(1, std::memory_order_relaxed);
+                              self->send(self->step(1, [](Msg&) {}), 0, self->olds[i],
+                                         command({"DEL", self->key}));
+                            }),
+                 0, self->owner, command(set));
     });
-    // PTTL first: GETDEL then removes it (the first reader takes the old copy).
     send(s, 0, olds[i], command({"PTTL", key}));
-    send(s, 1, olds[i], command({"GETDEL", key}));
+    send(s, 1, olds[i], command({"GET", key}));
+  }
+  // Neither the new owner nor an old one had it: another reader may have moved it meanwhile (it
+  // writes the new owner before it deletes the old copy), so the new owner is asked once more.
+  void recheck() {
+    auto self = shared_from_this();
+    send(step(1, [self](Msg& r) { self->answer(r.parts[0]); }), 0, owner, command({"GET", key}));
   }
 
   // ---- Other reads ------------------------------------------------------------------------------
