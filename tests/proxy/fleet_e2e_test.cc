@@ -99,7 +99,8 @@ class FleetE2E : public ::testing::Test {
                                servers_yaml(servers), pool_extra, membership_extra));
   }
   ProxyRunner& p(int i) { return *proxies[static_cast<std::size_t>(i)]; }
-  const Pool& pool(int i) { return *p(i)->topology()->pools[0]; }
+  // The pool as proxy `i` routes now: held, so a topology published meanwhile cannot free it.
+  std::shared_ptr<const Pool> pool(int i) { return p(i)->topology()->pools[0]; }
   std::uint16_t port(int i) { return p(i)->port(0); }
 
   fleet::PoolState state() {
@@ -126,11 +127,11 @@ class FleetE2E : public ::testing::Test {
   }
   // A key the pool of proxy `i` routes to server `name`, the `n`th such.
   std::string key_on(int i, const std::string& name, int n = 0) {
-    const Pool& pl = pool(i);
+    const auto pl = pool(i);
     for (int k = 0;; ++k) {
       const std::string key = "k:" + std::to_string(k);
-      const NodeId id = pl.route(key);
-      if (id != kNoNode && pl.servers[id].name == name && n-- == 0) return key;
+      const NodeId id = pl->route(key);
+      if (id != kNoNode && pl->servers[id].name == name && n-- == 0) return key;
     }
   }
   // Which redis servers hold `key`, as "r1", "r1,r3", "".
@@ -169,7 +170,7 @@ TEST_F(FleetE2E, ChangeWrittenToEtcdIsAppliedByEveryProxy) {
   ASSERT_TRUE(within(
       10s, [&] { return settled([&](const fleet::PoolState& st) { return st.epoch > before; }); }));
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(pool(i).nodes, 3u) << "p" << i + 1;
+    EXPECT_EQ(pool(i)->nodes, 3u) << "p" << i + 1;
     RespClient r(RespClient::dial_tcp(port(i)));
     int hits = 0;
     for (int k = 0; k < 300; ++k) {
@@ -181,9 +182,9 @@ TEST_F(FleetE2E, ChangeWrittenToEtcdIsAppliedByEveryProxy) {
   int moved = 0;
   for (int k = 0; k < 300; ++k) {
     const std::string key = "key:" + std::to_string(k);
-    const NodeId owner = pool(1).route(key);
-    EXPECT_EQ(holders(key), pool(1).servers[owner].name) << key;
-    moved += pool(1).servers[owner].name == "r3" ? 1 : 0;
+    const NodeId owner = pool(1)->route(key);
+    EXPECT_EQ(holders(key), pool(1)->servers[owner].name) << key;
+    moved += pool(1)->servers[owner].name == "r3" ? 1 : 0;
   }
   EXPECT_GT(moved, 50);
   // Each proxy reports the revision it applied, and GET /fleet shows the members.
@@ -209,7 +210,7 @@ TEST_F(FleetE2E, AdminEditsGoThroughEtcd) {
   for (std::size_t at; (at = enc.find(' ')) != std::string::npos;) enc.replace(at, 1, "%20");
   const std::string added = post("add?pool=cache&server=" + enc);
   EXPECT_NE(added.find("200 OK"), std::string::npos) << added;
-  ASSERT_TRUE(within(10s, [&] { return settled() && pool(0).nodes == 3; }));
+  ASSERT_TRUE(within(10s, [&] { return settled() && pool(0)->nodes == 3; }));
   EXPECT_NE(post("add?pool=cache&server=" + enc).find("already has a server named 'r3'"),
             std::string::npos);
   EXPECT_NE(post("add?pool=cache&server=nonsense").find("409"), std::string::npos);
@@ -217,8 +218,8 @@ TEST_F(FleetE2E, AdminEditsGoThroughEtcd) {
   EXPECT_NE(post("add?pool=nope&server=" + enc).find("does not take its servers from etcd"),
             std::string::npos);
   EXPECT_NE(post("drain?pool=cache&server=r1").find("200 OK"), std::string::npos);
-  ASSERT_TRUE(within(10s, [&] { return settled() && pool(0).nodes == 2; }));
-  EXPECT_EQ(pool(0).servers[0].name, "r2");
+  ASSERT_TRUE(within(10s, [&] { return settled() && pool(0)->nodes == 2; }));
+  EXPECT_EQ(pool(0)->servers[0].name, "r2");
 }
 
 // A proxy that does not acknowledge (stopped: a chash-proxy process under SIGSTOP) holds the
@@ -254,12 +255,12 @@ TEST_F(FleetE2E, PrepareWaitsForEveryLiveProxyAndAKilledOneDropsOut) {
   // In prepare the old owners stay the truth: a write through one proxy is read through another.
   ASSERT_EQ(c2.call({"SET", k, "v2"}), "+OK\r\n");
   EXPECT_EQ(c1.call({"GET", k}), bulk("v2"));
-  EXPECT_EQ(pool(0).fleet_epoch, before + 1);
+  EXPECT_EQ(pool(0)->fleet_epoch, before + 1);
   ::kill(p3.pid(), SIGKILL);  // its lease (2 s) expires; the fleet goes on without it
   ASSERT_TRUE(within(10s, [&] { return settled(); }));
   EXPECT_EQ(c1.call({"GET", k}), bulk("v2"));
   EXPECT_EQ(c2.call({"GET", k}), bulk("v2"));
-  EXPECT_EQ(pool(0).nodes, 3u);
+  EXPECT_EQ(pool(0)->nodes, 3u);
 }
 
 // A proxy restarted in the middle of a change (commit, rebalance still to come) learns the
@@ -278,18 +279,18 @@ TEST_F(FleetE2E, ProxyRestartedMidChangeServesWarmUp) {
   ASSERT_TRUE(within(5s, [&] { return state().phase == fleet::Phase::kCommit; }));
   p(1).stop();
   start_default_proxy(1, 2, "", slow);     // the file still says 2 servers
-  EXPECT_EQ(pool(1).nodes, 3u);            // etcd's membership, before the first client
-  EXPECT_FALSE(pool(1).previous.empty());  // and the previous routing to read through
+  EXPECT_EQ(pool(1)->nodes, 3u);            // etcd's membership, before the first client
+  EXPECT_FALSE(pool(1)->previous.empty());  // and the previous routing to read through
   RespClient r(RespClient::dial_tcp(port(1)));
   int hits = 0, on_r3 = 0;
   for (int k = 0; k < 200; ++k) {
     const std::string key = "w:" + std::to_string(k);
-    on_r3 += pool(1).servers[pool(1).route(key)].name == "r3" ? 1 : 0;
+    on_r3 += pool(1)->servers[pool(1)->route(key)].name == "r3" ? 1 : 0;
     hits += r.call({"GET", key}) == bulk("x") ? 1 : 0;
   }
   EXPECT_GT(on_r3, 30);
   EXPECT_EQ(hits, 200);
-  EXPECT_GT(pool(1).shared->warmup_reads.load(), 0u);
+  EXPECT_GT(pool(1)->shared->warmup_reads.load(), 0u);
 }
 
 // etcd stopped: traffic goes on with the last applied membership, changes are refused with the
@@ -321,7 +322,7 @@ TEST_F(FleetE2E, EtcdAwayStopsNoTrafficAndTheFleetCatchesUp) {
                   "chash_proxy_etcd_up{prefix=\"/t\"}") == "1";
   }));
   put_servers({spec(0), spec(1), spec(2)});
-  ASSERT_TRUE(within(10s, [&] { return settled() && pool(0).nodes == 3 && pool(1).nodes == 3; }));
+  ASSERT_TRUE(within(10s, [&] { return settled() && pool(0)->nodes == 3 && pool(1)->nodes == 3; }));
   for (int k = 0; k < 50; ++k) EXPECT_EQ(c2.call({"GET", "e:" + std::to_string(k)}), bulk("1"));
 }
 
@@ -342,8 +343,8 @@ TEST_F(FleetE2E, QuorumEjectsAndTheReturnServesNoStaleValue) {
     c1.call({"GET", keys[0]});
     c2.call({"GET", keys[1]});
     const auto s = state();
-    return s.target.ejected == std::vector<std::string>{"r2"} && pool(0).fleet_epoch == s.epoch &&
-           pool(1).fleet_epoch == s.epoch;
+    return s.target.ejected == std::vector<std::string>{"r2"} && pool(0)->fleet_epoch == s.epoch &&
+           pool(1)->fleet_epoch == s.epoch;
   }));
   // Written through both proxies while r2 is out: each at the same fallback.
   for (std::size_t n = 0; n < keys.size(); ++n) {
@@ -399,7 +400,7 @@ TEST_F(FleetE2E, ALoneUnreachableProxyAnswersErrorsNotSplitBrain) {
   cut.cut();
   ASSERT_TRUE(within(5s, [&] {
     c1.call({"GET", keys[0]});
-    return pool(0).states[1]->down.load();
+    return pool(0)->states[1]->down.load();
   }));
   std::this_thread::sleep_for(700ms);  // votes in: 1 of 3 down is no quorum
   EXPECT_TRUE(state().target.ejected.empty());
@@ -407,7 +408,7 @@ TEST_F(FleetE2E, ALoneUnreachableProxyAnswersErrorsNotSplitBrain) {
             "-ERR backend r2 unreachable from this proxy (fleet: up)\r\n");
   EXPECT_EQ(c1.call({"SET", keys[1], "lost?"}),
             "-ERR backend r2 unreachable from this proxy (fleet: up)\r\n");
-  EXPECT_GE(pool(0).states[1]->fleet_unreachable.load(), 2u);
+  EXPECT_GE(pool(0)->states[1]->fleet_unreachable.load(), 2u);
   // The others write r2 meanwhile; nothing of it lands elsewhere.
   for (const auto& k : keys) ASSERT_EQ(c2.call({"SET", k, "b"}), "+OK\r\n");
   for (const auto& k : keys) EXPECT_EQ(holders(k), "r2") << k;
@@ -415,7 +416,7 @@ TEST_F(FleetE2E, ALoneUnreachableProxyAnswersErrorsNotSplitBrain) {
   EXPECT_NE(m.find("chash_proxy_fleet_unreachable_total{pool=\"cache\",backend=\"r2\"}"),
             std::string::npos);
   cut.restore();
-  ASSERT_TRUE(within(5s, [&] { return !pool(0).states[1]->down.load(); }));
+  ASSERT_TRUE(within(5s, [&] { return !pool(0)->states[1]->down.load(); }));
   for (const auto& k : keys) EXPECT_EQ(c1.call({"GET", k}), bulk("b")) << k;
 }
 
@@ -444,7 +445,7 @@ TEST_F(FleetE2E, BadValuesAreRefusedAndTheLastGoodMembershipStays) {
                  std::string::npos;
     })) << bad;
     EXPECT_EQ(state().epoch, epoch) << bad;
-    EXPECT_EQ(pool(0).nodes, 2u) << bad;
+    EXPECT_EQ(pool(0)->nodes, 2u) << bad;
     EXPECT_EQ(r.call({"GET", "b:1"}), bulk("ok")) << bad;
   }
   std::ifstream in(log_path);
@@ -457,7 +458,7 @@ TEST_F(FleetE2E, BadValuesAreRefusedAndTheLastGoodMembershipStays) {
   EXPECT_EQ(metric(m, "chash_proxy_fleet_refused_total{prefix=\"/t\"}"), "5");
   // A good value after the bad ones is applied.
   put_servers({spec(1)});
-  ASSERT_TRUE(within(10s, [&] { return settled() && pool(0).nodes == 1; }));
+  ASSERT_TRUE(within(10s, [&] { return settled() && pool(0)->nodes == 1; }));
   set_log_file("", error);
 }
 
@@ -483,7 +484,7 @@ TEST_F(FleetE2E, MemcachedPoolChangeIsAppliedByEveryProxy) {
   McClient c(dial_tcp(port(0)));
   for (int k = 0; k < 100; ++k) ASSERT_EQ(c.call(set("m:" + std::to_string(k), "x")), "STORED\r\n");
   put_servers({mspec(0), mspec(1), mspec(2)});
-  ASSERT_TRUE(within(10s, [&] { return settled() && pool(0).nodes == 3 && pool(1).nodes == 3; }));
+  ASSERT_TRUE(within(10s, [&] { return settled() && pool(0)->nodes == 3 && pool(1)->nodes == 3; }));
   McClient c2(dial_tcp(port(1)));
   int hits = 0;
   for (int k = 0; k < 100; ++k) {
@@ -509,7 +510,7 @@ TEST_F(FleetThreeEtcdE2E, LosingOneEtcdMemberKeepsTheFleetGoing) {
   ASSERT_TRUE(within(10s, [&] { return settled(); }));
   (*etcd)[0].kill();  // the first endpoint, which every client tried first
   put_servers({spec(0), spec(1), spec(2)});
-  ASSERT_TRUE(within(15s, [&] { return settled() && pool(0).nodes == 3 && pool(1).nodes == 3; }));
+  ASSERT_TRUE(within(15s, [&] { return settled() && pool(0)->nodes == 3 && pool(1)->nodes == 3; }));
   const std::string m = http(admins[1], "GET /metrics HTTP/1.1\r\n\r\n");
   EXPECT_EQ(metric(m, "chash_proxy_etcd_up{prefix=\"/t\"}"), "1");
 }
@@ -542,7 +543,7 @@ TEST_F(FleetE2E, ChashFleetShowsAndChangesTheFleet) {
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("added"), std::string::npos) << out;
   EXPECT_NE(out.find("stable (epoch"), std::string::npos) << out;  // waited for it
-  EXPECT_EQ(pool(0).nodes, 3u);
+  EXPECT_EQ(pool(0)->nodes, 3u);
   std::tie(rc, out) = shell(cli + "status --etcd " + etcd->endpoints()[0] + " --prefix /t");
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("pool cache"), std::string::npos) << out;
@@ -550,8 +551,8 @@ TEST_F(FleetE2E, ChashFleetShowsAndChangesTheFleet) {
   EXPECT_NE(out.find(" r3"), std::string::npos) << out;
   std::tie(rc, out) = shell(cli + "drain" + conn + "r1");
   EXPECT_EQ(rc, 0) << out;
-  EXPECT_EQ(pool(0).nodes, 2u);
-  EXPECT_EQ(pool(0).servers[0].name, "r2");
+  EXPECT_EQ(pool(0)->nodes, 2u);
+  EXPECT_EQ(pool(0)->servers[0].name, "r2");
   EXPECT_TRUE(redis[0]->keys().empty());  // every key moved off before it was let go
   for (int k = 0; k < 100; ++k) EXPECT_EQ(c.call({"GET", "c:" + std::to_string(k)}), bulk("v"));
   std::tie(rc, out) = shell(cli + "add" + conn + "nonsense");

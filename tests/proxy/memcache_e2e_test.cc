@@ -70,7 +70,7 @@ class MemcacheE2E : public ::testing::Test {
   }
   void start_proxy(const std::string& y, unsigned workers = 2) { proxy_.start(dir_, y, workers); }
   McClient client() { return McClient(testing::dial_tcp(proxy_->port(0))); }
-  const Pool& pool() { return *proxy_->topology()->pools[0]; }
+  std::shared_ptr<const Pool> pool() { return proxy_->topology()->pools[0]; }
   // Which server holds `key`, by asking each directly ("" if none, "many" if several).
   std::string holder(const std::string& key) {
     std::string found;
@@ -86,7 +86,7 @@ class MemcacheE2E : public ::testing::Test {
   std::string key_on(NodeId node, const std::string& prefix = "k") {
     for (int i = 0; i < 1000; ++i) {
       const std::string k = prefix + std::to_string(i);
-      if (pool().router.route(k) == node) return k;
+      if (pool()->router.route(k) == node) return k;
     }
     return "";
   }
@@ -98,12 +98,12 @@ class MemcacheE2E : public ::testing::Test {
 
 TEST_F(MemcacheE2E, RoutingEqualsTheLibraryRouterAndChashRoute) {
   start_proxy(yaml(""));
-  ASSERT_EQ(pool().config.protocol, PoolProtocol::kMemcache);
+  ASSERT_EQ(pool()->config.protocol, PoolProtocol::kMemcache);
   auto c = client();
   std::vector<std::string> keys;
   for (int i = 0; i < 300; ++i) keys.push_back("user:" + std::to_string(i * 7919));
   for (const auto& k : keys) ASSERT_EQ(c.call(set(k, "v")), "STORED\r\n") << k;
-  const auto router = chash::Router::build(pool().config.routing, pool().config.nodes());
+  const auto router = chash::Router::build(pool()->config.routing, pool()->config.nodes());
   std::map<std::string, int> per_server;
   for (const auto& k : keys) {
     const std::string want = "m" + std::to_string(router.route(k) + 1);
@@ -300,7 +300,7 @@ TEST_F(MemcacheE2E, MultiGetAcrossBackendsInKeyOrderWithMisses) {
     }
     get += " " + k;
     if (i % 3 != 0) want += value(k, "v" + std::to_string(i));
-    nodes.insert(pool().router.route(k));
+    nodes.insert(pool()->router.route(k));
   }
   ASSERT_GE(nodes.size(), 2u);  // the keys really are spread over the backends
   EXPECT_EQ(c.call(get + "\r\n"), want + "END\r\n");
@@ -499,7 +499,7 @@ TEST_F(MemcacheE2E, KilledBackendIsEjectedOthersUnaffectedAndItComesBack) {
   bool back = false;
   for (int i = 0; i < 100 && !back; ++i) {  // the `version` probe brings it back
     std::this_thread::sleep_for(50ms);
-    back = !pool().states[0]->down.load();
+    back = !pool()->states[0]->down.load();
   }
   ASSERT_TRUE(back);
   // A fresh m1, but the value written while it was out is read through its stand-in (and
@@ -507,7 +507,7 @@ TEST_F(MemcacheE2E, KilledBackendIsEjectedOthersUnaffectedAndItComesBack) {
   EXPECT_EQ(c.call("get " + k1 + "\r\n"), value(k1, "moved") + "END\r\n");
   EXPECT_EQ(c.call(set(k1, "home")), "STORED\r\n");
   EXPECT_EQ(holder(k1), "m1");  // and the stand-in's copy is gone
-  EXPECT_GE(pool().states[0]->ejections.load(), 1u);
+  EXPECT_GE(pool()->states[0]->ejections.load(), 1u);
 }
 
 TEST_F(MemcacheE2E, WithoutAutoEjectADownBackendFailsFastAndMultiGetFailsWhole) {
@@ -541,7 +541,7 @@ TEST_F(MemcacheE2E, SilentBackendTimesOutWithinTheTimeout) {
   EXPECT_EQ(c.call("get k\r\n"), "SERVER_ERROR backend hole: timed out after 300 ms\r\n");
   EXPECT_EQ(c.call("set k 0 0 1 noreply\r\nx\r\nversion\r\n"), "VERSION 1.6.18-chash-proxy\r\n");
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms);
-  EXPECT_GE(pool().states[0]->timeouts.load(), 2u);
+  EXPECT_GE(pool()->states[0]->timeouts.load(), 2u);
   ::close(lfd);
 }
 
@@ -554,7 +554,7 @@ TEST_F(MemcacheE2E, ReloadAddsAServer) {
   ASSERT_TRUE(proxy_->reload_from_file(message)) << message;
   EXPECT_NE(message.find("+m3"), std::string::npos) << message;
   ASSERT_TRUE(testing::reload_applied(*proxy_));
-  const auto router = chash::Router::build(pool().config.routing, pool().config.nodes());
+  const auto router = chash::Router::build(pool()->config.routing, pool()->config.nodes());
   int on_m3 = 0;
   for (int i = 100; i < 300; ++i) {
     const std::string k = "r" + std::to_string(i);
@@ -617,7 +617,8 @@ TEST_F(MemcacheE2E, MetricsCountMemcacheBackendConnections) {
       for (const auto& k : keys) ASSERT_EQ(c.call("set " + k + " 0 0 1\r\nv\r\n"), "STORED\r\n");
     }
   }
-  const Pool& p = pool();
+  const auto held = pool();  // alive while used
+  const Pool& p = *held;
   std::int64_t open = 0;
   for (const auto& s : p.states) {
     EXPECT_GE(s->active.load(), 1);

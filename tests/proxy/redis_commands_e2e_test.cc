@@ -80,7 +80,7 @@ class RedisCommandsE2E : public ::testing::Test {
   RespClient client() { return RespClient(RespClient::dial_tcp(proxy_->port(0))); }
   RespClient direct(int i) { return RespClient(RespClient::dial_unix(servers_[i]->socket())); }
   RespClient reference() { return RespClient(RespClient::dial_unix(reference_->socket())); }
-  const Pool& pool() { return *proxy_->topology()->pools[0]; }
+  std::shared_ptr<const Pool> pool() { return proxy_->topology()->pools[0]; }
   // Each request to the proxy and to the reference: the same bytes back.
   void same(RespClient& c, RespClient& ref, const std::vector<Argv>& requests) {
     for (const auto& r : requests) {
@@ -93,7 +93,7 @@ class RedisCommandsE2E : public ::testing::Test {
   std::string key_on(NodeId node, const std::string& prefix = "k") {
     for (int i = 0; i < 1000; ++i) {
       const std::string k = prefix + std::to_string(i);
-      if (pool().route(k) == node) return k;
+      if (pool()->route(k) == node) return k;
     }
     return "";
   }
@@ -343,7 +343,7 @@ TEST_F(RedisCommandsE2E, ManyScanAndBroadcast) {
 TEST_F(RedisCommandsE2E, Blocking) {
   proxy_.start(dir_, yaml(3, "  max_blocked_clients: 2\n"), 2);
   auto ref = reference();
-  auto blocked = [&] { return pool().shared->blocked_clients.load(); };
+  auto blocked = [&] { return pool()->shared->blocked_clients.load(); };
   // Answered at once, or after their timeout, as Redis answers.
   auto c = client();
   same(c, ref,
@@ -378,7 +378,7 @@ TEST_F(RedisCommandsE2E, Blocking) {
   EXPECT_EQ(third.call({"BLPOP", "{q}w", "0"}),
             "-ERR chash-proxy: too many blocked clients in pool 'alpha' (max_blocked_clients: "
             "2)\r\n");
-  EXPECT_EQ(pool().shared->blocked_refused.load(), 1u);
+  EXPECT_EQ(pool()->shared->blocked_refused.load(), 1u);
   EXPECT_EQ(c.call({"RPUSH", "{q}w", "x"}), ":1\r\n");
   EXPECT_EQ(waiter.read_reply(), "*2\r\n" + bulk("{q}w") + bulk("x"));
   EXPECT_EQ(waiter.read_reply(), "+OK\r\n");
@@ -386,7 +386,7 @@ TEST_F(RedisCommandsE2E, Blocking) {
   // A client that goes away while blocked: its connection goes, the server unblocks it.
   second.reset();
   ASSERT_TRUE(wait_for([&] { return blocked() == 0; }));
-  const NodeId node = pool().route("{q}v");
+  const NodeId node = pool()->route("{q}v");
   ASSERT_TRUE(wait_for([&] {
     return direct(static_cast<int>(node)).call({"INFO", "clients"}).find("blocked_clients:0") !=
            std::string::npos;
@@ -461,13 +461,13 @@ TEST_F(RedisCommandsE2E, DownRetried) {
   ASSERT_EQ(c.call({"SET", "k", "v"}), "+OK\r\n");
   tcp.stop();
   EXPECT_EQ(c.call({"GET", "k"}).rfind("-ERR backend r1", 0), 0u);  // lost with its connection
-  ASSERT_TRUE(wait_for([&] { return pool().states[0]->down.load(); }));
+  ASSERT_TRUE(wait_for([&] { return pool()->states[0]->down.load(); }));
   EXPECT_EQ(c.call({"GET", "k"}),
             "-ERR backend r1 is down: Connection refused (retried every 60000 ms)\r\n");
   // Back: the next request uses it (the health probe waits 60 s), and it counts as up again.
   ASSERT_TRUE(start_tcp(tcp));
   EXPECT_EQ(c.call({"GET", "k"}), "$-1\r\n");  // a fresh server
-  EXPECT_FALSE(pool().states[0]->down.load());
+  EXPECT_FALSE(pool()->states[0]->down.load());
   EXPECT_EQ(c.call({"SET", "k", "again"}), "+OK\r\n");
 }
 

@@ -824,7 +824,8 @@ std::int64_t open_backend_connections(const Pool& pool) {
 TEST_F(ProxyE2E, MetricsCountRedisBackendConnectionsAndBytes) {
   start_proxy(yaml("") + "chash_proxy:\n  admin: 127.0.0.1:0\n", 1);
   auto c = client();
-  const Pool& pool = *proxy_->topology()->pools[0];
+  const auto held = proxy_->topology()->pools[0];  // alive while used
+  const Pool& pool = *held;
   // 20 SETs, keys chosen so that every backend gets some:
   // "*3\r\n$3\r\nSET\r\n$2\r\nk0\r\n$1\r\nv\r\n" is 28 bytes, one more per extra key digit.
   std::vector<std::string> keys;

@@ -244,7 +244,8 @@ TEST_F(StatsPortE2E, CountsRealTrafficInNutcrackersFields) {
   const int fd = testing::dial_tcp(proxy_->port(0));
   testing::set_timeouts(fd);
   // Ten keys, five on each backend.
-  const Pool& pool = *proxy_->topology()->pools[0];
+  const auto held = proxy_->topology()->pools[0];  // alive while used
+  const Pool& pool = *held;
   std::vector<std::string> ks;
   for (NodeId n = 0; n < 2; ++n) {
     for (int i = 10, taken = 0; i < 100 && taken < 5; ++i) {

@@ -288,10 +288,10 @@ class TcpRelayTest : public ::testing::Test {
     const auto& pc = proxy_->topology()->pools[0]->config;
     return chash::Router::build(pc.routing, pc.nodes());
   }
-  const Pool& pool() { return *proxy_->topology()->pools[0]; }
+  std::shared_ptr<const Pool> pool() { return proxy_->topology()->pools[0]; }
   bool all_idle() {
     return eventually([&] {
-      for (const auto& s : pool().states) {
+      for (const auto& s : pool()->states) {
         if (s->active.load() != 0) return false;
       }
       return true;
@@ -343,7 +343,7 @@ TEST_F(TcpRelayTest, IpHashIsStickyAndMatchesChashRoute) {
 
 TEST_F(TcpRelayTest, DefaultHashIsNginxHashConsistentOnTheClientAddress) {
   start_proxy(yaml(""));
-  EXPECT_EQ(pool().config.routing.preset, "nginx-hash-consistent");
+  EXPECT_EQ(pool()->config.routing.preset, "nginx-hash-consistent");
   const auto first = map_sources();
   EXPECT_EQ(first, map_sources());
   const auto r = router();
@@ -414,7 +414,7 @@ TEST_F(TcpRelayTest, LeastConnPrefersTheIdleBackend) {
   std::vector<int> count(3, 0);
   for (const int b : where) ++count[b];
   EXPECT_EQ(count, std::vector<int>({2, 2, 2}));
-  for (int b = 0; b < 3; ++b) EXPECT_EQ(pool().states[b]->active.load(), 2);
+  for (int b = 0; b < 3; ++b) EXPECT_EQ(pool()->states[b]->active.load(), 2);
   // Free backend b2: the next two connections go there, whoever else is open.
   for (int i = 0; i < 6; ++i) {
     if (where[i] == 1) {
@@ -422,7 +422,7 @@ TEST_F(TcpRelayTest, LeastConnPrefersTheIdleBackend) {
       fds[i] = -1;
     }
   }
-  ASSERT_TRUE(eventually([&] { return pool().states[1]->active.load() == 0; }));
+  ASSERT_TRUE(eventually([&] { return pool()->states[1]->active.load() == 0; }));
   for (int i = 0; i < 2; ++i) {
     fds.push_back(dial_tcp(proxy_->port(0), source(10 + i).c_str()));
     EXPECT_EQ(backend_in(read_line(fds.back())), 1);
@@ -441,7 +441,7 @@ TEST_F(TcpRelayTest, HashBalanceFactorSpreadsOneAddressesRelays) {
   for (const std::string factor : {"0", "125"}) {
     SCOPED_TRACE("hash_balance_factor " + factor);
     start_proxy(yaml("  algorithm: maglev\n  hash_balance_factor: " + factor + "\n"), 2);
-    EXPECT_EQ(pool().router.balance_factor(), std::stoul(factor));
+    EXPECT_EQ(pool()->router.balance_factor(), std::stoul(factor));
     const auto r = router();
     std::vector<int> fds;
     std::vector<int> count(3, 0);
@@ -454,7 +454,7 @@ TEST_F(TcpRelayTest, HashBalanceFactorSpreadsOneAddressesRelays) {
       if (first < 0) first = b;
       ++count[b];
       // The relay is counted before the next connection is placed.
-      ASSERT_TRUE(eventually([&] { return pool().states[b]->active.load() == count[b]; }));
+      ASSERT_TRUE(eventually([&] { return pool()->states[b]->active.load() == count[b]; }));
     }
     EXPECT_EQ(first, static_cast<int>(r.route("127.0.5.5")));
     if (factor == "0") {
@@ -497,12 +497,12 @@ TEST_F(TcpRelayTest, HalfCloseKeepsTheOtherDirection) {
   EXPECT_TRUE(eventually([&] { return proxy_->metrics().clients_open.load() == 0; }));
   // Bytes relayed count per pool and per backend, each way; the relay ended normally (client_eof).
   const std::string greeted = greeting + rest;
-  EXPECT_EQ(pool().shared->request_bytes.load(), 5u);
-  EXPECT_EQ(pool().shared->response_bytes.load(), greeted.size());
+  EXPECT_EQ(pool()->shared->request_bytes.load(), 5u);
+  EXPECT_EQ(pool()->shared->response_bytes.load(), greeted.size());
   const int b = backend_in(greeting);
-  EXPECT_EQ(pool().states[b]->request_bytes.load(), 5u);
-  EXPECT_EQ(pool().states[b]->response_bytes.load(), greeted.size());
-  EXPECT_EQ(pool().shared->client_eof.load(), 1u);
+  EXPECT_EQ(pool()->states[b]->request_bytes.load(), 5u);
+  EXPECT_EQ(pool()->states[b]->response_bytes.load(), greeted.size());
+  EXPECT_EQ(pool()->shared->client_eof.load(), 1u);
 }
 
 // The test stream: byte i is pattern[i % P], P prime so no chunk size lines up with it.
@@ -640,7 +640,7 @@ TEST_F(TcpRelayTest, BackendDownMovesOnlyItsClientsAndTheyReturn) {
   const std::uint16_t port = backends_[1]->port();
   backends_[1]->stop();
   const auto during = map_sources();
-  EXPECT_TRUE(pool().states[1]->down.load());
+  EXPECT_TRUE(pool()->states[1]->down.load());
   int moved = 0;
   for (int i = 0; i < 200; ++i) {
     if (before[i] != 1) {
@@ -653,10 +653,10 @@ TEST_F(TcpRelayTest, BackendDownMovesOnlyItsClientsAndTheyReturn) {
     EXPECT_EQ(during[i], static_cast<int>(prefs[1])) << source(i) << ": its next choice";
   }
   EXPECT_GT(moved, 20);
-  EXPECT_GE(pool().states[1]->errors.load(), 1u);
+  EXPECT_GE(pool()->states[1]->errors.load(), 1u);
   // Back on the same port: the probe brings it back, and exactly its clients return.
   ASSERT_TRUE(backends_[1]->start(port));
-  ASSERT_TRUE(eventually([&] { return !pool().states[1]->down.load(); }));
+  ASSERT_TRUE(eventually([&] { return !pool()->states[1]->down.load(); }));
   EXPECT_EQ(map_sources(), before);
   EXPECT_TRUE(all_idle());
 }
@@ -669,7 +669,7 @@ TEST_F(TcpRelayTest, AllBackendsDownClosesTheClient) {
   EXPECT_TRUE(testing::closed_by_peer(fd));
   ::close(fd);
   std::uint64_t errors = 0, requests = 0;
-  for (const auto& s : pool().states) {
+  for (const auto& s : pool()->states) {
     errors += s->errors.load();
     requests += s->requests.load();
   }
@@ -688,7 +688,7 @@ TEST_F(TcpRelayTest, ReloadAddingABackendMovesOnlyItsShare) {
   ASSERT_TRUE(proxy_->reload_from_file(message)) << message;
   ASSERT_TRUE(testing::reload_applied(*proxy_));  // workers swap the snapshot on their own threads
   const auto r4 = router();
-  ASSERT_EQ(pool().states.size(), 4u);
+  ASSERT_EQ(pool()->states.size(), 4u);
   const auto after = map_sources();
   int moved = 0;
   for (int i = 0; i < 200; ++i) {
