@@ -12,7 +12,7 @@ PEER_NODES ?= 10,100,1000
 PEER_KEYS ?= 100000
 PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build release install package wheel demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-resize bench-fleet bench-route soak compat-vectors redis-suite twemproxy-suite clean
+.PHONY: all bootstrap build release install package wheel demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-resize bench-fleet bench-hotkeys bench-route soak compat-vectors redis-suite twemproxy-suite clean
 
 all: build
 
@@ -178,6 +178,13 @@ bench-fleet: release
 	cmake --build build-release -j $(JOBS) --target chash-proxy
 	CHASH_PROXY=$(CURDIR)/build-release/chash-proxy python3 bench/fleet/run.py \
 	  --out $(CURDIR)/build-release/bench-fleet $(FLEET_FLAGS)
+
+# Hot keys (docs/HOTKEYS.md): one key at 30% of a Zipf load, cache off / hot_cache / hot_reads.
+HOTKEYS_FLAGS ?=
+bench-hotkeys: release
+	cmake --build build-release -j $(JOBS) --target chash-proxy
+	CHASH_PROXY=$(CURDIR)/build-release/chash-proxy python3 bench/hotkeys/run.py \
+	  --out $(CURDIR)/build-release/bench-hotkeys $(HOTKEYS_FLAGS)
 
 # Fault and load figures (docs/RELIABILITY.md): a Release chash-proxy with 3 redis-server and 3
 # memcached on 127.0.0.1 under steady load while backends are killed, paused and reloaded, with

@@ -351,10 +351,30 @@ def build():
                  "blocked already.", "reqps",
                  [(rate("chash_proxy_blocked_refused_total", P, "pool"), "{{pool}}")], w=12)
 
-    # ---- Panels to come (docs/PACKAGING.md, "Adding panels") --------------------------------
-    # Hot keys (issue 30 part A: chash_proxy_hot_key_*) get their row here, with d.row(...) and
-    # the panels under it. tests/dist/test_grafana.py then requires each metric they query to be
-    # in its proxy's /metrics: give that proxy the config the series need.
+    d.row("Hot keys (docs/HOTKEYS.md)")
+    d.timeseries("Hottest keys", "Requests per second of each pool's hottest keys over the last "
+                 "hot_keys window (key as shown: an HMAC with hash_keys), and the server each "
+                 "routes to.", "reqps",
+                 [(f"topk(10, max by (pool, key, owner) "
+                   f"(chash_proxy_hot_key_requests_per_second{{{P}}}))",
+                   "{{pool}} {{key}} on {{owner}}")], w=12)
+    d.timeseries("Share of requests on the hottest key", "The top key's rate over all the pool's "
+                 "sampled requests in the window: what one shard carries whatever the ring.",
+                 "percentunit",
+                 [(f"max by (pool) (chash_proxy_hot_key_requests_per_second{{{P},rank=\"1\"}}) / "
+                   f"on (pool) (sum by (pool) "
+                   f"(chash_proxy_hot_keys_sampled_requests_per_second{{{P}}}))", "{{pool}}")],
+                 w=12)
+    d.timeseries("Hot cache", "Reads of hot keys answered from the proxy's copy (hits), sent on "
+                 "(misses), copies taken and dropped by writes through the proxy.", "reqps",
+                 [(rate("chash_proxy_hot_cache_hits_total", P, "pool"), "{{pool}} hits"),
+                  (rate("chash_proxy_hot_cache_misses_total", P, "pool"), "{{pool}} misses"),
+                  (rate("chash_proxy_hot_cache_fills_total", P, "pool"), "{{pool}} fills"),
+                  (rate("chash_proxy_hot_cache_invalidations_total", P, "pool"),
+                   "{{pool}} invalidations")], w=12)
+    d.timeseries("Hot reads to replicas/s", "Reads of hot keys sent to a replica of their owner "
+                 "(hot_reads: replicas).", "reqps",
+                 [(rate("chash_proxy_hot_replica_reads_total", P, "pool"), "{{pool}}")], w=12)
 
     return {
         "title": "chash-proxy",

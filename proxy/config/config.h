@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "chash/router.h"
+#include "hotkeys/config.h"
 #include "proto/redis/acl.h"
 
 namespace chash::proxy {
@@ -215,6 +216,11 @@ struct PoolConfig {
   bool failover_invalidate = true;
   std::uint32_t failover_track_keys = 100000;
   bool failover_overflow_flush = true;
+  // Hot keys (redis, memcache pools; docs/HOTKEYS.md): sampled and shown (hot_keys), their reads
+  // answered from a short-TTL copy (hot_cache) or spread over the owner's replicas (hot_reads).
+  hotkeys::Config hot_keys;
+  hotkeys::CacheConfig hot_cache;
+  hotkeys::Reads hot_reads = hotkeys::Reads::kOwner;
   std::vector<ServerConfig> servers;
   // Membership from etcd (null: the file's `servers:` are the truth; membership/fleet/).
   std::shared_ptr<const EtcdMembership> etcd;

@@ -36,7 +36,7 @@ inline constexpr std::string_view kPoolKeys[] = {
     "server_user", "tls", "server_tls", "sentinels", "cluster", "read_policy", "replica_max_lag",
     "cluster_refresh", "cluster_max_redirects", "warmup", "warmup_window", "failover_ttl",
     "failover_invalidate", "failover_track_keys", "failover_overflow", "allow_flushall",
-    "allow_config_set", "max_blocked_clients", "membership"};
+    "allow_config_set", "max_blocked_clients", "membership", "hot_keys", "hot_cache", "hot_reads"};
 
 inline constexpr std::string_view kGlobalKeys[] = {
     "workers", "admin", "admin_auth", "admin_tls", "stats", "stats_interval", "drain_timeout",
@@ -95,6 +95,12 @@ std::shared_ptr<const net::TlsContext> parse_server_tls(const Ctx& ctx, const YA
 std::shared_ptr<const EtcdMembership> parse_membership(const Ctx& ctx, const YAML::Node& v,
                                                        const std::string& where,
                                                        const EtcdMembership* base);
+
+// A pool's `hot_keys:`, `hot_cache:` and `hot_reads:` (config/hot_keys_parser.cc); `where`
+// names the pool in messages.
+hotkeys::Config parse_hot_keys(const Ctx& ctx, const YAML::Node& v, const std::string& where);
+hotkeys::CacheConfig parse_hot_cache(const Ctx& ctx, const YAML::Node& v, const std::string& where);
+hotkeys::Reads parse_hot_reads(const Ctx& ctx, const YAML::Node& v, const std::string& where);
 
 // One pool section (`name: body`), checked as a whole; `so_far` holds the pools before it
 // (listen addresses must differ).

@@ -35,7 +35,7 @@ class PoolParser {
               health_key(k, kv.second) || tcp_key(k, kv.second, line) ||
               servers_key(k, kv.second, line) || sentinels_key(k, kv.second, line) ||
               redis_topology_key(k, kv.second, line) || membership_key(k, kv.second, line) ||
-              source_key(k, kv.second, line, so_far))) {
+              hot_keys_key(k, kv.second, line) || source_key(k, kv.second, line, so_far))) {
           std::vector<std::string_view> all(std::begin(kPoolKeys), std::end(kPoolKeys));
           fail_at(ctx_.source, line, where_ + ": unknown key '" + k + "'" + suggest(k, all));
         }
@@ -487,6 +487,22 @@ class PoolParser {
     }
   }
 
+  // Hot keys (config/hot_keys_parser.cc, docs/HOTKEYS.md).
+  bool hot_keys_key(const std::string& k, const YAML::Node& v, int line) {
+    if (k == "hot_keys") {
+      p_.hot_keys = parse_hot_keys(ctx_, v, where_);
+    } else if (k == "hot_cache") {
+      p_.hot_cache = parse_hot_cache(ctx_, v, where_);
+      if (p_.hot_cache.enabled) hot_relief_line_ = line;
+    } else if (k == "hot_reads") {
+      p_.hot_reads = parse_hot_reads(ctx_, v, where_);
+      if (p_.hot_reads != hotkeys::Reads::kOwner) hot_reads_line_ = line;
+    } else {
+      return false;
+    }
+    return true;
+  }
+
   bool membership_key(const std::string& k, const YAML::Node& v, int line) {
     if (k == "warmup") {
       p_.warmup = ctx_.boolean(v, k);
@@ -568,6 +584,15 @@ class PoolParser {
       fail_at(ctx_.source, p_.line,
               where_ + ": 'allow_flushall' and 'allow_config_set' apply to redis pools only");
     }
+    if (hot_relief_line_ && p_.protocol == PoolProtocol::kTcp) {
+      fail_at(ctx_.source, *hot_relief_line_,
+              where_ + ": hot_cache applies to redis and memcache pools only");
+    }
+    if (hot_reads_line_ && p_.protocol != PoolProtocol::kRedis) {
+      fail_at(ctx_.source, *hot_reads_line_,
+              where_ + ": 'hot_reads: replicas' applies to redis pools only");
+    }
+    if (p_.protocol == PoolProtocol::kTcp) p_.hot_keys.enabled = false;  // no keys to sample
     if (read_policy_line_ && p_.protocol != PoolProtocol::kRedis) {
       fail_at(ctx_.source, *read_policy_line_,
               where_ + ": 'read_policy' applies to redis pools only");
@@ -806,6 +831,7 @@ class PoolParser {
   std::optional<int> balance_line_, hash_balance_factor_line_;
   int sentinels_line_ = 0;
   std::optional<int> cluster_line_, read_policy_line_, warmup_line_, failover_line_;
+  std::optional<int> hot_relief_line_, hot_reads_line_;
 };
 
 }  // namespace

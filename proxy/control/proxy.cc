@@ -273,6 +273,7 @@ void Proxy::run() {
     serve_handover();
   }
   health_->start();
+  hot_keys_tick();
   for (MembershipSource* s : sources_) s->start();
   {
     std::lock_guard lock(run_mu_);
@@ -281,6 +282,28 @@ void Proxy::run() {
   run_cv_.notify_all();
   if (!stop_requested_) control_.run();
   for (auto& w : workers_) w->stop();
+}
+
+void Proxy::hot_keys_tick() {
+  const auto t = topology();
+  if (t != hot_configured_) {
+    for (const auto& pool : t->pools) {
+      pool->shared->hot.configure(pool->config.hot_keys, pool->config.hot_cache, worker_count_);
+    }
+    hot_configured_ = t;
+  }
+  const std::int64_t now = steady_ms();
+  for (const auto& pool : t->pools) {
+    hotkeys::HotKeys& hot = pool->shared->hot;
+    if (!hot.due(now)) continue;
+    const Pool& p = *pool;
+    hot.rotate(p.config.name, wall_ms(), now, [&p](std::string_view key) -> std::string {
+      const NodeId n =
+          p.config.is_cluster() ? p.slot_owner(chash::redis_key_slot(key)) : p.route(key);
+      return n < p.states.size() ? p.states[n]->name : std::string("none");
+    });
+  }
+  control_.add_timer(std::chrono::milliseconds(100), [this] { hot_keys_tick(); });
 }
 
 void Proxy::serve_handover() {

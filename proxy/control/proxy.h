@@ -127,6 +127,10 @@ class Proxy {
   bool reload_locked(const ProxyConfig& config, std::string& message);  // holds mu_
   void begin_drain(std::string_view why);
   void check_drained();
+  // Hot keys (proxy/hotkeys/hot_keys.h): every 100 ms on the control loop, each pool's tracker
+  // takes the settings of a new topology, and a pool whose window has passed rotates.
+  void hot_keys_tick();
+  std::shared_ptr<const Topology> hot_configured_;  // the topology the trackers were set for
 
   ProxyConfig config_;
   ProxyOptions options_;

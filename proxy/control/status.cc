@@ -262,6 +262,80 @@ std::string render_fleet_metrics(const std::map<std::string, std::vector<std::st
   return o;
 }
 
+namespace {
+
+bool samples_keys(const Pool& pool) {
+  return pool.config.protocol != PoolProtocol::kTcp && pool.config.hot_keys.enabled;
+}
+
+std::string one_decimal(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", v);
+  return b;
+}
+
+// The hot keys of the last window (proxy/hotkeys/hot_keys.h): a gauge per rank, labelled with
+// the key as shown (its HMAC with hash_keys) and its owner, and the relief's counters.
+void hot_key_metrics(std::string& o, const Topology& t) {
+  family(o, "chash_proxy_hot_key_requests_per_second",
+         "Requests per second of the pool's hottest keys over the last hot_keys window, by rank "
+         "(key: as shown, an HMAC with hash_keys; owner: the server it routes to).",
+         "gauge");
+  for (const auto& pool : t.pools) {
+    if (!samples_keys(*pool)) continue;
+    const auto view = pool->shared->hot.view();
+    const std::string name = prometheus_label_escape(pool->config.name);
+    for (std::size_t r = 0; r < view->top.size(); ++r) {
+      const hotkeys::HotKey& k = view->top[r];
+      o += "chash_proxy_hot_key_requests_per_second{pool=\"" + name + "\",rank=\"" +
+           std::to_string(r + 1) + "\",key=\"" + prometheus_label_escape(k.shown.substr(0, 200)) +
+           "\",owner=\"" + prometheus_label_escape(k.owner) + "\"} " + one_decimal(k.rate) + "\n";
+    }
+  }
+  family(o, "chash_proxy_hot_keys_sampled_requests_per_second",
+         "The pool's requests per second over the last hot_keys window, as sampled (the "
+         "denominator of a hot key's share).",
+         "gauge");
+  for (const auto& pool : t.pools) {
+    if (!samples_keys(*pool)) continue;
+    const auto view = pool->shared->hot.view();
+    const double seconds = std::max<std::uint32_t>(view->window_ms, 1) / 1000.0;
+    o += "chash_proxy_hot_keys_sampled_requests_per_second" + labels(*pool) + " " +
+         one_decimal(view->window_ms == 0 ? 0.0 : static_cast<double>(view->requests) / seconds) +
+         "\n";
+  }
+  struct Counter {
+    const char* name;
+    const char* help;
+    std::uint64_t (*value)(const hotkeys::Counters&);
+  };
+  static constexpr Counter kCounters[] = {
+      {"chash_proxy_hot_cache_hits_total", "Reads of hot keys answered from the proxy's copy.",
+       [](const hotkeys::Counters& c) -> std::uint64_t { return c.cache_hits.load(); }},
+      {"chash_proxy_hot_cache_misses_total",
+       "Reads of hot keys with no fresh copy (sent to the backend, the copy refilled).",
+       [](const hotkeys::Counters& c) -> std::uint64_t { return c.cache_misses.load(); }},
+      {"chash_proxy_hot_cache_fills_total", "Copies of hot keys' values taken from replies.",
+       [](const hotkeys::Counters& c) -> std::uint64_t { return c.cache_fills.load(); }},
+      {"chash_proxy_hot_cache_invalidations_total",
+       "Copies dropped because the key was written or deleted through the proxy.",
+       [](const hotkeys::Counters& c) -> std::uint64_t { return c.cache_invalidations.load(); }},
+      {"chash_proxy_hot_replica_reads_total",
+       "Reads of hot keys sent to a replica of their owner (hot_reads: replicas).",
+       [](const hotkeys::Counters& c) -> std::uint64_t { return c.replica_reads.load(); }},
+  };
+  for (const Counter& c : kCounters) {
+    family(o, c.name, c.help, "counter");
+    for (const auto& pool : t.pools) {
+      if (!samples_keys(*pool)) continue;
+      o += std::string(c.name) + labels(*pool) + " " +
+           std::to_string(c.value(pool->shared->hot.counters)) + "\n";
+    }
+  }
+}
+
+}  // namespace
+
 std::string render_prometheus(const Metrics& m, const Topology& t) {
   std::string o;
   family(o, "chash_proxy_build_info", "Always 1; the version label says which chash-proxy.",
@@ -297,6 +371,7 @@ std::string render_prometheus(const Metrics& m, const Topology& t) {
     }
   }
   latency_histogram(o, t);
+  hot_key_metrics(o, t);
   for (const BackendSeries& series : kBackendSeries) {
     family(o, series.name, series.help, series.type);
     for (const auto& pool : t.pools) {
@@ -344,6 +419,29 @@ std::string server_json(const Pool& pool, std::size_t i) {
          ",\"connections\":" + std::to_string(std::max<std::int64_t>(0, s.active.load())) + "}";
 }
 
+// {"window_ms":W,"at_ms":T,"requests":N,"top":[{"key":K,"rate":R,"requests":C,"owner":O}],
+//  "cache":{...}} — the last window's hot keys (proxy/hotkeys/hot_keys.h).
+std::string hot_keys_json(const Pool& pool) {
+  const auto view = pool.shared->hot.view();
+  const hotkeys::Counters& c = pool.shared->hot.counters;
+  std::string o = "{\"window_ms\":" + std::to_string(pool.config.hot_keys.window_ms) +
+                  ",\"at_ms\":" + std::to_string(view->at_ms) +
+                  ",\"requests\":" + std::to_string(view->requests) + ",\"top\":[";
+  for (std::size_t r = 0; r < view->top.size(); ++r) {
+    const hotkeys::HotKey& k = view->top[r];
+    o += std::string(r ? "," : "") + "{\"key\":\"" + json_escape(k.shown.substr(0, 200)) +
+         "\",\"rate\":" + one_decimal(k.rate) + ",\"requests\":" + std::to_string(k.count) +
+         ",\"owner\":\"" + json_escape(k.owner) + "\"}";
+  }
+  o += "],\"hot_cache\":" + std::string(pool.config.hot_cache.enabled ? "true" : "false") +
+       ",\"hot_reads\":\"" +
+       (pool.config.hot_reads == hotkeys::Reads::kReplicas ? "replicas" : "owner") + "\"" +
+       ",\"cache_hits\":" + std::to_string(c.cache_hits.load()) +
+       ",\"cache_misses\":" + std::to_string(c.cache_misses.load()) +
+       ",\"replica_reads\":" + std::to_string(c.replica_reads.load()) + "}";
+  return o;
+}
+
 std::string pool_json(const Pool& pool) {
   std::string o = "{\"name\":\"" + json_escape(pool.config.name) + "\",\"listen\":\"" +
                   json_escape(pool.config.listen.text()) + "\",\"protocol\":\"" +
@@ -353,7 +451,9 @@ std::string pool_json(const Pool& pool) {
                   ",\"read_policy\":\"" + read_policy_name(pool.config.read_policy) + "\"" +
                   ",\"servers\":[";
   for (std::size_t i = 0; i < pool.states.size(); ++i) o += (i ? "," : "") + server_json(pool, i);
-  return o + "]}";
+  o += "]";
+  if (samples_keys(pool)) o += ",\"hot_keys\":" + hot_keys_json(pool);
+  return o + "}";
 }
 
 }  // namespace

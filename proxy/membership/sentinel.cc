@@ -167,7 +167,8 @@ void SentinelWatcher::sync_masters() {
       m.sentinels = pool->config.sentinels;
       m.state = pool->states[i];
       m.seen = true;
-      m.wants_replicas = pool->reads_to_replicas();
+      m.wants_replicas =
+          pool->reads_to_replicas() || pool->config.hot_reads == hotkeys::Reads::kReplicas;
     }
   }
   std::erase_if(masters_, [](const auto& kv) { return !kv.second.seen; });

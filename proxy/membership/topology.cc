@@ -93,6 +93,12 @@ NodeId Pool::read_member(NodeId node, std::uint32_t turn) const noexcept {
 
 namespace {
 
+// Whether the pool's members include its replicas: reads go to them (read_policy), or the reads
+// of hot keys do (hot_reads: replicas, docs/HOTKEYS.md).
+bool reads_replicas(const PoolConfig& pc) noexcept {
+  return pc.read_policy != ReadPolicy::kMaster || pc.hot_reads == hotkeys::Reads::kReplicas;
+}
+
 // A member the pool learnt rather than was given (a cluster's node, a replica): it is reached
 // with `like`'s credentials and TLS (a cluster's: the pool's server_user/server_auth/server_tls).
 ServerConfig learnt_member(const std::string& address, const ServerConfig& like) {
@@ -142,7 +148,7 @@ Members members_of(const PoolConfig& pc, const Discovered* discovered) {
       for (const auto& a : pc.cluster_seeds) m.servers.push_back(learnt_member(a.text(), creds));
     }
     m.nodes = m.servers.size();
-    if (m.cluster != nullptr && pc.read_policy != ReadPolicy::kMaster) {
+    if (m.cluster != nullptr && reads_replicas(pc)) {
       for (const auto& r : m.cluster->replicas) {
         ServerConfig s = learnt_member(r.address, creds);
         s.role = ServerRole::kReplica;
@@ -154,7 +160,7 @@ Members members_of(const PoolConfig& pc, const Discovered* discovered) {
   }
   m.servers = pc.servers;
   m.nodes = m.servers.size();
-  if (pc.read_policy == ReadPolicy::kMaster) return m;
+  if (!reads_replicas(pc)) return m;
   for (std::size_t i = 0; i < m.nodes; ++i) {
     const ServerConfig& node = m.servers[i];
     std::vector<std::string> addresses;

@@ -23,6 +23,7 @@
 #include "chash/router.h"
 #include "config/config.h"
 #include "core/metrics.h"
+#include "hotkeys/hot_keys.h"
 #include "membership/discovery.h"
 #include "membership/failback.h"
 
@@ -140,6 +141,9 @@ struct PoolShared {
   std::atomic<std::uint64_t> warmup_reads{0}, warmup_copies{0}, warmup_removed{0}, warmup_errors{0};
   // Set when a rebalance of the pool has moved every key: the next topology ends the window.
   std::atomic<bool> end_warmup{false};
+  // Hot keys (proxy/hotkeys/hot_keys.h): the workers' sketches, the last window's top list, the
+  // hot cache and its write generations.
+  hotkeys::HotKeys hot;
   // Safe return (membership/failback.h): servers let back in since the last topology, whose keys
   // written elsewhere meanwhile the next topology reads through (a routing with them out).
   void note_returned(std::string server) {

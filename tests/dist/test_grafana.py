@@ -115,7 +115,10 @@ def stack(tmp_path_factory):
         config = tmp / "proxy.yml"
         config.write_text(
             f"cache:\n  listen: 127.0.0.1:{st.port}\n  redis: true\n  hash: fnv1a_64\n"
-            f"  distribution: ketama\n  timeout: 2000\n  servers:\n"
+            f"  distribution: ketama\n  timeout: 2000\n"
+            # A short window, every request sampled: the hot-key series have ranks at once.
+            f"  hot_keys: {{window: 1s, sample: 1, min_rate: 1}}\n  hot_cache: {{ttl: 1s}}\n"
+            f"  servers:\n"
             f"    - 127.0.0.1:{r1}:1 r1\n    - 127.0.0.1:{r2}:1 r2\n"
             f"chash_proxy:\n  admin: 127.0.0.1:{st.admin}\n"
             f"  membership:\n    etcd: [127.0.0.1:{etcd_client}]\n    id: g1\n")

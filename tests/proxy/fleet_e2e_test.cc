@@ -278,7 +278,7 @@ TEST_F(FleetE2E, ProxyRestartedMidChangeServesWarmUp) {
   put_servers({spec(0), spec(1), spec(2)});
   ASSERT_TRUE(within(5s, [&] { return state().phase == fleet::Phase::kCommit; }));
   p(1).stop();
-  start_default_proxy(1, 2, "", slow);     // the file still says 2 servers
+  start_default_proxy(1, 2, "", slow);      // the file still says 2 servers
   EXPECT_EQ(pool(1)->nodes, 3u);            // etcd's membership, before the first client
   EXPECT_FALSE(pool(1)->previous.empty());  // and the previous routing to read through
   RespClient r(RespClient::dial_tcp(port(1)));

@@ -168,11 +168,12 @@ TEST(StatusTest, PrometheusTextIsWellFormed) {
     EXPECT_TRUE(typed) << line;
     EXPECT_TRUE(mt[1].str().starts_with(family)) << line << " under " << family;
   }
-  // Process-wide series, per-pool series, the histogram, per-backend series; then the
-  // process_* series, each shown only when /proc gives it (all of them on Linux but
-  // process_max_fds under an unlimited RLIMIT_NOFILE).
-  EXPECT_GE(families, 11 + 18 + 1 + 14 + 5);
-  EXPECT_LE(families, 11 + 18 + 1 + 14 + 6);
+  // Process-wide series, per-pool series, the histogram, the hot keys' (rates, sampled
+  // requests, five counters), per-backend series; then the process_* series, each shown only
+  // when /proc gives it (all of them on Linux but process_max_fds under an unlimited
+  // RLIMIT_NOFILE).
+  EXPECT_GE(families, 11 + 18 + 1 + 7 + 14 + 5);
+  EXPECT_LE(families, 11 + 18 + 1 + 7 + 14 + 6);
   EXPECT_EQ(count(o, "# TYPE "), static_cast<std::size_t>(families));
 }
 
@@ -201,7 +202,11 @@ TEST(StatusTest, StatusJsonOfAKnownState) {
           "{\"name\":\"r1\",\"address\":\"127.0.0.1:7001\",\"role\":\"node\",\"weight\":1,"
           "\"up\":false,\"requests\":0,\"errors\":0,\"ejections\":0,\"connections\":0},"
           "{\"name\":\"r2\",\"address\":\"127.0.0.1:7002\",\"role\":\"node\",\"weight\":2,"
-          "\"up\":true,\"requests\":9,\"errors\":1,\"ejections\":0,\"connections\":0}]},"
+          "\"up\":true,\"requests\":9,\"errors\":1,\"ejections\":0,\"connections\":0}],"
+          // The hot keys of the last window (none yet), and the relief's settings and counters.
+          "\"hot_keys\":{\"window_ms\":10000,\"at_ms\":0,\"requests\":0,\"top\":[],"
+          "\"hot_cache\":false,\"hot_reads\":\"owner\",\"cache_hits\":0,\"cache_misses\":0,"
+          "\"replica_reads\":0}},"
           "{\"name\":\"web\",\"listen\":\"127.0.0.1:0\",\"protocol\":\"tcp\",\"routing\":\"round-"
           "robin\","
           "\"clients\":2,\"auto_eject_hosts\":false,\"read_policy\":\"master\",\"servers\":["

@@ -124,6 +124,10 @@ void Msg::answer_part(std::uint32_t part, std::string_view bytes) {
 }
 
 void Msg::finish() {
+  if (hot_pool != nullptr) {  // a write is answered: see hot_written
+    hot_pool->hot.wrote(hot_written);
+    hot_pool.reset();
+  }
   if (then) {  // a step of the proxy's own: its parts are for `then`
     auto f = std::move(then);
     then = nullptr;
@@ -137,6 +141,7 @@ void Msg::finish() {
         std::find_if(parts.begin(), parts.end(), [](const Part& p) { return p.error; });
     if (failed != parts.end()) failed_ = &*failed;
   }
+  if (!hot_key.empty() && client != nullptr) static_cast<Client*>(client)->hot_fill(*this);
   finish_now();
 }
 
@@ -344,7 +349,9 @@ void Client::dispatch() {
       // Re-written from the parsed numbers (canonical, without noreply): the backend accepts
       // exactly what the proxy accepted, so it always reads the data block.
       const std::string_view key = parser_.token(in, 1);
+      hot_note(key);
       auto m = new_msg(1);
+      hot_wrote(key, m);  // before it is sent: no copy read under the old generation is served
       NodeId node = kNoNode;
       if (!route(key, m, node)) return;
       std::string line(parser_.token(in, 0));
@@ -387,6 +394,8 @@ void Client::dispatch() {
       if (parser_.forward_zero()) line += " 0";
       line += "\r\n";
       const std::string_view key = parser_.token(in, 1);
+      hot_note(key);
+      hot_wrote(key, m);
       if (cmd != memcache::Command::kTouch) note_fallback_write(key, node);
       if (pool_->warming() && warm(cmd, key, node, m, 0, line)) return;
       forward(node, m, 0, {line}, {&key, 1});
@@ -416,12 +425,29 @@ void Client::retrieve() {
                                        kNone);  // node -> its part being filled
   std::vector<NodeId> part_node;
   std::vector<std::string> lines;
-  std::vector<char> warm_part;  // a key that moved: a part of its own, answered by the warm-up
+  // A key that moved: a part of its own, answered by the warm-up (1); a hot key answered from
+  // the worker's copy (2, its VALUE block in part_copy, "" for a miss).
+  std::vector<char> warm_part;
+  std::vector<std::string> part_copy;
+  const bool copies = parser_.command() == memcache::Command::kGet && hot_caching();
   const bool warming = pool_->warming();
   NodeId olds[kMaxPreviousRoutings];
   key_parts_.clear();
   for (std::size_t i = first; i < end; ++i) {
     const std::string_view key = parser_.token(in, i);
+    hot_note(key);
+    if (copies) {
+      if (std::optional<std::string> copy = hot_copy(key)) {
+        const auto part = static_cast<std::uint32_t>(part_node.size());
+        key_parts_.push_back(part);
+        part_node.push_back(kNoNode);
+        lines.emplace_back();
+        warm_part.push_back(2);
+        part_copy.resize(part + 1);
+        part_copy[part] = std::move(*copy);
+        continue;
+      }
+    }
     NodeId node = kNoNode;
     if (!route(key, m, node)) return;
     if (warming && moved(key, node, olds) > 0) {
@@ -454,7 +480,14 @@ void Client::retrieve() {
       m->keys += key;
     }
   }
+  if (copies && nparts == 1 && end - first == 1 && warm_part[0] == 0) {
+    hot_mark(m, parser_.token(in, first));
+  }
   for (std::uint32_t p = 0; p < nparts; ++p) {
+    if (warm_part[p] == 2) {
+      m->answer_part(p, part_copy[p]);
+      continue;
+    }
     lines[p] += "\r\n";
     if (warm_part[p]) {
       const std::string key =

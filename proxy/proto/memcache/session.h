@@ -19,6 +19,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,6 +45,14 @@ struct Msg final : Reply {
   // A Msg of the proxy's own (a warm-up step, proto/memcache/session_warmup.cc): when every
   // part is in, `then` gets it instead of a client.
   std::function<void(Msg&)> then;
+  // A `get` of one hot key (hot_cache, proto/memcache/session_hot.cc): its reply fills the
+  // worker's copy if the key's write generation is still `hot_stamp`. Empty: not such a read.
+  std::string hot_key;
+  std::uint64_t hot_stamp = 0;
+  // A write with hot_cache on: its key's generation is bumped again when it is answered (see
+  // proto/redis/session.h, Msg::hot_written).
+  std::shared_ptr<PoolShared> hot_pool;
+  std::string hot_written;
   struct Value {
     net::ChunkRef chunk;         // the backend's read chunk holding the block; null: in Part::own
     const char* data = nullptr;  // the whole VALUE block (chunk), or null (own: at `off`)
@@ -102,8 +111,18 @@ struct WarmOp;
 class Client final : public ClientSession {
  public:
   Client(Worker& worker, std::size_t pool_index, int fd);
+  // hot_cache: `m` (a get of one hot key, Msg::hot_key) is answered: its reply fills the copy.
+  void hot_fill(const Msg& m);
 
  private:
+  // Hot keys (proto/memcache/session_hot.cc, docs/HOTKEYS.md): a key for the sketch (sampled);
+  // whether copies may answer gets now; a write of `key` (its copies are stale from now on); a
+  // copy of `key` ("" a miss), counted as a hit; `m` marked to fill the copy of hot `key`.
+  void hot_note(std::string_view key);
+  bool hot_caching() const noexcept;
+  void hot_wrote(std::string_view key, const Ref<Msg>& m);
+  std::optional<std::string> hot_copy(std::string_view key);
+  void hot_mark(const Ref<Msg>& m, std::string_view key);
   void process() override;
   void dispatch();
   void retrieve();

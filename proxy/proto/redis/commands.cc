@@ -329,11 +329,17 @@ int spec_index(const Command& c) noexcept {
   return i < kTable.size() ? indexes[i] : -1;
 }
 
-bool read_only(const Command& c) noexcept {
-  // Redis's own flags, through its ACL categories (acl_table.inc is generated from a real
-  // redis-server): @read without @write is what a replica serves (the readonly flag).
-  static const auto flags = [] {
-    std::array<bool, kTable.size()> out{};
+namespace {
+
+// Redis's own flags, through its ACL categories (acl_table.inc is generated from a real
+// redis-server), per entry of the table: @read without @write (what a replica serves, the
+// readonly flag) and @write.
+struct Flags {
+  std::array<bool, kTable.size()> read_only{}, writes{};
+};
+const Flags& flags() {
+  static const Flags f = [] {
+    Flags out;
     std::uint32_t read = 0, write = 0;
     const auto cats = acl_categories();
     for (std::size_t i = 0; i < cats.size(); ++i) {
@@ -343,12 +349,24 @@ bool read_only(const Command& c) noexcept {
     for (std::size_t i = 0; i < kTable.size(); ++i) {
       const int index = acl_command_index(kTable[i].name);
       const std::uint32_t m = index < 0 ? 0 : acl_command_categories(index);
-      out[i] = (m & read) != 0 && (m & write) == 0;
+      out.read_only[i] = (m & read) != 0 && (m & write) == 0;
+      out.writes[i] = (m & write) != 0;
     }
     return out;
   }();
+  return f;
+}
+
+}  // namespace
+
+bool read_only(const Command& c) noexcept {
   const auto i = static_cast<std::size_t>(&c - kTable.data());
-  return i < kTable.size() && flags[i];
+  return i < kTable.size() && flags().read_only[i];
+}
+
+bool writes(const Command& c) noexcept {
+  const auto i = static_cast<std::size_t>(&c - kTable.data());
+  return i < kTable.size() && flags().writes[i];
 }
 
 }  // namespace chash::proxy::redis

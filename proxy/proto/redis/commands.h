@@ -84,5 +84,7 @@ inline constexpr std::string_view kCrossSlot =
 // Whether `c` (an entry of the table) only reads: Redis's @read without @write, the commands a
 // replica serves (read_policy sends them there).
 bool read_only(const Command& c) noexcept;
+// Whether `c` writes (Redis's @write): FLUSHALL, SET ... (the hot cache's invalidation).
+bool writes(const Command& c) noexcept;
 
 }  // namespace chash::proxy::redis

@@ -78,11 +78,19 @@ void Msg::answer_part(std::uint32_t part, std::string_view bytes, char type,
 }
 
 void Msg::finish() {
+  if (hot_pool != nullptr) {  // a write is answered: see hot_written
+    for (const std::string& k : hot_written) hot_pool->hot.wrote(k);
+    if (hot_all) hot_pool->hot.wrote_all();
+    hot_pool.reset();
+  }
   if (then) {  // a step of the proxy's own: its parts are for `then`
     auto f = std::move(then);
     then = nullptr;
     f(*this);
     return;
+  }
+  if (!hot_key.empty() && client != nullptr && parts.size() == 1 && parts[0].type == '$') {
+    static_cast<Client*>(client)->hot_fill(hot_key, parts[0].raw.view(), hot_stamp);
   }
   if (blocking) {
     // Answered (or failed): its client reads on, once this reply is in its queue.
@@ -421,6 +429,13 @@ bool Client::permitted(const redis::Command& cmd, std::size_t argc) {
 
 Ref<Msg> Client::new_msg() {
   auto m = make_ref<Msg>();
+  if (!hot_pending_.empty() || hot_pending_all_) {
+    m->hot_pool = pool_->shared;
+    m->hot_written = std::move(hot_pending_);
+    m->hot_all = hot_pending_all_;
+    hot_pending_.clear();
+    hot_pending_all_ = false;
+  }
   push(m);
   return m;
 }
@@ -499,6 +514,8 @@ void Client::dispatch() {
     return;
   }
   if (!permitted(*cmd, argc)) return;
+  // Before it is sent (or queued): a copy read under the old generation is never served again.
+  if (pool_->config.hot_cache.enabled) hot_invalidate(*cmd, argc);
   if (tx_.active() && cmd->route != redis::Route::kTransaction && cmd->name != "quit") {
     queue_in_transaction(*cmd, argc);
     return;
@@ -513,6 +530,8 @@ void Client::dispatch() {
     case redis::Route::kKey: {
       auto m = new_msg();
       const std::string_view key = parser_.arg(in_, 1);
+      hot_note(key);
+      if (cmd->name == "get" && hot_caching() && hot_get(key, m)) return;
       // A cluster pool's slot is hashed once: it routes the key and is kept for redirections.
       const bool cluster = pool_->config.is_cluster();
       const std::uint16_t slot = cluster ? chash::redis_key_slot(key) : 0;
@@ -521,8 +540,9 @@ void Client::dispatch() {
         cluster_down(m, slot);
         return;
       }
-      const NodeId target = node == kNoNode ? node : read_target(node, *cmd, m);
+      NodeId target = node == kNoNode ? node : read_target(node, *cmd, m);
       if (node != kNoNode && target == kNoNode) return;  // read_policy replica: m failed
+      if (target == node && node != kNoNode) target = hot_read_target(node, key, *cmd);
       if (!usable_or_fail(target, "this key", m, true)) return;
       if (target == node && pool_->warming()) {
         std::string scratch;
@@ -648,6 +668,7 @@ void Client::same_node(const redis::Command& cmd, std::size_t argc) {
     return;
   }
   const std::string_view first_key = parser_.arg(in_, first);
+  hot_note(first_key);
   const NodeId node = pool_->route(first_key);
   const std::uint32_t where = place(first_key);
   for (std::size_t i = first + step; i <= last; i += step) {
@@ -692,12 +713,30 @@ void Client::split(const redis::Command& cmd) {
   std::vector<NodeId> part_node;
   std::vector<std::uint32_t> part_place;
   std::vector<std::vector<std::string_view>> part_args;
-  std::vector<char> part_warm;  // a key that moved: a part of its own, answered by the warm-up
+  // A key that moved: a part of its own, answered by the warm-up (1); a hot key of an MGET
+  // answered from the worker's copy (2, its bytes in part_copy).
+  std::vector<char> part_warm;
+  std::vector<std::string> part_copy;
+  const bool copies = cmd.merge == redis::Merge::kArray && cmd.name == "mget" && hot_caching();
   NodeId olds[kMaxPreviousRoutings];
   const std::string_view verb = parser_.arg(in_, 0);
   if (cmd.merge == redis::Merge::kArray) m->key_map.reserve(argc - 1);
   for (std::size_t i = 1; i < argc; i += step) {
     const std::string_view key = parser_.arg(in_, i);
+    hot_note(key);
+    if (copies) {
+      if (std::optional<std::string> copy = hot_copy(key)) {
+        const auto part = static_cast<std::uint32_t>(part_node.size());
+        part_node.push_back(kNoNode);
+        part_place.push_back(~std::uint32_t{0});
+        part_args.push_back({verb, key});
+        part_warm.push_back(2);
+        part_copy.resize(part + 1);
+        part_copy[part] = "*1\r\n" + *copy;
+        m->key_map.emplace_back(part, 0);
+        continue;
+      }
+    }
     const std::uint16_t slot = cluster ? chash::redis_key_slot(key) : 0;
     NodeId node = cluster ? pool_->slot_owner(slot) : pool_->route(key);
     if (node == kNoNode && cluster) {
@@ -732,6 +771,11 @@ void Client::split(const redis::Command& cmd) {
   count_fragments(m->outstanding);
   bool counted_error = false;
   for (std::uint32_t p = 0; p < part_node.size(); ++p) {
+    if (part_warm[p] == 2) {
+      const std::string& bytes = part_copy[p];
+      m->answer_part(p, bytes, '*', {{4, bytes.size() - 4}});
+      continue;
+    }
     if (part_warm[p]) {
       // One key (MSET: one pair) as its own command: "GET k" for MGET, "SET k v" for MSET.
       std::vector<std::string_view> one = part_args[p];

@@ -16,6 +16,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -58,6 +59,16 @@ struct Msg final : Reply {
   // A Msg of the proxy's own (a warm-up step, proto/redis/session_warmup.cc): when every part
   // is in, `then` gets it instead of a client.
   std::function<void(Msg&)> then;
+  // A GET of a hot key (hot_cache, proto/redis/session_hot.cc): its reply fills the worker's
+  // copy if the key's write generation is still `hot_stamp`. Empty: not such a read.
+  std::string hot_key;
+  std::uint64_t hot_stamp = 0;
+  // A write with hot_cache on: its keys' generations (or every key's, hot_all) are bumped again
+  // when it is answered, so that a read another worker sent while it was in flight — which
+  // may have read the old value after the first bump — cannot leave a copy that outlives it.
+  std::shared_ptr<PoolShared> hot_pool;
+  std::vector<std::string> hot_written;
+  bool hot_all = false;
 
   // Called by Backend for each part; finishes the Msg when it was the last. `elements` (kArray
   // merges) is taken over (swapped with the part's).
@@ -137,6 +148,8 @@ class Client final : public ClientSession {
   bool retry_down(NodeId node) const noexcept { return retries_down(*pool_, node); }
   // A blocking command's reply is in: the client reads its next requests.
   void blocking_done() noexcept;
+  // hot_cache: `reply` (the whole RESP reply) answered a GET of hot `key` read under `stamp`.
+  void hot_fill(std::string_view key, std::string_view reply, std::uint64_t stamp);
   // The protocol the client speaks (HELLO): 2 or 3.
   int resp() const noexcept { return resp_; }
 
@@ -232,6 +245,19 @@ class Client final : public ClientSession {
   void uncount_blocked() noexcept;
   std::size_t blocked_now() const noexcept;  // the pool's blocked clients (INFO)
 
+  // Hot keys (proto/redis/session_hot.cc, docs/HOTKEYS.md). hot_note: a key of a request, for
+  // the sketch (sampled). hot_caching: whether copies may answer this client's reads now.
+  // hot_get: answers `m` (GET key) from a fresh copy (true), or marks it to fill one when the
+  // key is hot. hot_copy: the copy of `key` for an MGET's part, counted as a hit. hot_read_target:
+  // a hot key's read to the owner or one of its replicas in turn (hot_reads: replicas).
+  // hot_invalidate: the request being dispatched writes these keys (or all of them).
+  void hot_note(std::string_view key);
+  bool hot_caching() const noexcept;
+  bool hot_get(std::string_view key, const Ref<Msg>& m);
+  std::optional<std::string> hot_copy(std::string_view key);
+  NodeId hot_read_target(NodeId node, std::string_view key, const Command& cmd);
+  void hot_invalidate(const Command& cmd, std::size_t argc);
+
   // Forwarded commands.
   void same_node(const Command& cmd, std::size_t argc);  // kKeysSameNode
   void split(const Command& cmd);                        // kSplitKeys, kSplitPairs
@@ -323,6 +349,10 @@ class Client final : public ClientSession {
   Transaction tx_;
   std::int64_t tx_slot_ = -1;     // cluster pools: the slot of the transaction's keys (-1: none)
   std::uint32_t read_turn_ = 0;   // spreads this client's reads over replicas
+  // hot_invalidate()'s keys (or all) for the request being dispatched: new_msg() hands them to
+  // its Msg, which bumps them again when answered (Msg::hot_written).
+  std::vector<std::string> hot_pending_;
+  bool hot_pending_all_ = false;
   Backend* dedicated_ = nullptr;  // WATCH ... EXEC/DISCARD/UNWATCH: this client's own connection
   NodeId dedicated_node_ = kNoNode;
   bool watch_lost_ = false;  // the dedicated connection closed while WATCHing
