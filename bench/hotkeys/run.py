@@ -667,13 +667,8 @@ def main(argv):
     env.live = []
     load0 = open("/proc/loadavg").read().split()[:3]
 
-    def on_signal(sig, _frame):
-        raise KeyboardInterrupt(f"signal {sig}")
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGHUP, on_signal)
-    perm = list(range(a.keys))
-    random.Random(a.seed).shuffle(perm)
+    rz.interrupt_on_signals()
+    perm = rz.shuffled(a.keys, a.seed)
     env.perm, env.cdf = perm, rz.zipf_cdf(a.keys, a.zipf_s)
     env.db = multiprocessing.Array("q", [1] * (a.keys + 1), lock=False)
     servers, results, interrupted, limit_hit, failed = [], [], None, False, None

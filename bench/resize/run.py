@@ -655,6 +655,23 @@ def worker_main(j, cfg, stats, db, stop, cpu_out):
     cpu_out[j] = ru.ru_utime + ru.ru_stime
 
 
+def interrupt_on_signals():
+    """SIGTERM and SIGHUP (a `timeout`, a closed terminal) raise KeyboardInterrupt, so that a run
+    stops its servers and removes its files as on Ctrl-C."""
+    def on_signal(sig, _frame):
+        raise KeyboardInterrupt(f"signal {sig}")
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+
+
+def shuffled(n, seed):
+    """0..n-1 in a random order fixed by `seed`: which key is the i-th most popular."""
+    perm = list(range(n))
+    random.Random(seed).shuffle(perm)
+    return perm
+
+
 def zipf_cdf(n, s):
     w = [1.0 / (i + 1) ** s for i in range(n)]
     total = sum(w)
@@ -1220,13 +1237,8 @@ def main(argv):
     servers, fwds, envs = [], [], []
     load0 = open("/proc/loadavg").read().split()[:3]
 
-    def on_signal(sig, _frame):
-        raise KeyboardInterrupt(f"signal {sig}")
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGHUP, on_signal)
-    perm = list(range(a.keys))
-    random.Random(a.seed).shuffle(perm)
+    interrupt_on_signals()
+    perm = shuffled(a.keys, a.seed)
     cdf = zipf_cdf(a.keys, 0.99) if "zipf" in a.distribution else None
     all_results = []  # (proto, scenario, dist, [results])
     limit_hit = False

@@ -207,33 +207,10 @@ TEST_F(HotKeysE2E, AClientWithItsOwnConnectionIsNotServedCopies) {
 }
 
 TEST_F(HotKeysE2E, HotReadsGoToTheReplicaToo) {
-  ChildProcess master, replica;
-  const std::uint16_t mp = free_port(), rp = free_port();
-  const auto server = [&](ChildProcess& p, std::uint16_t port, const std::string& name,
-                          std::uint16_t of) {
-    std::vector<std::string> argv = {"redis-server",
-                                     "--port",
-                                     std::to_string(port),
-                                     "--bind",
-                                     "127.0.0.1",
-                                     "--save",
-                                     "",
-                                     "--appendonly",
-                                     "no",
-                                     "--dir",
-                                     dir.string(),
-                                     "--logfile",
-                                     (dir / (name + ".log")).string()};
-    if (of != 0) argv.insert(argv.end(), {"--replicaof", "127.0.0.1", std::to_string(of)});
-    return p.start(argv, [port] {
-      const int fd = dial_tcp(port);
-      if (fd < 0) return false;
-      ::close(fd);
-      return true;
-    });
-  };
-  ASSERT_TRUE(server(master, mp, "master", 0));
-  ASSERT_TRUE(server(replica, rp, "replica", mp));
+  TcpRedisServer master, replica;
+  ASSERT_TRUE(master.start(dir, "master"));
+  ASSERT_TRUE(replica.start(dir, "replica", master.port()));
+  const std::uint16_t mp = master.port(), rp = replica.port();
   proxy.start(dir, "p:\n  listen: 127.0.0.1:0\n  redis: true\n  timeout: 2000\n" +
                        std::string(kFast) + "  hot_reads: replicas\n  servers:\n" +
                        "    - {server: \"127.0.0.1:" + std::to_string(mp) +
@@ -246,21 +223,16 @@ TEST_F(HotKeysE2E, HotReadsGoToTheReplicaToo) {
   RespClient c(RespClient::dial_tcp(port()));
   ASSERT_EQ(c.call({"SET", "hot", "v"}), "+OK\r\n");
   ASSERT_TRUE(within(5s, [&] { return call_port(rp, {"GET", "hot"}) == bulk("v"); }));
-  const auto gets = [](std::uint16_t p) {
-    const std::string r = call_port(p, {"INFO", "commandstats"});
-    const std::size_t at = r.find("cmdstat_get:calls=");
-    return at == std::string::npos ? 0L : std::stol(r.substr(at + 18));
-  };
   ASSERT_TRUE(hot_in_status(c, "hot", "hot"));
-  const long m0 = gets(mp), r0 = gets(rp);
+  const long m0 = master.gets(), r0 = replica.gets();
   for (int i = 0; i < 200; ++i) ASSERT_EQ(c.call({"GET", "hot"}), bulk("v"));
-  const long to_master = gets(mp) - m0, to_replica = gets(rp) - r0;
+  const long to_master = master.gets() - m0, to_replica = replica.gets() - r0;
   EXPECT_GT(to_replica, 50) << "master " << to_master;
   EXPECT_GT(to_master, 50) << "replica " << to_replica;
   // A cold key stays with its owner (read_policy master).
-  const long r1 = gets(rp);
+  const long r1 = replica.gets();
   for (int i = 0; i < 20; ++i) c.call({"GET", "cold"});
-  EXPECT_EQ(gets(rp), r1);
+  EXPECT_EQ(replica.gets(), r1);
 }
 
 TEST_F(HotKeysE2E, MemcacheHotGetIsCachedAndWritesInvalidate) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Test helpers for Redis pools: a blocking RESP client and redis-server processes on unix
-// sockets (started by the tests, stopped after).
+// sockets or TCP ports of 127.0.0.1 (started by the tests, stopped after).
 #pragma once
 
 #include <sys/socket.h>
@@ -128,6 +128,54 @@ class RedisServer {
   fs::path dir_;
   std::string name_, password_;
   UnixSocketServer server_;
+};
+
+// A redis-server on a TCP port of 127.0.0.1, optionally a replica of `master`.
+class TcpRedisServer {
+ public:
+  bool start(const fs::path& dir, const std::string& name, std::uint16_t master = 0) {
+    port_ = free_port();
+    std::vector<std::string> argv = {"redis-server",
+                                     "--port",
+                                     std::to_string(port_),
+                                     "--bind",
+                                     "127.0.0.1",
+                                     "--save",
+                                     "",
+                                     "--appendonly",
+                                     "no",
+                                     "--repl-diskless-sync-delay",  // replicas sync at once
+                                     "0",
+                                     "--dir",
+                                     dir.string(),
+                                     "--logfile",
+                                     (dir / (name + ".log")).string()};
+    if (master != 0) argv.insert(argv.end(), {"--replicaof", "127.0.0.1", std::to_string(master)});
+    const std::uint16_t p = port_;
+    return process_.start(argv, [p] {
+      const int fd = dial_tcp(p);
+      if (fd < 0) return false;
+      ::close(fd);
+      return true;
+    });
+  }
+  void stop() { process_.stop(); }
+  std::uint16_t port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string call(const std::vector<std::string>& argv) const {
+    RespClient c(RespClient::dial_tcp(port_));
+    return c.call(argv);
+  }
+  // GET calls it has answered (INFO commandstats).
+  long gets() const {
+    const std::string r = call({"INFO", "commandstats"});
+    const std::size_t at = r.find("cmdstat_get:calls=");
+    return at == std::string::npos ? 0L : std::stol(r.substr(at + 18));
+  }
+
+ private:
+  std::uint16_t port_ = 0;
+  ChildProcess process_;
 };
 
 inline bool have_redis() { return have_program("redis-server"); }

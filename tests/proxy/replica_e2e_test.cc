@@ -14,49 +14,6 @@
 namespace chash::proxy::testing {
 namespace {
 
-// A redis-server on a TCP port of 127.0.0.1, optionally a replica of `master`.
-class Server {
- public:
-  bool start(const fs::path& dir, const std::string& name, std::uint16_t master = 0) {
-    port_ = free_port();
-    std::vector<std::string> argv = {"redis-server",
-                                     "--port",
-                                     std::to_string(port_),
-                                     "--bind",
-                                     "127.0.0.1",
-                                     "--save",
-                                     "",
-                                     "--appendonly",
-                                     "no",
-                                     "--repl-diskless-sync-delay",  // replicas sync at once
-                                     "0",
-                                     "--dir",
-                                     dir.string(),
-                                     "--logfile",
-                                     (dir / (name + ".log")).string()};
-    if (master != 0) argv.insert(argv.end(), {"--replicaof", "127.0.0.1", std::to_string(master)});
-    const std::uint16_t p = port_;
-    return process_.start(argv, [p] {
-      const int fd = dial_tcp(p);
-      if (fd < 0) return false;
-      ::close(fd);
-      return true;
-    });
-  }
-  void stop() { process_.stop(); }
-  std::uint16_t port() const { return port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  long gets() const {
-    const std::string r = call_port(port_, {"INFO", "commandstats"});
-    const std::size_t at = r.find("cmdstat_get:calls=");
-    return at == std::string::npos ? 0L : std::stol(r.substr(at + 18));
-  }
-
- private:
-  std::uint16_t port_ = 0;
-  ChildProcess process_;
-};
-
 // INFO as a replica in good health, or with one field changed.
 std::string replica_info(const std::string& change = "") {
   std::string text =
@@ -96,7 +53,7 @@ class ReplicaE2E : public ::testing::Test {
 };
 
 TEST_F(ReplicaE2E, ListedReplicaTakesTheReadsAndThePoliciesFallBack) {
-  Server master, replica;
+  TcpRedisServer master, replica;
   ASSERT_TRUE(master.start(dir, "master"));
   ASSERT_TRUE(replica.start(dir, "replica", master.port()));
   proxy.start(dir, pool(master.address(), {replica.address()}, "replica"));
@@ -123,7 +80,7 @@ TEST_F(ReplicaE2E, ListedReplicaTakesTheReadsAndThePoliciesFallBack) {
 
 // A replica that lags, loads, resyncs or is a master is not read from: its probe says why.
 TEST_F(ReplicaE2E, UnusableReplicasAreLeftOut) {
-  Server master;
+  TcpRedisServer master;
   ASSERT_TRUE(master.start(dir, "master"));
   std::atomic<int> replica_gets{0};
   const std::vector<std::string> states = {"master_last_io_seconds_ago:30", "loading:1",
@@ -158,7 +115,7 @@ TEST_F(ReplicaE2E, UnusableReplicasAreLeftOut) {
 // A replica that answers -LOADING (restarted, reading its dataset): the read goes to the master
 // and the replica is out until a probe finds it usable.
 TEST_F(ReplicaE2E, LoadingReplyFallsBackToTheMaster) {
-  Server master;
+  TcpRedisServer master;
   ASSERT_TRUE(master.start(dir, "master"));
   std::atomic<bool> loading{false};
   ScriptedRedis fake([&](const std::vector<std::string>& argv) -> std::string {
