@@ -199,14 +199,17 @@ TEST(StatusTest, StatusJsonOfAKnownState) {
           routing +
           "\",\"clients\":0,\"auto_eject_hosts\":false,\"read_policy\":\"master\",\"servers\":["
           "{\"name\":\"r1\",\"address\":\"127.0.0.1:7001\",\"role\":\"node\",\"weight\":1,"
-          "\"up\":false,\"requests\":0,\"errors\":0,\"ejections\":0,\"connections\":0},"
+          "\"up\":false,\"requests\":0,\"errors\":0,\"ejections\":0,\"connections\":0,"
+          "\"state\":\"down\"},"
           "{\"name\":\"r2\",\"address\":\"127.0.0.1:7002\",\"role\":\"node\",\"weight\":2,"
-          "\"up\":true,\"requests\":9,\"errors\":1,\"ejections\":0,\"connections\":0}]},"
+          "\"up\":true,\"requests\":9,\"errors\":1,\"ejections\":0,\"connections\":0,"
+          "\"state\":\"up\"}]},"
           "{\"name\":\"web\",\"listen\":\"127.0.0.1:0\",\"protocol\":\"tcp\",\"routing\":\"round-"
           "robin\","
           "\"clients\":2,\"auto_eject_hosts\":false,\"read_policy\":\"master\",\"servers\":["
           "{\"name\":\"w1\",\"address\":\"127.0.0.1:8001\",\"role\":\"node\",\"weight\":1,"
-          "\"up\":true,\"requests\":0,\"errors\":0,\"ejections\":0,\"connections\":0}]}]}\n");
+          "\"up\":true,\"requests\":0,\"errors\":0,\"ejections\":0,\"connections\":0,"
+          "\"state\":\"up\"}]}]}\n");
   EXPECT_FALSE(routing.empty());
 }
 
