@@ -220,13 +220,18 @@ struct FakeAdmin {
   bool reload_ok = true;
   int reloads = 0;
   AdminServer::Handlers handlers() {
-    return {[] { return std::string("m 1\n"); }, [] { return std::string("{}\n"); },
+    return {[] { return std::string("m 1\n"); },
+            [] { return std::string("{}\n"); },
             [this](std::string& message) {
               ++reloads;
               message = reload_ok ? "no change" : "reload refused: bad";
               return reload_ok;
             },
-            nullptr};
+            nullptr,
+            nullptr,
+            nullptr,
+            nullptr,
+            [] { return std::string("<!DOCTYPE html>\n"); }};
   }
 };
 
@@ -246,7 +251,10 @@ TEST(AdminTest, RoutesEachRequest) {
             http(200, "OK", "text/plain; version=0.0.4", "m 1\n"));
   EXPECT_EQ(admin.respond("GET /status HTTP/1.1\r\n\r\n"),
             http(200, "OK", "application/json", "{}\n"));
-  EXPECT_EQ(admin.respond("GET / HTTP/1.0\r\n\r\n"), http(200, "OK", "application/json", "{}\n"));
+  // The status page (control/ui.h) at / and /ui; /status stays JSON.
+  const std::string page = http(200, "OK", "text/html; charset=utf-8", "<!DOCTYPE html>\n");
+  EXPECT_EQ(admin.respond("GET / HTTP/1.0\r\n\r\n"), page);
+  EXPECT_EQ(admin.respond("GET /ui HTTP/1.1\r\n\r\n"), page);
   EXPECT_EQ(admin.respond("POST /reload HTTP/1.1\r\n\r\n"),
             http(200, "OK", "text/plain; version=0.0.4", "no change\n"));
   fake.reload_ok = false;
@@ -255,11 +263,12 @@ TEST(AdminTest, RoutesEachRequest) {
   EXPECT_EQ(fake.reloads, 2);
   const std::string not_found =
       http(404, "Not Found", "text/plain; version=0.0.4",
-           "not found: GET /metrics, GET /status, POST /reload, POST /flush, POST /rebalance, "
-           "GET /fleet, POST /fleet/...\n");
+           "not found: GET / (or /ui), GET /ring.svg?pool=NAME, GET /metrics, GET /status, "
+           "POST /reload, POST /flush, POST /rebalance, GET /fleet, POST /fleet/...\n");
   EXPECT_EQ(admin.respond("GET /reload HTTP/1.1\r\n\r\n"), not_found);  // wrong method
   EXPECT_EQ(admin.respond("POST /metrics HTTP/1.1\r\n\r\n"), not_found);
   EXPECT_EQ(admin.respond("GET /metricsx HTTP/1.1\r\n\r\n"), not_found);
+  EXPECT_EQ(admin.respond("GET /ring.svg?pool=a HTTP/1.1\r\n\r\n"), not_found);  // no handler
   // A query string is ignored.
   EXPECT_EQ(admin.respond("GET /metrics?name[]=x HTTP/1.1\r\n\r\n"),
             http(200, "OK", "text/plain; version=0.0.4", "m 1\n"));
