@@ -9,6 +9,8 @@
 #include <variant>
 
 #include "chash/error.h"
+#include "chash/preset.h"
+#include "chash/ring.h"
 
 namespace chash::svg {
 
@@ -377,29 +379,22 @@ std::vector<std::string> names_of(std::span<const Node> nodes) {
 
 }  // namespace
 
-std::string table_ring(const AnyTable& table, std::span<const Node> nodes, std::string_view title,
-                       const std::vector<MovedRange>& moved) {
+namespace {
+
+// A ring's points and the arcs they own, with `moved` ranges on the inner band.
+template <class Pos>
+std::string ring_of(const BasicRing<Pos>& r, std::span<const Node> nodes, std::string_view title,
+                    const std::vector<MovedRange>& moved) {
   const std::vector<std::string> names = names_of(nodes);
+  const double space = static_cast<double>(std::numeric_limits<Pos>::max()) + 1.0;
   std::vector<RingArc> arcs;
   std::vector<RingPoint> points;
-  double space = 0;
-  auto draw = [&](const auto& r) {
-    using Pos = std::decay_t<decltype(r.positions()[0])>;
-    space = static_cast<double>(std::numeric_limits<Pos>::max()) + 1.0;
-    const auto pos = r.positions();
-    const auto own = r.owners();
-    for (std::size_t i = 0; i < pos.size(); ++i) {
-      points.push_back({fraction(pos[i]), own[i]});
-      // A point owns the arc from the point before it (the last, for the first) up to itself.
-      arcs.push_back({fraction(i == 0 ? pos.back() : pos[i - 1]), fraction(pos[i]), own[i]});
-    }
-  };
-  if (const auto* r = std::get_if<RingTable>(&table)) {
-    draw(*r);
-  } else if (const auto* r64 = std::get_if<Ring64Table>(&table)) {
-    draw(*r64);
-  } else {
-    throw Error(ErrorCode::kUnsupported, "a ring picture needs a ring or ring64 table");
+  const auto pos = r.positions();
+  const auto own = r.owners();
+  for (std::size_t i = 0; i < pos.size(); ++i) {
+    points.push_back({fraction(pos[i]), own[i]});
+    // A point owns the arc from the point before it (the last, for the first) up to itself.
+    arcs.push_back({fraction(i == 0 ? pos.back() : pos[i - 1]), fraction(pos[i]), own[i]});
   }
   std::vector<RingArc> highlight;
   for (const MovedRange& m : moved) {
@@ -414,11 +409,26 @@ std::string table_ring(const AnyTable& table, std::span<const Node> nodes, std::
               "ranges that move, coloured by their new owner");
 }
 
+}  // namespace
+
+std::string table_ring(const AnyTable& table, std::span<const Node> nodes, std::string_view title,
+                       const std::vector<MovedRange>& moved) {
+  if (const auto* r = std::get_if<RingTable>(&table)) return ring_of(*r, nodes, title, moved);
+  if (const auto* r = std::get_if<Ring64Table>(&table)) return ring_of(*r, nodes, title, moved);
+  throw Error(ErrorCode::kUnsupported, "a ring picture needs a ring or ring64 table");
+}
+
 std::string placement(const Router& router, std::string_view title) {
   const AnyTable* table = router.table();
   if (table != nullptr &&
       (std::holds_alternative<RingTable>(*table) || std::holds_alternative<Ring64Table>(*table))) {
     return table_ring(*table, router.nodes(), title);
+  }
+  if (const Preset* p = router.preset(); p != nullptr && p->ring32() != nullptr) {
+    return ring_of(*p->ring32(), router.nodes(), title, {});
+  }
+  if (const Preset* p = router.preset(); p != nullptr && p->ring64() != nullptr) {
+    return ring_of(*p->ring64(), router.nodes(), title, {});
   }
   const std::vector<std::string> names = names_of(router.nodes());
   std::vector<RingArc> arcs;

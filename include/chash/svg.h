@@ -46,10 +46,12 @@ std::string table_ring(const AnyTable& table, std::span<const Node> nodes, std::
                        const std::vector<MovedRange>& moved = {});
 
 // What `router` does with the key space, drawn honestly for its kind of placement:
-//  - a ring (ring, ring64): table_ring();
+//  - a ring (ring, ring64, and the presets whose peer uses one: ketama, libmemcached's
+//    continuum, nginx's consistent hash, Envoy's ring_hash ...; Preset::ring32/ring64):
+//    its points and the arcs they own;
 //  - a slot table (Redis Cluster's 16384 slots): one arc per run of slots with one owner, slot 0
 //    at 12 o'clock (unserved slots are left blank);
-//  - anything else (jump, maglev, modulo, rendezvous, presets ...): no positions to draw, so each
+//  - anything else (jump, maglev, modulo, rendezvous, other presets): no positions to draw, so each
 //    node's share of kShareSamples synthetic keys ("key:0", "key:1", ...) routed by the router,
 //    one arc per node in node order.
 inline constexpr std::size_t kShareSamples = 8192;

@@ -56,6 +56,18 @@ TEST(SvgTest, PlacementOfARingDrawsEveryPoint) {
   for (const Node& n : testing::numbered_nodes(3)) EXPECT_NE(s.find(n.name), std::string::npos);
 }
 
+TEST(SvgTest, PlacementOfARingPresetDrawsThePeersRing) {
+  RoutingSpec spec;
+  spec.preset = "ketama";  // libketama: 160 points per equal-weight server
+  const std::string s = placement(Router::build(spec, testing::numbered_nodes(3)), "ketama");
+  EXPECT_NE(s.find("480 points"), std::string::npos);
+  EXPECT_EQ(count(s, "<line x1"), 480u);
+  spec.preset = "twemproxy-modula";  // no ring: shares of sampled keys
+  EXPECT_NE(placement(Router::build(spec, testing::numbered_nodes(3)), "modula")
+                .find("share of 8192 sampled keys per node"),
+            std::string::npos);
+}
+
 TEST(SvgTest, PlacementOfSlotsDrawsSlotRanges) {
   const Router r = router("slots", 3);
   const std::string s = placement(r, "cluster");

@@ -114,10 +114,17 @@ void run_plot(PlotArgs a) {
   const auto nodes = a.nodes.load();
   const Router router = Router::build(a.spec, nodes);
   if (a.kind == "ring") {
-    if (!router.table() || !(std::holds_alternative<RingTable>(*router.table()) ||
-                             std::holds_alternative<Ring64Table>(*router.table())))
-      throw Error(ErrorCode::kUnsupported, "plot --kind ring needs --algo ring or ring64");
-    write_out(a.out, svg::table_ring(*router.table(), nodes, "ring: " + router.describe()));
+    const AnyTable* t = router.table();
+    const Preset* p = router.preset();
+    const bool ring_table = t != nullptr && (std::holds_alternative<RingTable>(*t) ||
+                                             std::holds_alternative<Ring64Table>(*t));
+    const bool ring_preset = p != nullptr && (p->ring32() != nullptr || p->ring64() != nullptr);
+    if (!ring_table && !ring_preset) {
+      throw Error(ErrorCode::kUnsupported,
+                  "plot --kind ring needs --algo ring or ring64, or a preset whose peer uses a "
+                  "ring (ketama, libmemcached-consistent, nginx-hash-consistent, ...)");
+    }
+    write_out(a.out, svg::placement(router, "ring: " + router.describe()));
     return;
   }
   if (a.keys.synthetic == 0 && a.keys.keys_file.empty()) a.keys.synthetic = 100000;
