@@ -78,7 +78,13 @@ std::string url_decode(std::string_view s) {
   return out;
 }
 
-// What the /status document adds to the topology, by pool (and server) name.
+std::string text(const json& o, const char* key) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// What the /status document adds to the topology, by pool (and server) name. (A document that
+// does not parse, e.g. a name with bytes that are not UTF-8, leaves these parts out.)
 struct StatusIndex {
   std::map<std::string, json> pools;                             // "pools"[]
   std::map<std::pair<std::string, std::string>, json> sentinel;  // "sentinel"[] by pool, server
@@ -86,8 +92,8 @@ struct StatusIndex {
   std::map<std::string, json> rebalance;                         // "rebalance"[]
   json top;
 
-  explicit StatusIndex(std::string_view text) {
-    top = json::parse(text, nullptr, false);
+  explicit StatusIndex(std::string_view document) {
+    top = json::parse(document, nullptr, false);
     if (!top.is_object()) {
       top = json::object();
       return;
@@ -106,7 +112,7 @@ struct StatusIndex {
       }
     }
     each("sentinel", [&](const json& e) {
-      sentinel[{e["pool"].get<std::string>(), e.value("server", std::string())}] = e;
+      sentinel[{e["pool"].get<std::string>(), text(e, "server")}] = e;
     });
     each("cluster", [&](const json& e) { cluster[e["pool"].get<std::string>()] = e; });
     each("rebalance", [&](const json& e) { rebalance[e["pool"].get<std::string>()] = e; });
@@ -118,11 +124,6 @@ std::string number(const json& o, const char* key) {
   if (it == o.end() || !it->is_number()) return "0";
   return it->is_number_float() ? fixed(it->get<double>(), 1)
                                : std::to_string(it->get<std::int64_t>());
-}
-
-std::string text(const json& o, const char* key) {
-  const auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 std::vector<HotKeyRow> hot_keys(const json& pool, double& window_s) {
