@@ -18,6 +18,7 @@ PACKAGES=(
   libcpp-httplib-dev              # chash-proxy's etcd client (HTTP/JSON v3 API; membership/etcd/)
   etcd-server etcd-client         # the fleet tests and make bench-fleet run real etcd (docs/FLEET.md)
   librsvg2-bin                    # rsvg-convert: render SVG plots to PNG to look at them
+  chromium libpng-dev             # the admin status page's browser test: headless Chromium, its screenshot decoded
   redis-server redis-tools        # chash-proxy tests run real redis-server and redis-benchmark
   redis-sentinel                  # chash-proxy Sentinel tests run three real Sentinels
   memcached                       # chash-proxy memcache pools are tested against real memcached

@@ -40,6 +40,9 @@ struct PresetOptions {
   std::vector<std::pair<std::string, std::string>> settings;
 };
 
+template <class Pos>
+class BasicRing;  // chash/ring.h: RingTable, Ring64Table
+
 class Preset {
  public:
   virtual ~Preset() = default;
@@ -61,6 +64,11 @@ class Preset {
   }
 
   virtual std::size_t node_count() const noexcept = 0;
+
+  // The peer's ring when its placement is one (ketama, libmemcached's continuum, nginx's
+  // consistent hash, Envoy's ring_hash ...), to draw it (chash/svg.h); null for the others.
+  virtual const BasicRing<std::uint32_t>* ring32() const noexcept { return nullptr; }
+  virtual const BasicRing<std::uint64_t>* ring64() const noexcept { return nullptr; }
 };
 
 struct PresetInfo {

@@ -312,7 +312,7 @@ std::string AdminServer::respond(std::string_view req) const {
   const std::size_t q = path.find('?');
   const std::string_view query =
       q == std::string_view::npos ? std::string_view() : path.substr(q + 1);
-  path = path.substr(0, q);  // /flush, /rebalance and /fleet/... read their query string
+  path = path.substr(0, q);  // /ring.svg, /flush, /rebalance and /fleet/... read their query
   {
     std::lock_guard<std::mutex> lock(auth_mu_);
     // Mutating: anything but GET/HEAD (POST /reload today).
@@ -322,8 +322,16 @@ std::string AdminServer::respond(std::string_view req) const {
     }
   }
   if (method == "GET" && path == "/metrics") return response(200, kText, handlers_.metrics());
-  if (method == "GET" && (path == "/status" || path == "/")) {
+  if (method == "GET" && path == "/status") {
     return response(200, "application/json", handlers_.status());
+  }
+  if (method == "GET" && (path == "/" || path == "/ui") && handlers_.ui) {
+    return response(200, "text/html; charset=utf-8", handlers_.ui());
+  }
+  if (method == "GET" && path == "/ring.svg" && handlers_.ring_svg) {
+    std::string body;
+    if (handlers_.ring_svg(query, body)) return response(200, "image/svg+xml", body);
+    return response(404, kText, body + "\n");
   }
   if (method == "POST" && path == "/reload") {
     std::string message;
@@ -349,8 +357,9 @@ std::string AdminServer::respond(std::string_view req) const {
     return response(ok ? 200 : 409, kText, message + "\n");
   }
   return response(404, kText,
-                  "not found: GET /metrics, GET /status, POST /reload, POST /flush, "
-                  "POST /rebalance, GET /fleet, POST /fleet/...\n");
+                  "not found: GET / (or /ui), GET /ring.svg?pool=NAME, GET /metrics, "
+                  "GET /status, POST /reload, POST /flush, POST /rebalance, GET /fleet, "
+                  "POST /fleet/...\n");
 }
 
 }  // namespace chash::proxy

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// chash-proxy — the admin HTTP port: GET /metrics, GET /status (or /), POST /reload.
+// chash-proxy — the admin HTTP port: GET / (or /ui) the status page (control/ui.h: HTML, inline
+// SVG, no script), GET /ring.svg?pool=P a pool's key-space picture, GET /metrics, GET /status
+// (JSON), POST /reload, /flush, /rebalance, GET /fleet, POST /fleet/<action>.
 //
 // HTTP/1.1 with one request per connection (Connection: close), served on the control loop
 // without ever blocking it: each client is a non-blocking connection that reads a request head
@@ -7,8 +9,9 @@
 // cap on the head's size and on open admin connections. So a client that sends a byte every half
 // second, or connects and sends nothing (as nutcracker stats pollers do), costs one fd until its
 // deadline and delays no other admin client, no reload, no health probe and no shutdown.
-// A query string is ignored (`/metrics?x` is /metrics). What is shown is rendered by the handlers
-// (control/status.h); this file only speaks HTTP.
+// A query string is passed to the handlers that take one (/ring.svg, /flush, /rebalance,
+// /fleet/...) and ignored by the rest (`/metrics?x` is /metrics). What is shown is rendered by the
+// handlers (control/status.h, control/ui.h); this file only speaks HTTP.
 // With an AdminAuth (`chash_proxy: admin_auth:`), POST /reload — or with protect: all, every
 // request — needs `Authorization: Bearer <token>` or `Authorization: Basic <user:password>`;
 // anything else is answered 401 with a WWW-Authenticate header. Secrets are compared as
@@ -47,6 +50,10 @@ class AdminServer : public net::Pollable {
     std::function<std::string()> fleet_status = nullptr;
     std::function<bool(std::string_view action, std::string_view query, std::string& message)>
         fleet_edit = nullptr;
+    // GET / and GET /ui: the status page (HTML).
+    std::function<std::string()> ui = nullptr;
+    // GET /ring.svg?pool=P: true with the SVG in `body`, else false with a message (404).
+    std::function<bool(std::string_view query, std::string& body)> ring_svg = nullptr;
   };
   struct Limits {
     std::chrono::milliseconds deadline{5000};  // accept to last byte written

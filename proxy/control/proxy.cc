@@ -86,6 +86,14 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
             [this] { return etcd_->fleet_json(); },
             [this](std::string_view action, std::string_view query, std::string& message) {
               return etcd_->edit(action, query, message);
+            },
+            [this] { return status_page(); },
+            [this](std::string_view query, std::string& body) {
+              const std::string pool = query_value(query, "pool");
+              auto picture = render_pool_svg(*topology(), pool);
+              body = picture ? std::move(*picture)
+                             : "no pool \"" + pool + "\" (GET /ring.svg?pool=NAME)";
+              return picture.has_value();
             }});
     admin_->set_auth(config_.admin_auth);
     admin_->set_tls(config_.admin_tls);
@@ -578,6 +586,26 @@ std::uint64_t Proxy::applied_version() const {
   std::uint64_t v = topology()->version;
   for (const auto& w : workers_) v = std::min(v, w->applied_version());
   return v;
+}
+
+std::string Proxy::status_page() const {
+  const auto t = topology();
+  UiSample now = take_ui_sample(*t, steady_ms());
+  const std::string status = status_json();
+  std::lock_guard lock(ui_mu_);
+  std::size_t before = ui_samples_.size();  // the newest sample a second old, else the oldest
+  for (std::size_t i = ui_samples_.size(); i-- > 0;) {
+    before = i;
+    if (now.at_ms - ui_samples_[i].at_ms >= 1000) break;
+  }
+  const std::string page =
+      render_ui(*t, status, now, before < ui_samples_.size() ? &ui_samples_[before] : nullptr);
+  if (before < ui_samples_.size()) {
+    ui_samples_.erase(ui_samples_.begin(), ui_samples_.begin() + static_cast<long>(before));
+  }
+  if (ui_samples_.size() >= 8) ui_samples_.erase(ui_samples_.begin());
+  ui_samples_.push_back(std::move(now));
+  return page;
 }
 
 std::string Proxy::status_json() const {

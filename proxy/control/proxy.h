@@ -27,6 +27,7 @@
 #include "control/handover.h"
 #include "control/signals.h"
 #include "control/stats_port.h"
+#include "control/ui.h"
 #include "core/metrics.h"
 #include "core/worker.h"
 #include "membership/cluster.h"
@@ -108,6 +109,9 @@ class Proxy {
 
   std::string prometheus() const;
   std::string status_json() const;
+  // The admin port's status page (control/ui.h): its rates are over the time since the newest
+  // page shown at least a second ago (to anyone: two browsers still see useful intervals).
+  std::string status_page() const;
   const Resolver& resolver() const noexcept { return *resolver_; }
   // The stats port's live header (control/stats_port.h).
   StatsHeader stats_header() const;
@@ -165,6 +169,8 @@ class Proxy {
   std::mutex run_mu_;
   std::condition_variable run_cv_;
   bool running_ = false;
+  mutable std::mutex ui_mu_;                  // ui_samples_
+  mutable std::vector<UiSample> ui_samples_;  // the status page's recent samples, oldest first
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> draining_{false};
   net::Clock::time_point drain_deadline_{};

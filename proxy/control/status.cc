@@ -386,6 +386,20 @@ std::string render_prometheus(const Metrics& m, const Topology& t) {
   return o;
 }
 
+const char* server_state(const Pool& pool, NodeId id, std::int64_t now_ms) noexcept {
+  if (id < pool.servers.size() && pool.servers[id].role == ServerRole::kRetired) return "retired";
+  if (!pool.up(id)) {
+    const bool skipped =
+        pool.config.auto_eject_hosts || id >= pool.nodes || !pool.fleet_out.empty();
+    return skipped ? "ejected" : "down";
+  }
+  if (id < pool.nodes && !pool.previous.empty() && now_ms < pool.previous.front().until_ms) {
+    const auto& member = pool.previous.front().member;
+    if (std::find(member.begin(), member.end(), id) == member.end()) return "warming";
+  }
+  return "up";
+}
+
 namespace {
 
 // A tcp pool with a non-hash balance has no router worth describing: its policy is the routing.
@@ -398,7 +412,7 @@ std::string routing_of(const Pool& pool) {
   return json_escape(pool.router.describe());
 }
 
-std::string server_json(const Pool& pool, std::size_t i) {
+std::string server_json(const Pool& pool, std::size_t i, std::int64_t now_ms) {
   const BackendState& s = *pool.states[i];
   const ServerConfig& c = pool.servers[i];
   std::string role;
@@ -416,7 +430,8 @@ std::string server_json(const Pool& pool, std::size_t i) {
          ",\"requests\":" + std::to_string(s.requests.load()) +
          ",\"errors\":" + std::to_string(s.errors.load()) +
          ",\"ejections\":" + std::to_string(s.ejections.load()) +
-         ",\"connections\":" + std::to_string(std::max<std::int64_t>(0, s.active.load())) + "}";
+         ",\"connections\":" + std::to_string(std::max<std::int64_t>(0, s.active.load())) +
+         ",\"state\":\"" + server_state(pool, static_cast<NodeId>(i), now_ms) + "\"}";
 }
 
 // {"window_ms":W,"at_ms":T,"requests":N,"top":[{"key":K,"rate":R,"requests":C,"owner":O}],
@@ -450,7 +465,10 @@ std::string pool_json(const Pool& pool) {
                   ",\"auto_eject_hosts\":" + (pool.config.auto_eject_hosts ? "true" : "false") +
                   ",\"read_policy\":\"" + read_policy_name(pool.config.read_policy) + "\"" +
                   ",\"servers\":[";
-  for (std::size_t i = 0; i < pool.states.size(); ++i) o += (i ? "," : "") + server_json(pool, i);
+  const std::int64_t now_ms = steady_ms();
+  for (std::size_t i = 0; i < pool.states.size(); ++i) {
+    o += (i ? "," : "") + server_json(pool, i, now_ms);
+  }
   o += "]";
   if (samples_keys(pool)) o += ",\"hot_keys\":" + hot_keys_json(pool);
   return o + "}";

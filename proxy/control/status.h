@@ -30,6 +30,14 @@ std::string render_fleet_metrics(const std::map<std::string, std::vector<std::st
 std::string render_status_json(const Metrics& metrics, const Topology& topology,
                                std::uint64_t applied_version, unsigned workers);
 
+// Member `id`'s state in a word, as /status ("state") and the status page (control/ui.h) show it:
+// "retired" (out of the routing, read through by the warm-up), "ejected" (down and skipped:
+// auto_eject_hosts, a replica, or the fleet's word), "down" (down but still routed to: without
+// auto_eject_hosts its requests fail fast), "warming" (a routed node the newest previous routing
+// did not have, while its warm-up window is open: misses read through from the previous owner),
+// else "up".
+const char* server_state(const Pool& pool, NodeId id, std::int64_t now_ms) noexcept;
+
 // Prometheus label value: '"' and '\' escaped, newlines as spaces.
 std::string prometheus_label_escape(std::string_view s);
 // JSON string body: '"' and '\' escaped, control bytes as \u00XX.

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "chash/error.h"
@@ -96,6 +97,14 @@ class RingPreset final : public Preset {
   }
   std::size_t node_count() const noexcept override { return ring_.node_count(); }
   const Ring& ring() const noexcept { return ring_; }
+  const RingTable* ring32() const noexcept override {
+    if constexpr (std::is_same_v<Ring, RingTable>) return &ring_;
+    return nullptr;
+  }
+  const Ring64Table* ring64() const noexcept override {
+    if constexpr (std::is_same_v<Ring, Ring64Table>) return &ring_;
+    return nullptr;
+  }
 
  private:
   Ring ring_;

@@ -148,6 +148,7 @@ class EnvoyRingHash final : public EnvoyPreset {
   std::pair<std::uint64_t, NodeId> entry(std::size_t i) const noexcept override {
     return {ring_.positions()[i], ring_.owners()[i]};
   }
+  const Ring64Table* ring64() const noexcept override { return &ring_; }
 
  private:
   std::uint64_t attempt_limit() const noexcept override { return ring_.point_count(); }

@@ -567,6 +567,7 @@ class LibmemcachedPreset final : public Preset {
   }
 
   std::size_t node_count() const noexcept override { return servers_; }
+  const RingTable* ring32() const noexcept override { return ring_ ? &*ring_ : nullptr; }
 
  private:
   std::optional<RingTable> ring_;  // empty for modula

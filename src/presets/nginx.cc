@@ -338,6 +338,7 @@ class NginxConsistentPreset final : public Preset {
   }
 
   std::size_t node_count() const noexcept override { return s_.size(); }
+  const RingTable* ring32() const noexcept override { return &ring_; }
 
  private:
   Servers s_;

@@ -200,9 +200,11 @@ TEST(StatusTest, StatusJsonOfAKnownState) {
           routing +
           "\",\"clients\":0,\"auto_eject_hosts\":false,\"read_policy\":\"master\",\"servers\":["
           "{\"name\":\"r1\",\"address\":\"127.0.0.1:7001\",\"role\":\"node\",\"weight\":1,"
-          "\"up\":false,\"requests\":0,\"errors\":0,\"ejections\":0,\"connections\":0},"
+          "\"up\":false,\"requests\":0,\"errors\":0,\"ejections\":0,\"connections\":0,"
+          "\"state\":\"down\"},"
           "{\"name\":\"r2\",\"address\":\"127.0.0.1:7002\",\"role\":\"node\",\"weight\":2,"
-          "\"up\":true,\"requests\":9,\"errors\":1,\"ejections\":0,\"connections\":0}],"
+          "\"up\":true,\"requests\":9,\"errors\":1,\"ejections\":0,\"connections\":0,"
+          "\"state\":\"up\"}],"
           // The hot keys of the last window (none yet), and the relief's settings and counters.
           "\"hot_keys\":{\"window_ms\":10000,\"at_ms\":0,\"requests\":0,\"top\":[],"
           "\"hot_cache\":false,\"hot_reads\":\"owner\",\"cache_hits\":0,\"cache_misses\":0,"
@@ -211,7 +213,8 @@ TEST(StatusTest, StatusJsonOfAKnownState) {
           "robin\","
           "\"clients\":2,\"auto_eject_hosts\":false,\"read_policy\":\"master\",\"servers\":["
           "{\"name\":\"w1\",\"address\":\"127.0.0.1:8001\",\"role\":\"node\",\"weight\":1,"
-          "\"up\":true,\"requests\":0,\"errors\":0,\"ejections\":0,\"connections\":0}]}]}\n");
+          "\"up\":true,\"requests\":0,\"errors\":0,\"ejections\":0,\"connections\":0,"
+          "\"state\":\"up\"}]}]}\n");
   EXPECT_FALSE(routing.empty());
 }
 
@@ -222,13 +225,18 @@ struct FakeAdmin {
   bool reload_ok = true;
   int reloads = 0;
   AdminServer::Handlers handlers() {
-    return {[] { return std::string("m 1\n"); }, [] { return std::string("{}\n"); },
+    return {[] { return std::string("m 1\n"); },
+            [] { return std::string("{}\n"); },
             [this](std::string& message) {
               ++reloads;
               message = reload_ok ? "no change" : "reload refused: bad";
               return reload_ok;
             },
-            nullptr};
+            nullptr,
+            nullptr,
+            nullptr,
+            nullptr,
+            [] { return std::string("<!DOCTYPE html>\n"); }};
   }
 };
 
@@ -248,7 +256,10 @@ TEST(AdminTest, RoutesEachRequest) {
             http(200, "OK", "text/plain; version=0.0.4", "m 1\n"));
   EXPECT_EQ(admin.respond("GET /status HTTP/1.1\r\n\r\n"),
             http(200, "OK", "application/json", "{}\n"));
-  EXPECT_EQ(admin.respond("GET / HTTP/1.0\r\n\r\n"), http(200, "OK", "application/json", "{}\n"));
+  // The status page (control/ui.h) at / and /ui; /status stays JSON.
+  const std::string page = http(200, "OK", "text/html; charset=utf-8", "<!DOCTYPE html>\n");
+  EXPECT_EQ(admin.respond("GET / HTTP/1.0\r\n\r\n"), page);
+  EXPECT_EQ(admin.respond("GET /ui HTTP/1.1\r\n\r\n"), page);
   EXPECT_EQ(admin.respond("POST /reload HTTP/1.1\r\n\r\n"),
             http(200, "OK", "text/plain; version=0.0.4", "no change\n"));
   fake.reload_ok = false;
@@ -257,11 +268,12 @@ TEST(AdminTest, RoutesEachRequest) {
   EXPECT_EQ(fake.reloads, 2);
   const std::string not_found =
       http(404, "Not Found", "text/plain; version=0.0.4",
-           "not found: GET /metrics, GET /status, POST /reload, POST /flush, POST /rebalance, "
-           "GET /fleet, POST /fleet/...\n");
+           "not found: GET / (or /ui), GET /ring.svg?pool=NAME, GET /metrics, GET /status, "
+           "POST /reload, POST /flush, POST /rebalance, GET /fleet, POST /fleet/...\n");
   EXPECT_EQ(admin.respond("GET /reload HTTP/1.1\r\n\r\n"), not_found);  // wrong method
   EXPECT_EQ(admin.respond("POST /metrics HTTP/1.1\r\n\r\n"), not_found);
   EXPECT_EQ(admin.respond("GET /metricsx HTTP/1.1\r\n\r\n"), not_found);
+  EXPECT_EQ(admin.respond("GET /ring.svg?pool=a HTTP/1.1\r\n\r\n"), not_found);  // no handler
   // A query string is ignored.
   EXPECT_EQ(admin.respond("GET /metrics?name[]=x HTTP/1.1\r\n\r\n"),
             http(200, "OK", "text/plain; version=0.0.4", "m 1\n"));

@@ -579,6 +579,7 @@ bool renders(const fs::path& svg) {
 TEST_F(Cli, EveryPlotIsWellFormedSvg) {
   const auto out = dir_ / "p.svg";
   for (const std::string args : {"plot --kind ring --algo ring --nodes a,b,c --vnodes 10",
+                                 "plot --kind ring --preset ketama --nodes a,b,c",
                                  "plot --kind load --algo ring --nodes a,b,c",
                                  "plot --kind moves --algo ring --nodes a,b,c --add d",
                                  "plot --kind moves --algo jump --nodes a,b,c --add d",
@@ -588,6 +589,7 @@ TEST_F(Cli, EveryPlotIsWellFormedSvg) {
     EXPECT_TRUE(renders(out)) << args;
   }
   EXPECT_EQ(run("plot --kind ring --algo jump --nodes a,b").code, 1);
+  EXPECT_EQ(run("plot --kind ring --preset twemproxy-modula --nodes a,b").code, 1);
   // Hostile node names are escaped.
   const auto nf = write("n.txt", "<script>&\"x\n\xff\xfe\n");
   EXPECT_EQ(

@@ -9,9 +9,9 @@
 #include "chash/analysis.h"
 #include "chash/bounded_load.h"
 #include "chash/error.h"
+#include "chash/svg.h"
 #include "plot.h"
 #include "report.h"
-#include "svg.h"
 #include "sweep.h"
 
 namespace chash::cli {
@@ -76,9 +76,9 @@ struct Demo {
     few.vnodes = 8;
     const auto r4 = RingTable::build(cache_nodes(4), few),
                r5 = RingTable::build(cache_nodes(5), few);
-    save("ring-4-to-5.svg",
-         plot_ring(AnyTable(r5), cache_nodes(5), "Ring, 8 vnodes each: what cache-4 takes over",
-                   moved_ranges(r4, cache_nodes(4), r5, cache_nodes(5))));
+    save("ring-4-to-5.svg", svg::table_ring(AnyTable(r5), cache_nodes(5),
+                                            "Ring, 8 vnodes each: what cache-4 takes over",
+                                            moved_ranges(r4, cache_nodes(4), r5, cache_nodes(5))));
   }
 
   void vnodes() {
@@ -108,8 +108,8 @@ struct Demo {
                    "ratio", xs, {{"max/mean load", mm}, {"moved on +1 node / optimum", mv}}, true));
     TableOptions four_vn;
     four_vn.ring.vnodes = 4;
-    save("ring.svg", plot_ring(build_table(Algorithm::kRing, cache_nodes(4), four_vn),
-                               cache_nodes(4), "A ring: 4 nodes x 4 virtual nodes", {}));
+    save("ring.svg", svg::table_ring(build_table(Algorithm::kRing, cache_nodes(4), four_vn),
+                                     cache_nodes(4), "A ring: 4 nodes x 4 virtual nodes", {}));
   }
 
   void weighted() {

@@ -1,62 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // chash plot — pictures a person would rather look at than read: the ring with its nodes and
-// virtual nodes, per-node load bars, keys moved by a change, sweep curves. Self-contained SVG.
+// virtual nodes, per-node load bars, keys moved by a change, sweep curves. Self-contained SVG
+// (the drawing is the library's: chash/svg.h).
 #include "plot.h"
 
 #include <fstream>
 
 #include "chash/analysis.h"
 #include "chash/error.h"
+#include "chash/svg.h"
 #include "report.h"
-#include "svg.h"
 #include "sweep.h"
 
 namespace chash::cli {
-
-namespace {
-
-template <class Ring>
-double frac(const Ring&, std::uint64_t pos) {
-  using Pos = std::decay_t<decltype(std::declval<Ring>().positions()[0])>;
-  return static_cast<double>(pos) / (static_cast<double>(std::numeric_limits<Pos>::max()) + 1.0);
-}
-
-}  // namespace
-
-std::string plot_ring(const AnyTable& table, std::span<const Node> nodes, std::string_view title,
-                      const std::vector<MovedRange>& moved) {
-  std::vector<std::string> names;
-  for (const Node& n : nodes) names.push_back(n.name);
-  std::vector<svg::RingArc> arcs;
-  std::vector<svg::RingPoint> points;
-  auto draw = [&](const auto& r) {
-    const auto pos = r.positions();
-    const auto own = r.owners();
-    for (std::size_t i = 0; i < pos.size(); ++i) {
-      points.push_back({frac(r, pos[i]), own[i]});
-      const double from = frac(r, i == 0 ? pos.back() : pos[i - 1]);
-      arcs.push_back({from, frac(r, pos[i]), own[i]});
-    }
-  };
-  if (const auto* r = std::get_if<RingTable>(&table)) {
-    draw(*r);
-  } else if (const auto* r64 = std::get_if<Ring64Table>(&table)) {
-    draw(*r64);
-  } else {
-    throw Error(ErrorCode::kUnsupported, "plot --kind ring needs --algo ring or ring64");
-  }
-  std::vector<svg::RingArc> hl;
-  const bool wide = std::holds_alternative<Ring64Table>(table);
-  const double space = wide ? 18446744073709551616.0 : 4294967296.0;
-  for (const MovedRange& m : moved) {
-    std::size_t to = 0;
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      if (names[i] == m.to) to = i;
-    }
-    hl.push_back({static_cast<double>(m.first) / space, static_cast<double>(m.last) / space, to});
-  }
-  return svg::ring(title, names, arcs, points, hl, "ranges that move, coloured by their new owner");
-}
 
 std::string plot_load(const LoadStats& s, std::span<const Node> nodes, std::string_view title) {
   std::vector<std::string> names;
@@ -158,9 +114,17 @@ void run_plot(PlotArgs a) {
   const auto nodes = a.nodes.load();
   const Router router = Router::build(a.spec, nodes);
   if (a.kind == "ring") {
-    if (!router.table())
-      throw Error(ErrorCode::kUnsupported, "plot --kind ring needs --algo ring or ring64");
-    write_out(a.out, plot_ring(*router.table(), nodes, "ring: " + router.describe(), {}));
+    const AnyTable* t = router.table();
+    const Preset* p = router.preset();
+    const bool ring_table = t != nullptr && (std::holds_alternative<RingTable>(*t) ||
+                                             std::holds_alternative<Ring64Table>(*t));
+    const bool ring_preset = p != nullptr && (p->ring32() != nullptr || p->ring64() != nullptr);
+    if (!ring_table && !ring_preset) {
+      throw Error(ErrorCode::kUnsupported,
+                  "plot --kind ring needs --algo ring or ring64, or a preset whose peer uses a "
+                  "ring (ketama, libmemcached-consistent, nginx-hash-consistent, ...)");
+    }
+    write_out(a.out, svg::placement(router, "ring: " + router.describe()));
     return;
   }
   if (a.keys.synthetic == 0 && a.keys.keys_file.empty()) a.keys.synthetic = 100000;
@@ -200,10 +164,10 @@ void run_plot(PlotArgs a) {
       }
       double f = 0;
       for (const auto& m : ranges) f += m.fraction;
-      write_out(a.out, plot_ring(*r2.table(), after,
-                                 router.describe() + ": " + percent(f, 1) +
-                                     " of the hash space changes owner",
-                                 ranges));
+      write_out(a.out, svg::table_ring(*r2.table(), after,
+                                       router.describe() + ": " + percent(f, 1) +
+                                           " of the hash space changes owner",
+                                       ranges));
       return;
     }
     // Other algorithms: keys per node before and after.

@@ -11,10 +11,8 @@
 
 namespace chash::cli {
 
-// The ring of a RingTable/Ring64Table (throws for other tables), with moved ranges on an inner
-// band.
-std::string plot_ring(const AnyTable& table, std::span<const Node> nodes, std::string_view title,
-                      const std::vector<MovedRange>& moved);
+// Bars of each node's share of keys beside its weight-fair share. (The ring is the library's:
+// chash::svg::table_ring in chash/svg.h.)
 std::string plot_load(const LoadStats& s, std::span<const Node> nodes, std::string_view title);
 
 }  // namespace chash::cli

@@ -1,11 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "svg.h"
+#include "chash/svg.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <type_traits>
+#include <variant>
 
-namespace chash::cli::svg {
+#include "chash/error.h"
+#include "chash/preset.h"
+#include "chash/ring.h"
+
+namespace chash::svg {
 
 namespace {
 
@@ -141,35 +148,37 @@ std::string colour(std::size_t i) {
 
 std::string ring(std::string_view title, const std::vector<std::string>& names,
                  const std::vector<RingArc>& arcs, const std::vector<RingPoint>& points,
-                 const std::vector<RingArc>& highlight, std::string_view highlight_label) {
+                 const std::vector<RingArc>& highlight, std::string_view highlight_label,
+                 std::string_view centre) {
   const int w = 860, h = 640;
   const double cx = 320, cy = 340, r = 230;
   std::string s = header(w, h, title);
   s += "<circle cx=\"" + num(cx) + "\" cy=\"" + num(cy) + "\" r=\"" + num(r) +
        "\" fill=\"none\" stroke=\"#ddd\" stroke-width=\"1\"/>\n";
-  for (const RingArc& a : arcs) {
-    if (a.from <= a.to) {
-      s += "<path d=\"" + arc_path(cx, cy, r + 14, r, a.from, a.to) + "\" fill=\"" +
-           colour(a.node) + "\"/>\n";
-    } else {  // wraps past 12 o'clock
-      s += "<path d=\"" + arc_path(cx, cy, r + 14, r, a.from, 1.0) + "\" fill=\"" + colour(a.node) +
-           "\"/>\n";
-      s += "<path d=\"" + arc_path(cx, cy, r + 14, r, 0.0, a.to) + "\" fill=\"" + colour(a.node) +
-           "\"/>\n";
-    }
-  }
-  for (const RingArc& a : highlight) {
-    auto band = [&](double f, double t) {
-      s += "<path d=\"" + arc_path(cx, cy, r - 6, r - 22, f, t) + "\" fill=\"" + colour(a.node) +
-           "\" stroke=\"#222\" stroke-width=\"0.4\"/>\n";
+  // One band segment; SVG cannot draw an arc whose ends meet, so a long one is drawn in halves.
+  auto band = [&](double r_out, double r_in, double f, double t, const std::string& fill,
+                  std::string_view extra) {
+    auto segment = [&](double a0, double a1) {
+      s += "<path d=\"" + arc_path(cx, cy, r_out, r_in, a0, a1) + "\" fill=\"" + fill + "\"" +
+           std::string(extra) + "/>\n";
     };
-    if (a.from <= a.to) {
-      band(a.from, a.to);
+    if (t - f > 0.5) {
+      segment(f, (f + t) / 2);
+      segment((f + t) / 2, t);
     } else {
-      band(a.from, 1.0);
-      band(0.0, a.to);
+      segment(f, t);
     }
-  }
+  };
+  auto arc = [&](const RingArc& a, double r_out, double r_in, std::string_view extra) {
+    if (a.from <= a.to) {
+      band(r_out, r_in, a.from, a.to, colour(a.node), extra);
+    } else {  // wraps past 12 o'clock
+      band(r_out, r_in, a.from, 1.0, colour(a.node), extra);
+      band(r_out, r_in, 0.0, a.to, colour(a.node), extra);
+    }
+  };
+  for (const RingArc& a : arcs) arc(a, r + 14, r, {});
+  for (const RingArc& a : highlight) arc(a, r - 6, r - 22, " stroke=\"#222\" stroke-width=\"0.4\"");
   for (const RingPoint& p : points) {
     const double t = 2 * kPi * p.angle - kPi / 2;
     s += "<line x1=\"" + num(cx + (r + 16) * std::cos(t)) + "\" y1=\"" +
@@ -177,11 +186,17 @@ std::string ring(std::string_view title, const std::vector<std::string>& names,
          "\" y2=\"" + num(cy + (r + 26) * std::sin(t)) + "\" stroke=\"" + colour(p.node) +
          "\" stroke-width=\"1.5\"/>\n";
   }
-  s += "<text x=\"" + num(cx) + "\" y=\"" + num(cy - 6) +
-       "\" text-anchor=\"middle\" font-size=\"14\" fill=\"#444\">" + std::to_string(points.size()) +
-       " points</text>\n<text x=\"" + num(cx) + "\" y=\"" + num(cy + 14) +
-       "\" text-anchor=\"middle\" font-size=\"12\" fill=\"#777\">key → first point "
-       "clockwise</text>\n";
+  if (centre.empty()) {
+    s += "<text x=\"" + num(cx) + "\" y=\"" + num(cy - 6) +
+         "\" text-anchor=\"middle\" font-size=\"14\" fill=\"#444\">" +
+         std::to_string(points.size()) + " points</text>\n<text x=\"" + num(cx) + "\" y=\"" +
+         num(cy + 14) +
+         "\" text-anchor=\"middle\" font-size=\"12\" fill=\"#777\">key → first point "
+         "clockwise</text>\n";
+  } else {
+    s += "<text x=\"" + num(cx) + "\" y=\"" + num(cy + 4) +
+         "\" text-anchor=\"middle\" font-size=\"13\" fill=\"#444\">" + escape(centre) + "</text>\n";
+  }
   s += "<text x=\"" + num(cx) + "\" y=\"" + num(cy - r - 34) +
        "\" text-anchor=\"middle\" font-size=\"11\" fill=\"#777\">0</text>\n";
   s += legend(names, 640, 90, 24);
@@ -345,4 +360,117 @@ std::string lines(std::string_view title, std::string_view x_label, std::string_
   return s;
 }
 
-}  // namespace chash::cli::svg
+// ---- Pictures of a placement ---------------------------------------------------------------------
+
+namespace {
+
+// A ring position as a fraction of the circle (positions are the ring's full-width unsigned).
+template <class Pos>
+double fraction(Pos pos) {
+  return static_cast<double>(pos) / (static_cast<double>(std::numeric_limits<Pos>::max()) + 1.0);
+}
+
+std::vector<std::string> names_of(std::span<const Node> nodes) {
+  std::vector<std::string> names;
+  names.reserve(nodes.size());
+  for (const Node& n : nodes) names.push_back(n.name);
+  return names;
+}
+
+}  // namespace
+
+namespace {
+
+// A ring's points and the arcs they own, with `moved` ranges on the inner band.
+template <class Pos>
+std::string ring_of(const BasicRing<Pos>& r, std::span<const Node> nodes, std::string_view title,
+                    const std::vector<MovedRange>& moved) {
+  const std::vector<std::string> names = names_of(nodes);
+  const double space = static_cast<double>(std::numeric_limits<Pos>::max()) + 1.0;
+  std::vector<RingArc> arcs;
+  std::vector<RingPoint> points;
+  const auto pos = r.positions();
+  const auto own = r.owners();
+  for (std::size_t i = 0; i < pos.size(); ++i) {
+    points.push_back({fraction(pos[i]), own[i]});
+    // A point owns the arc from the point before it (the last, for the first) up to itself.
+    arcs.push_back({fraction(i == 0 ? pos.back() : pos[i - 1]), fraction(pos[i]), own[i]});
+  }
+  std::vector<RingArc> highlight;
+  for (const MovedRange& m : moved) {
+    std::size_t to = 0;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == m.to) to = i;
+    }
+    highlight.push_back(
+        {static_cast<double>(m.first) / space, static_cast<double>(m.last) / space, to});
+  }
+  return ring(title, names, arcs, points, highlight,
+              "ranges that move, coloured by their new owner");
+}
+
+}  // namespace
+
+std::string table_ring(const AnyTable& table, std::span<const Node> nodes, std::string_view title,
+                       const std::vector<MovedRange>& moved) {
+  if (const auto* r = std::get_if<RingTable>(&table)) return ring_of(*r, nodes, title, moved);
+  if (const auto* r = std::get_if<Ring64Table>(&table)) return ring_of(*r, nodes, title, moved);
+  throw Error(ErrorCode::kUnsupported, "a ring picture needs a ring or ring64 table");
+}
+
+std::string placement(const Router& router, std::string_view title) {
+  const AnyTable* table = router.table();
+  if (table != nullptr &&
+      (std::holds_alternative<RingTable>(*table) || std::holds_alternative<Ring64Table>(*table))) {
+    return table_ring(*table, router.nodes(), title);
+  }
+  if (const Preset* p = router.preset(); p != nullptr && p->ring32() != nullptr) {
+    return ring_of(*p->ring32(), router.nodes(), title, {});
+  }
+  if (const Preset* p = router.preset(); p != nullptr && p->ring64() != nullptr) {
+    return ring_of(*p->ring64(), router.nodes(), title, {});
+  }
+  const std::vector<std::string> names = names_of(router.nodes());
+  std::vector<RingArc> arcs;
+  if (table != nullptr && std::holds_alternative<SlotTable>(*table)) {
+    // Runs of slots with one owner, in slot order; an unserved slot (kNoNode) ends a run.
+    const auto& slots = std::get<SlotTable>(*table);
+    std::uint32_t start = 0;
+    std::size_t served = 0;
+    for (std::uint32_t slot = 1; slot <= kRedisSlots; ++slot) {
+      const NodeId owner = slots.pick(start);
+      if (slot < kRedisSlots && slots.pick(slot) == owner) continue;
+      if (owner != kNoNode && owner < names.size()) {
+        arcs.push_back({static_cast<double>(start) / kRedisSlots,
+                        static_cast<double>(slot) / kRedisSlots, owner});
+        served += slot - start;
+      }
+      start = slot;
+    }
+    return ring(title, names, arcs, {}, {}, {},
+                std::to_string(served) + " of " + std::to_string(kRedisSlots) +
+                    " slots served, slot 0 at the top");
+  }
+  // No positions to draw: each node's share of sampled keys, as one arc per node.
+  std::vector<std::uint64_t> count(names.size(), 0);
+  std::uint64_t routed = 0;
+  for (std::size_t i = 0; i < kShareSamples; ++i) {
+    const NodeId id = router.route("key:" + std::to_string(i));
+    if (id < count.size()) {
+      ++count[id];
+      ++routed;
+    }
+  }
+  double at = 0;
+  for (std::size_t id = 0; id < count.size(); ++id) {
+    if (count[id] == 0) continue;
+    const double share = static_cast<double>(count[id]) / static_cast<double>(kShareSamples);
+    arcs.push_back({at, std::min(1.0, at + share), id});
+    at += share;
+  }
+  return ring(title, names, arcs, {}, {}, {},
+              "share of " + std::to_string(kShareSamples) + " sampled keys per node" +
+                  (routed < kShareSamples ? " (some unrouted)" : ""));
+}
+
+}  // namespace chash::svg
