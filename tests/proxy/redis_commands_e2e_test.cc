@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -82,11 +83,17 @@ class RedisCommandsE2E : public ::testing::Test {
   RespClient reference() { return RespClient(RespClient::dial_unix(reference_->socket())); }
   std::shared_ptr<const Pool> pool() { return proxy_->topology()->pools[0]; }
   // Each request to the proxy and to the reference: the same bytes back.
+  // (A consumer's "idle" milliseconds are clocks, not answers: they are compared as 0.)
   void same(RespClient& c, RespClient& ref, const std::vector<Argv>& requests) {
+    const auto unclocked = [](std::string reply) {
+      static const std::regex idle("(\\$4\r\nidle\r\n:)[0-9]+");
+      return std::regex_replace(reply, idle, "$010");  // group 1, then "0"
+    };
     for (const auto& r : requests) {
       const std::string want = ref.call(r);
       ASSERT_FALSE(want.empty()) << r[0];
-      EXPECT_EQ(c.call(r), want) << "request: " << r[0] << " " << (r.size() > 1 ? r[1] : "");
+      EXPECT_EQ(unclocked(c.call(r)), unclocked(want))
+          << "request: " << r[0] << " " << (r.size() > 1 ? r[1] : "");
     }
   }
   // A key (k<i>) the pool routes to backend `node`.
