@@ -166,7 +166,8 @@ PoolState decode_state(std::string_view value) {
   }
   if (s.previous.size() > kMaxPrevious) invalid("more than 4 previous routings");
   s.returning = text(j, "returning");
-  s.returning_since = number<std::uint64_t>(j, "returning_since");
+  // Its time without a returning server means nothing (encode_state drops it).
+  s.returning_since = s.returning.empty() ? 0 : number<std::uint64_t>(j, "returning_since");
   if (const auto e = j.find("ejected_at"); e != j.end() && !e->is_null()) {
     if (!e->is_object()) invalid("'ejected_at' must be an object {server: epoch}");
     for (const auto& [server, epoch] : e->items()) {
