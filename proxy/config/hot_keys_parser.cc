@@ -2,7 +2,7 @@
 // chash-proxy — a pool's `hot_keys:`, `hot_cache:` and `hot_reads:` (docs/HOTKEYS.md).
 //   hot_keys: {top: 20, window: 10s, hash_keys: false, sample: 16, min_rate: 100, log_rate: 1000}
 //   hot_keys: false                          (no sampling at all)
-//   hot_cache: {ttl: 1s, max_keys: 1024, max_bytes: 64mb}
+//   hot_cache: {ttl: 1s, max_keys: 1024, max_bytes: 64mb}   (or ttl_ms: 1000)
 //   hot_reads: replicas                      (or owner, the default)
 // Durations are "10s", "500ms", "2m" or a number of milliseconds; sizes "64mb", "512kb" or bytes.
 #include <charconv>
@@ -16,7 +16,7 @@ namespace {
 
 constexpr std::string_view kHotKeysKeys[] = {"enabled", "top",      "window",  "hash_keys",
                                              "sample",  "min_rate", "log_rate"};
-constexpr std::string_view kHotCacheKeys[] = {"enabled", "ttl", "max_keys", "max_bytes"};
+constexpr std::string_view kHotCacheKeys[] = {"enabled", "ttl", "ttl_ms", "max_keys", "max_bytes"};
 
 // A whole number with one of `units` (suffix, multiplier) or none (multiplier 1), within
 // [lo, hi] after scaling; `what` names the form in the message.
@@ -114,6 +114,9 @@ hotkeys::CacheConfig parse_hot_cache(const Ctx& ctx, const YAML::Node& v,
       c.enabled = ctx.boolean(kv.second, k);
     } else if (k == "ttl") {
       c.ttl_ms = duration_ms(ctx, kv.second, k, 1, 3600u * 1000u);
+    } else if (k == "ttl_ms") {
+      // The same bound spelt as a number of milliseconds (camellia's and Tair's configs' form).
+      c.ttl_ms = ctx.number<std::uint32_t>(kv.second, k, 1, 3600u * 1000u);
     } else if (k == "max_keys") {
       c.max_keys = ctx.number<std::uint32_t>(kv.second, k, 1, 1u << 20);
     } else if (k == "max_bytes") {

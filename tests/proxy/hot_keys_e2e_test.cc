@@ -302,6 +302,10 @@ TEST(HotKeysConfig, ErrorsNameTheKeyAndTheForm) {
   EXPECT_EQ(c.pools[0].hot_cache.ttl_ms, 250u);
   EXPECT_EQ(c.pools[0].hot_cache.max_bytes, 2u << 20);
   EXPECT_FALSE(parse_config(base, "t.yml").pools[0].hot_cache.enabled);
+  EXPECT_EQ(parse_config(base + "  hot_cache: {ttl_ms: 750}\n", "t.yml").pools[0].hot_cache.ttl_ms,
+            750u);
+  EXPECT_NE(config_error(base + "  hot_cache: {ttl_ms: 1s}\n").find("'ttl_ms'"),
+            std::string::npos);
   EXPECT_TRUE(parse_config(base, "t.yml").pools[0].hot_keys.enabled);
 }
 
