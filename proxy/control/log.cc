@@ -11,6 +11,8 @@
 #include <ctime>
 #include <mutex>
 
+#include "control/utf8.h"
+
 namespace chash::proxy {
 
 namespace {
@@ -39,11 +41,24 @@ void quote(std::string& out, std::string_view v) {
     out += v;
     return;
   }
+  // Quoted: valid UTF-8 as it is; newlines as spaces; other control bytes and bytes outside
+  // valid UTF-8 (a binary hot key, a server's reply) as \xNN, so no raw terminal byte reaches
+  // the log (control/utf8.h).
   out += '"';
-  for (const char c : v) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += (c == '\n' || c == '\r') ? ' ' : c;
-  }
+  each_utf8(
+      v,
+      [&](std::string_view t) {
+        const auto c = static_cast<unsigned char>(t[0]);
+        if (c == '\n' || c == '\r') {
+          out += ' ';
+        } else if (c < 0x20 || c == 0x7f) {
+          append_hex_byte(out, c, "\\");
+        } else {
+          if (c == '"' || c == '\\') out += '\\';
+          out += t;
+        }
+      },
+      [&](unsigned char c) { append_hex_byte(out, c, "\\"); });
   out += '"';
 }
 }  // namespace

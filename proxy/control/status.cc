@@ -6,33 +6,45 @@
 
 #include "chash/version.h"
 #include "control/process_stats.h"
+#include "control/utf8.h"
 
 namespace chash::proxy {
 
-std::string prometheus_label_escape(std::string_view s) {
+namespace {
+
+// The string body both formats share: '"' and '\' backslashed, a byte outside valid UTF-8 as
+// the text \xNN (utf8.h), a control byte (< 0x20) as `control` writes it.
+template <class Control>
+std::string escape_string_body(std::string_view s, Control control) {
   std::string out;
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c == '\n' ? ' ' : c;
-  }
+  out.reserve(s.size());
+  each_utf8(
+      s,
+      [&](std::string_view t) {
+        const auto c = static_cast<unsigned char>(t[0]);
+        if (c == '"' || c == '\\') out += '\\';
+        if (c < 0x20) control(out, c);
+        else out += t;
+      },
+      [&](unsigned char c) { append_hex_byte(out, c, "\\\\"); });
   return out;
 }
 
+}  // namespace
+
+std::string prometheus_label_escape(std::string_view s) {
+  return escape_string_body(s, [](std::string& out, unsigned char c) {
+    if (c == '\n') out += ' ';
+    else append_hex_byte(out, c, "\\\\");
+  });
+}
+
 std::string json_escape(std::string_view s) {
-  std::string out;
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      out += b;
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return escape_string_body(s, [](std::string& out, unsigned char c) {
+    char b[8];
+    std::snprintf(b, sizeof b, "\\u%04x", c);
+    out += b;
+  });
 }
 
 namespace {

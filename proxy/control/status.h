@@ -38,9 +38,11 @@ std::string render_status_json(const Metrics& metrics, const Topology& topology,
 // else "up".
 const char* server_state(const Pool& pool, NodeId id, std::int64_t now_ms) noexcept;
 
-// Prometheus label value: '"' and '\' escaped, newlines as spaces.
+// Prometheus label value: '"' and '\' escaped, newlines as spaces, other control bytes and
+// bytes outside valid UTF-8 as the text \xNN (control/utf8.h).
 std::string prometheus_label_escape(std::string_view s);
-// JSON string body: '"' and '\' escaped, control bytes as \u00XX.
+// JSON string body: '"' and '\' escaped, control bytes as \u00XX, bytes outside valid UTF-8
+// as the text \xNN: /status stays valid JSON whatever bytes a hot key or a reply holds.
 std::string json_escape(std::string_view s);
 
 }  // namespace chash::proxy

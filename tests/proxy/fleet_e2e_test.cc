@@ -214,6 +214,10 @@ TEST_F(FleetE2E, AdminEditsGoThroughEtcd) {
   EXPECT_NE(post("add?pool=cache&server=" + enc).find("already has a server named 'r3'"),
             std::string::npos);
   EXPECT_NE(post("add?pool=cache&server=nonsense").find("409"), std::string::npos);
+  // etcd holds the list as JSON: a name that is not UTF-8 is refused, never half-written.
+  EXPECT_NE(post("add?pool=cache&server=127.0.0.1:6390:1%20bad%FF")
+                .find("server '127.0.0.1:6390:1 bad\\xff' is not UTF-8 text"),
+            std::string::npos);
   EXPECT_NE(post("remove?pool=cache&server=r9").find("no server named 'r9'"), std::string::npos);
   EXPECT_NE(post("add?pool=nope&server=" + enc).find("does not take its servers from etcd"),
             std::string::npos);

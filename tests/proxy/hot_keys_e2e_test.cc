@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "chash/error.h"
@@ -132,6 +133,25 @@ TEST_F(HotKeysE2E, TheHottestKeyIsShownWithItsRateAndOwnerAndLogged) {
   text << std::ifstream(log_path).rdbuf();
   EXPECT_NE(text.str().find("hot key"), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("user:42"), std::string::npos) << text.str();
+}
+
+// Keys are bytes: a binary hot key leaves /status valid JSON and /metrics valid UTF-8, its bytes
+// outside UTF-8 shown as \xNN (control/utf8.h).
+TEST_F(HotKeysE2E, ABinaryHotKeyLeavesStatusValidJson) {
+  start_redis(2);
+  proxy.start(dir, pool_yaml(kFast));
+  RespClient c(RespClient::dial_tcp(port()));
+  const std::string key = "bin\xff\xfe\x1b";
+  ASSERT_TRUE(hot_in_status(c, key, "bin\\\\xff\\\\xfe\\u001b")) << proxy->status_json();
+  nlohmann::json status;
+  ASSERT_NO_THROW(status = nlohmann::json::parse(proxy->status_json()));
+  ASSERT_NO_THROW((void)status.dump());
+  bool found = false;
+  for (const auto& pool : status["pools"]) {
+    for (const auto& k : pool["hot_keys"]["top"]) found = found || k["key"] == "bin\\xff\\xfe\x1b";
+  }
+  EXPECT_TRUE(found) << proxy->status_json();
+  EXPECT_NE(proxy->prometheus().find("key=\"bin\\\\xff\\\\xfe\\\\x1b\""), std::string::npos);
 }
 
 TEST_F(HotKeysE2E, HashKeysShowsAnHmacAndNeverTheKey) {

@@ -8,12 +8,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <string>
 
 #include "config/config.h"
 #include "control/admin.h"
+#include "control/utf8.h"
 #include "membership/topology.h"
 #include "net/event_loop.h"
 #include "net/socket.h"
@@ -181,6 +184,59 @@ TEST(StatusTest, LabelAndJsonEscaping) {
   EXPECT_EQ(prometheus_label_escape("a\"b\\c\nd"), "a\\\"b\\\\c d");
   EXPECT_EQ(json_escape("a\"b\\c\nd\x01"), "a\\\"b\\\\c\\u000ad\\u0001");
   EXPECT_EQ(json_escape("plain"), "plain");
+}
+
+// RFC 3629's table of well-formed sequences, at its edges.
+static_assert(utf8_sequence_length("a") == 1);
+static_assert(utf8_sequence_length("\xc3\xa9") == 2);          // é
+static_assert(utf8_sequence_length("\xe2\x82\xac") == 3);      // €
+static_assert(utf8_sequence_length("\xf0\x9f\x98\x80") == 4);  // U+1F600
+static_assert(utf8_sequence_length("\xf4\x8f\xbf\xbf") == 4);  // U+10FFFF, the last
+static_assert(utf8_sequence_length("") == 0);
+static_assert(utf8_sequence_length("\x80") == 0);                // a continuation alone
+static_assert(utf8_sequence_length("\xc0\xaf") == 0);            // overlong '/'
+static_assert(utf8_sequence_length("\xe0\x80\xaf") == 0);        // overlong, 3 bytes
+static_assert(utf8_sequence_length("\xed\xa0\x80") == 0);        // a surrogate
+static_assert(utf8_sequence_length("\xf4\x90\x80\x80") == 0);    // above U+10FFFF
+static_assert(utf8_sequence_length("\xe2\x82") == 0);            // cut short
+static_assert(utf8_sequence_length("\xff") == 0);
+
+// A hot key is network bytes: binary keys must leave /status valid JSON and /metrics valid
+// UTF-8, shown as redis-cli shows them (\xNN), with valid UTF-8 kept as it is.
+TEST(StatusTest, BytesOutsideUtf8AreShownAsHexAndTheJsonStaysValid) {
+  EXPECT_EQ(json_escape("k\xff\xfe"), "k\\\\xff\\\\xfe");
+  EXPECT_EQ(json_escape("caf\xc3\xa9 \xe2\x82\xac"), "caf\xc3\xa9 \xe2\x82\xac");
+  EXPECT_EQ(json_escape("\xe2\x82"), "\\\\xe2\\\\x82");  // a sequence cut at the 200-byte limit
+  EXPECT_EQ(json_escape("\xed\xa0\x80"), "\\\\xed\\\\xa0\\\\x80");
+  EXPECT_EQ(prometheus_label_escape("a\tb\xff\"c"), "a\\\\x09b\\\\xff\\\"c");
+  EXPECT_EQ(prometheus_label_escape("\xf0\x9f\x98\x80"), "\xf0\x9f\x98\x80");
+
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    std::string raw(rng() % 40, '\0');
+    for (char& c : raw) c = static_cast<char>(rng() % 4 == 0 ? 0xc0 | rng() % 0x40 : rng());
+    const std::string doc = "\"" + json_escape(raw) + "\"";
+    nlohmann::json j;
+    ASSERT_NO_THROW(j = nlohmann::json::parse(doc)) << doc;
+    ASSERT_NO_THROW((void)j.dump()) << doc;  // dump() throws on invalid UTF-8
+    std::string_view rest = raw;
+    bool valid = true;
+    while (!rest.empty() && valid) {
+      const std::size_t n = utf8_sequence_length(rest);
+      valid = n != 0 && static_cast<unsigned char>(rest[0]) >= 0x20;
+      rest.remove_prefix(n == 0 ? 1 : n);
+    }
+    if (valid) {
+      EXPECT_EQ(j.get<std::string>(), raw);
+    }
+    const std::string label = prometheus_label_escape(raw);
+    for (std::string_view l = label; !l.empty();) {
+      const std::size_t n = utf8_sequence_length(l);
+      ASSERT_NE(n, 0u) << "label not UTF-8 for input #" << i;
+      ASSERT_GE(static_cast<unsigned char>(l[0]), 0x20);
+      l.remove_prefix(n);
+    }
+  }
 }
 
 TEST(StatusTest, StatusJsonOfAKnownState) {

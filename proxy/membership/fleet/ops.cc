@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "config/config.h"
+#include "control/utf8.h"
 
 namespace chash::proxy::fleet {
 
@@ -107,6 +108,15 @@ EditResult edit_servers(etcd::Client& etcd, const Layout& layout, const std::str
         }
         what = "removed " + joined(args);
         break;
+    }
+    // etcd holds the list as JSON, which is UTF-8 text: a name with other bytes cannot be stored
+    // (and would change if it were replaced), so it is refused here, before any other check.
+    for (const auto& s : next) {
+      if (!is_utf8(s)) {
+        out.message = "refused: server '" + printable_utf8(s.substr(0, 60)) +
+                       "' is not UTF-8 text (etcd holds the servers as JSON)";
+        return out;
+      }
     }
     if (const std::string bad = check ? check(next) : check_server_strings(next); !bad.empty()) {
       out.message = "refused: " + bad;
