@@ -53,6 +53,11 @@ class TcpServer {
                                      "",
                                      "--appendonly",
                                      "no",
+                                     // Replicas sync at once: diskless sync waits 5 s for more
+                                     // replicas by default, as long as eventually() waits (a
+                                     // replica came up after it under TSan's shards).
+                                     "--repl-diskless-sync-delay",
+                                     "0",
                                      "--dir",
                                      dir.string(),
                                      "--logfile",
