@@ -166,6 +166,28 @@ TEST_F(TransactionE2E, DiscardNestingAndExecWithoutMulti) {
   EXPECT_EQ(direct_get(0, tags[0] + "d"), bulk("2"));
 }
 
+// The commands Redis flags no-multi (SAVE, SHUTDOWN, SYNC, PSYNC) get Redis's words inside
+// MULTI, not the proxy's refusal of server commands, and abort the transaction (Redis's
+// multi.tcl "MULTI with SAVE" / "MULTI with SHUTDOWN"); outside MULTI the proxy's refusal stays.
+TEST_F(TransactionE2E, NoMultiCommandsAbortAsRedisWordsIt) {
+  start();
+  const auto tags = tag_per_backend();
+  auto c = client();
+  for (const char* cmd : {"SAVE", "SHUTDOWN", "SYNC", "PSYNC"}) {
+    SCOPED_TRACE(cmd);
+    EXPECT_EQ(c.call({"MULTI"}), "+OK\r\n");
+    EXPECT_EQ(c.call({"SET", tags[1] + "nm", cmd}), "+QUEUED\r\n");
+    std::vector<std::string> argv{cmd};
+    if (std::string(cmd) == "PSYNC") argv = {"PSYNC", "?", "-1"};
+    EXPECT_EQ(c.call(argv), "-ERR Command not allowed inside a transaction\r\n");
+    EXPECT_EQ(c.call({"EXEC"}),
+              "-EXECABORT Transaction discarded because of previous errors.\r\n");
+    EXPECT_EQ(direct_get(1, tags[1] + "nm"), "$-1\r\n");
+  }
+  EXPECT_EQ(c.call({"SAVE"}).rfind("-ERR unsupported command 'SAVE'", 0), 0u);
+  EXPECT_EQ(c.call({"PING"}), "+PONG\r\n");
+}
+
 // WATCH: a key changed by another client between WATCH and EXEC makes EXEC answer null and run
 // nothing; unchanged, it runs. Keys of a WATCH on two backends are refused.
 TEST_F(TransactionE2E, WatchConflictGivesNullExec) {

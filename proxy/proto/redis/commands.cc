@@ -369,4 +369,9 @@ bool writes(const Command& c) noexcept {
   return i < kTable.size() && flags().writes[i];
 }
 
+bool no_multi(const Command& c) noexcept {
+  // redis 7.0.15's src/commands/*.json with "NO_MULTI" (MULTI, WATCH nest-check themselves).
+  return c.name == "save" || c.name == "shutdown" || c.name == "sync" || c.name == "psync";
+}
+
 }  // namespace chash::proxy::redis

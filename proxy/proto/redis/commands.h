@@ -86,5 +86,10 @@ inline constexpr std::string_view kCrossSlot =
 bool read_only(const Command& c) noexcept;
 // Whether `c` writes (Redis's @write): FLUSHALL, SET ... (the hot cache's invalidation).
 bool writes(const Command& c) noexcept;
+// Whether Redis refuses `c` inside MULTI (its CMD_NO_MULTI flag: SAVE, SHUTDOWN, SYNC, PSYNC),
+// with kNotInTransaction, which also aborts the transaction.
+bool no_multi(const Command& c) noexcept;
+inline constexpr std::string_view kNotInTransaction =
+    "ERR Command not allowed inside a transaction";
 
 }  // namespace chash::proxy::redis

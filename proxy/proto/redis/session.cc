@@ -508,6 +508,12 @@ void Client::dispatch() {
     reject(redis::kNoAuthReply);
     return;
   }
+  // Redis's CMD_NO_MULTI check comes before the ACL's, and the proxy's own refusal of these
+  // server commands would word it otherwise (Redis's multi.tcl "MULTI with SAVE" matches it).
+  if (tx_.active() && redis::no_multi(*cmd)) {
+    reject(redis::kNotInTransaction);
+    return;
+  }
   if (cmd->route == redis::Route::kUnsupported) {
     reject("ERR unsupported command '" + upper(name) + "': " + std::string(cmd->why) +
            " (chash-proxy)");
