@@ -36,6 +36,7 @@ and misses per second, one line per system). Bounded: every process runs under `
 --time-limit stops the whole run, only 127.0.0.1 is used, all is removed at exit.
 
   python3 bench/fleet/run.py                         # ~5 minutes
+  python3 bench/fleet/run.py --short --check         # make test's form (ctest proxy_bench_fleet_short)
   python3 bench/fleet/run.py --duration 15 --keys 5000 --systems chash-etcd,nutcracker
 """
 
@@ -540,7 +541,7 @@ def run_one(env, system, scenario):
                 for k in range(METRICS):
                     per_sec[s][k] += stats[row + k]
         return {"system": system, "scenario": scenario, "per_sec": per_sec, "T": T, "during_end": during_end,
-                "events": events, "D": D}
+                "events": events, "D": D, "rate": a.rate}
     finally:
         for m in members:
             m.stop()
@@ -624,7 +625,51 @@ def parse_args(argv):
     p.add_argument("--etcd", default=e("ETCD", "etcd"))
     p.add_argument("--time-limit", type=float, default=float(e("FLEET_TIME_LIMIT", 900)))
     p.add_argument("--keep-tmp", action="store_true", default=e("FLEET_KEEP_TMP", "") == "1")
-    return p.parse_args(argv)
+    p.add_argument("--short", action="store_true",
+                   help="make test's form: chash-etcd only, both scenarios, 12 s runs, 3,000 keys, "
+                        "3 clients at 1,500 req/s (~45 s)")
+    p.add_argument("--check", action="store_true",
+                   help="exit 1 unless every chash-etcd run shows 0 stale reads and 0 extra misses, "
+                        "the resize reached stable with no error, and the partition was felt (p1's "
+                        "errors for n3's keys, during it only)")
+    a = p.parse_args(argv)
+    if a.short:
+        a.systems, a.scenarios = "chash-etcd", ",".join(SCENARIOS)
+        a.duration, a.keys, a.clients, a.rate = 12.0, 3000, 3, 1500.0
+        a.partition, a.time_limit = 3.0, 150.0
+    return a
+
+
+def check(results):
+    """--check: what etcd promises for the fleet (docs/FLEET.md); the list of failures."""
+    bad = []
+    for r in results:
+        if r["system"] != "chash-etcd":
+            continue
+        ph, extra = phases(r)
+        name = f"{r['scenario']}/{r['system']}"
+        stale = ph["during"][STALE] + ph["after"][STALE]
+        errors = ph["during"][ERRORS] + ph["after"][ERRORS]
+        requests = sum(row[REQ] for row in r["per_sec"])
+        if requests < r["D"] * r["rate"] * 0.5:
+            bad.append(f"{name}: only {requests} requests")
+        if stale:
+            bad.append(f"{name}: {stale} stale reads")
+        if extra:
+            bad.append(f"{name}: {extra} extra misses")
+        if r["scenario"] == "resize":
+            if errors:
+                bad.append(f"{name}: {errors} errors")
+            if not any("stable" in text for _, text in r["events"]):
+                bad.append(f"{name}: the fleet did not reach stable on n1..n5")
+        else:
+            if ph["during"][ERRORS] == 0:
+                bad.append(f"{name}: no error from p1 for n3's keys: the partition was not felt")
+            if ph["after"][ERRORS]:
+                bad.append(f"{name}: {ph['after'][ERRORS]} errors after n3 came back for p1")
+    if not any(r["system"] == "chash-etcd" for r in results):
+        bad.append("no chash-etcd run")
+    return bad
 
 
 def main(argv):
@@ -704,6 +749,13 @@ def main(argv):
                 f.write(f"{r['scenario']},{r['system']},{s},{row[REQ]},{row[HITS]},{row[MISSES]},{row[STALE]},"
                         f"{row[ERRORS]},{row[SETS]}\n")
     print("\n".join(md))
+    if a.check:
+        bad = check(results)
+        for b in bad:
+            print("check failed: " + b)
+        if bad:
+            sys.exit(1)
+        print("check: 0 stale reads and 0 extra misses through etcd")
 
 
 if __name__ == "__main__":
