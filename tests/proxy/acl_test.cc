@@ -464,7 +464,8 @@ TEST(AclConfigTest, ConflictsAndWrongPools) {
 }
 
 TEST(AdminAuthConfigTest, TokenBasicProtectAndLoopbackDefault) {
-  const auto dir = testing::make_test_dir("chash-acl");
+  const testing::ScopedTestDir scoped_dir("chash-acl");
+  const auto& dir = scoped_dir.path();
   const std::string token_file = (dir / "token").string();
   std::ofstream(token_file) << "t0k3n\n";
   const auto cfg = parse_config(

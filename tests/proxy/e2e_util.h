@@ -274,6 +274,23 @@ inline fs::path make_test_dir(const std::string& prefix) {
   return dir;
 }
 
+// make_test_dir() for a test body, removed with everything in it when the test ends: declared
+// before the servers that write there, it outlives them.
+class ScopedTestDir {
+ public:
+  explicit ScopedTestDir(const std::string& prefix) : path_(make_test_dir(prefix)) {}
+  ~ScopedTestDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  ScopedTestDir(const ScopedTestDir&) = delete;
+  ScopedTestDir& operator=(const ScopedTestDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
 // The proxy, in-process on its own thread, from a YAML file written to `dir`/proxy.yml (so
 // reload_from_file and SIGHUP-style reloads read it).
 class ProxyRunner {

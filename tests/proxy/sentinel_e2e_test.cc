@@ -90,6 +90,17 @@ std::string call(std::uint16_t port, const std::vector<std::string>& argv) {
   return c.ok() ? c.call(argv) : "";
 }
 
+// Whether one replica of the master at `port` has everything written there so far. WAIT counts
+// replicas that acked the offset of *its own connection's* last write, so the connection writes
+// first: on a fresh one WAIT answers at once, whatever the replica holds (and after a diskless
+// sync the master streams nothing until the replica's first REPLCONF ACK, up to 1 s later — a
+// failover in that second lost the test's keys).
+bool replicated(std::uint16_t port) {
+  RespClient c(RespClient::dial_tcp(port));
+  return c.ok() && c.call({"SET", "replicated-marker", "1"}) == "+OK\r\n" &&
+         c.call({"WAIT", "1", "5000"}) == ":1\r\n";
+}
+
 // A field of INFO ("role", "master_link_status", ...) from a server.
 std::string info_field(std::uint16_t port, const std::string& section, const std::string& field) {
   const std::string r = call(port, {"INFO", section});
@@ -233,7 +244,8 @@ bool write_lands_on(std::uint16_t proxy_port, std::uint16_t port, const std::str
 TEST(SentinelE2E, FailoverUnderLoadFollowsTheNewMaster) {
   ASSERT_TRUE(have_redis() && have_program("redis-sentinel"))
       << "redis-server and redis-sentinel are needed (scripts/bootstrap.sh installs them)";
-  const fs::path dir = make_test_dir("chash-sentinel");
+  const ScopedTestDir scoped_dir("chash-sentinel");
+  const fs::path& dir = scoped_dir.path();
   TcpServer master, replica, other;
   ASSERT_TRUE(master.redis(dir, "master"));
   ASSERT_TRUE(
@@ -255,7 +267,7 @@ TEST(SentinelE2E, FailoverUnderLoadFollowsTheNewMaster) {
   // Keys written before the failover, and the shard each one is on.
   for (int i = 0; i < 200; ++i)
     ASSERT_EQ(call(port, {"SET", "key:" + std::to_string(i), "x"}), "+OK\r\n");
-  ASSERT_EQ(call(master.port(), {"WAIT", "1", "2000"}), ":1\r\n");
+  ASSERT_TRUE(replicated(master.port()));
   std::set<std::string> on_b;
   {
     RespClient c(RespClient::dial_tcp(other.port()));
@@ -358,7 +370,8 @@ TEST(SentinelE2E, FailoverUnderLoadFollowsTheNewMaster) {
 // read_policy with Sentinel: the replicas the Sentinels report take the reads once probed;
 // the replica killed, its reads (those in flight too) go to the master.
 TEST(SentinelE2E, ReadsGoToTheReplicasTheSentinelsReport) {
-  const fs::path dir = make_test_dir("chash-sentinel");
+  const ScopedTestDir scoped_dir("chash-sentinel");
+  const fs::path& dir = scoped_dir.path();
   TcpServer master, replica;
   ASSERT_TRUE(master.redis(dir, "master"));
   ASSERT_TRUE(
@@ -381,7 +394,7 @@ TEST(SentinelE2E, ReadsGoToTheReplicasTheSentinelsReport) {
   EXPECT_EQ(proxy->topology()->pools[0]->servers[1].name, "shard-a/" + replica.address());
   RespClient c(RespClient::dial_tcp(port));
   ASSERT_EQ(c.call({"SET", "k", "v"}), "+OK\r\n");
-  ASSERT_EQ(call(master.port(), {"WAIT", "1", "2000"}), ":1\r\n");
+  ASSERT_TRUE(replicated(master.port()));
   const auto gets = [](std::uint16_t p) {
     const std::string r = call(p, {"INFO", "commandstats"});
     const std::size_t at = r.find("cmdstat_get:calls=");
@@ -400,7 +413,8 @@ TEST(SentinelE2E, ReadsGoToTheReplicasTheSentinelsReport) {
 
 TEST(SentinelE2E, DisagreeingUnreachableAndLateSentinels) {
   ASSERT_TRUE(have_redis());
-  const fs::path dir = make_test_dir("chash-sentinel");
+  const ScopedTestDir scoped_dir("chash-sentinel");
+  const fs::path& dir = scoped_dir.path();
   TcpServer a, b;
   ASSERT_TRUE(a.redis(dir, "a"));
   ASSERT_TRUE(b.redis(dir, "b"));
@@ -466,7 +480,8 @@ TEST(SentinelE2E, DisagreeingUnreachableAndLateSentinels) {
 // A shard whose two (fake) Sentinels name r, a replica of a, as its master, and the proxy in
 // front of it following r.
 struct ReplicaNamedMaster {
-  fs::path dir = make_test_dir("chash-sentinel");
+  const ScopedTestDir scoped_dir{"chash-sentinel"};
+  const fs::path& dir = scoped_dir.path();
   TcpServer a, r;
   FakeSentinel f1{free_port()}, f2{free_port()};
   ProxyRunner proxy;
