@@ -6,7 +6,7 @@
 // failure.
 'use strict';
 const Redis = require('ioredis');
-const { check, restartProxy } = require('./sync');
+const { check, restartProxy, run } = require('./sync');
 
 async function main() {
   const [port, syncDir] = [Number(process.argv[2]), process.argv[3]];
@@ -54,10 +54,6 @@ async function main() {
         [[null, 1], [null, 2]]);
   r.disconnect();
   other.disconnect();
-  console.log('done');
 }
 
-main().catch((e) => {
-  console.error('FAILED', e);
-  process.exit(1);
-});
+run(main);

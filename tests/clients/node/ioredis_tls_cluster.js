@@ -6,7 +6,7 @@
 'use strict';
 const fs = require('fs');
 const Redis = require('ioredis');
-const { check } = require('./sync');
+const { check, run } = require('./sync');
 
 async function main() {
   const [port, ca] = [Number(process.argv[2]), process.argv[3]];
@@ -23,10 +23,6 @@ async function main() {
         await r.multi().set('{u:9}:a', 1).incr('{u:9}:a').get('{u:9}:a').exec(),
         [[null, 'OK'], [null, 2], [null, '2']]);
   await r.quit();
-  console.log('done');
 }
 
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
-});
+run(main);

@@ -6,9 +6,33 @@ const fs = require('fs');
 const path = require('path');
 const assert = require('assert');
 
+let lastStep = 'the start';
+
 function check(what, got, want) {
   assert.deepStrictEqual(got, want, what);
   console.log('ok', what);
+  lastStep = what;
+}
+
+// Runs a script's main(): 'done' when it finished, 'FAILED' and exit 1 when it threw. Node exits
+// with 0 when nothing is left to wait for, even with main() still awaiting a promise that can no
+// longer settle (a client's socket gone): that is a failure too, named after the last check.
+function run(main) {
+  let finished = false;
+  process.on('exit', (code) => {
+    if (!finished && code === 0) {
+      console.error(`FAILED: node ran out of work after '${lastStep}' with main() unfinished ` +
+                    '(a promise that never settled)');
+      process.exitCode = 1;
+    }
+  });
+  main().then(() => {
+    finished = true;
+    console.log('done');
+  }, (e) => {
+    console.error('FAILED', e);
+    process.exit(1);
+  });
 }
 
 async function restartProxy(syncDir) {
@@ -20,4 +44,4 @@ async function restartProxy(syncDir) {
   }
 }
 
-module.exports = { check, restartProxy };
+module.exports = { check, restartProxy, run };
