@@ -117,8 +117,11 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
       return;
     }
     if (shape == Merge::kArray) {
-      std::string a = "*1\r\n";
-      a += p.raw.view();
+      // GET's replies are wrapped; the request's own ("MGET k", sent as it is by read_generic
+      // and run_at_owner: a key of another type, an old owner's error) already is one.
+      const std::string_view raw = p.raw.view();
+      std::string a = raw.starts_with("*1\r\n") ? "" : "*1\r\n";
+      a += raw;
       m->answer_part(answer_part, a, '*', {{4, a.size() - 4}});
       return;
     }
