@@ -293,7 +293,9 @@ void Agent::step() {
       reg_dirty_ = true;
     }
   }
+  bool etcd_answered = false;  // the watch got a range or events: etcd answers again
   for (Event& e : events) {
+    etcd_answered |= e.kind == Event::Kind::kSnapshot || e.kind == Event::Kind::kWatch;
     switch (e.kind) {
       case Event::Kind::kSnapshot:
         kvs_.clear();
@@ -335,6 +337,9 @@ void Agent::step() {
       }
     }
   }
+  // After an outage the lease is tried again at once, not at the next retry: the proxy applies
+  // what the watch brings under a live lease, and says etcd is up (chash_proxy_etcd_up) then.
+  if (etcd_answered && !up_.load()) next_keepalive_ms_ = 0;
   try {
     session();
     if (fresh_) {
