@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "../free_port.h"
 #include "config/config.h"
 #include "control/proxy.h"
 
@@ -135,18 +136,7 @@ inline std::string binary_value(int i) {
   return v;
 }
 
-// A free TCP port on 127.0.0.1 (bound, read, released: racy in theory, fine on loopback tests).
-inline std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+using chash::testing::free_port;  // ../free_port.h
 
 // A whole HTTP/1.0 exchange with the admin port; returns the raw response.
 inline std::string http(std::uint16_t port, const std::string& request) {

@@ -19,23 +19,13 @@
 #include <thread>
 #include <vector>
 
+#include "../free_port.h"
+
 namespace chash::testing {
 
 using namespace std::chrono_literals;
 
 // ---- Sockets --------------------------------------------------------------------------------------
-
-inline std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // A blocking connection to 127.0.0.1:port with 5 s timeouts; -1 if refused.
 inline int dial(std::uint16_t port) {
