@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <charconv>
+#include <cstring>
 #include <chrono>
 #include <set>
 #include <thread>
@@ -49,6 +50,17 @@ Member member(const Pool& p, NodeId i) {
   return {p.servers[i].name, p.servers[i], p.states[i]->resolved()};
 }
 
+// Whether `a` and `b` are one server: one unix path, one host:port as written, or one resolved
+// socket address.
+bool same_endpoint(const Member& a, const Member& b) {
+  const Address& x = a.server.address;
+  const Address& y = b.server.address;
+  if (!x.unix_path.empty() || !y.unix_path.empty()) return x.unix_path == y.unix_path;
+  if (x.host == y.host && x.port == y.port) return true;
+  return a.resolved != nullptr && b.resolved != nullptr && a.resolved->len == b.resolved->len &&
+         std::memcmp(&a.resolved->addr, &b.resolved->addr, a.resolved->len) == 0;
+}
+
 // A RESP call on `m` with its prelude; the replies after it (error: why it failed).
 QueryResult call(const PoolConfig& pc, const Member& m, const std::string& commands,
                  std::size_t replies) {
@@ -71,6 +83,7 @@ class Mover {
  public:
   struct Counts {
     std::uint64_t moved = 0, skipped = 0, failed = 0;
+    std::uint64_t conflicts = 0;  // the target holds another value: neither copy touched
     std::string error;
   };
   Mover(const Pool& pool, const Member& from) : pool_(pool), from_(from) {}
@@ -82,6 +95,14 @@ class Mover {
       const NodeId o = pool_.route(k);
       if (o == kNoNode || pool_.servers[o].name == from_.name) {
         ++c.skipped;  // at home (or nowhere to go)
+        continue;
+      }
+      if (same_endpoint(member(pool_, o), from_)) {
+        // Two members on one server (refused in configs, but a resolver or an old etcd value
+        // can still make one): the "target" is the source, and a move would delete the only copy.
+        ++c.skipped;
+        c.error = "members " + from_.name + " and " + pool_.servers[o].name +
+                  " are one server (" + from_.server.address.text() + "): nothing moved between them";
         continue;
       }
       by_owner[o].push_back(k);
@@ -97,6 +118,48 @@ class Mover {
   }
 
  private:
+  // Moving a key is a compare-and-set (docs/PROXY.md "Online rebalance"): the source copy goes
+  // only while it still is exactly the value the target now holds. RESTORE without REPLACE puts
+  // the payload there unless the target has something; then
+  //   - restored: the source copy is unlinked by a script that compares it with the payload
+  //     first (a write that reached the source after the DUMP keeps it, and the copy just made at
+  //     the target is taken back the same way, so a miss there reads the source's newer value);
+  //   - BUSYKEY: the target's own DUMP decides: the same payload (a warm-up or an earlier run
+  //     copied it) lets the source copy go; another value is a conflict — neither copy is
+  //     touched and it is counted, since nothing here can tell which one is newer (a write
+  //     through the proxy to the target deletes the source copy itself).
+  // A payload compares equal only between servers of one RDB version: across versions every
+  // busy key is a conflict, never a deletion.
+  static constexpr const char* kUnlinkIfSame =
+      "if redis.call('DUMP', KEYS[1]) == ARGV[1] then return redis.call('UNLINK', KEYS[1]) end "
+      "return -1";
+
+  // `script` (kUnlinkIfSame) on `m` for each key with its payload: per key 1 (removed), 0 (gone
+  // meanwhile), -1 (another value there), -2 (the call failed); `error` for a failed call.
+  std::vector<int> unlink_if_same(const Member& m, const std::vector<std::string>& keys,
+                                  const std::vector<std::string>& payloads, std::string& error) {
+    std::vector<int> out(keys.size(), -2);
+    if (keys.empty()) return out;
+    std::string req;
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      redis::append_command(req, {"EVAL", kUnlinkIfSame, "1", keys[i], payloads[i]});
+    const QueryResult r = call(pool_.config, m, req, keys.size());
+    if (!r.error.empty()) {
+      error = m.name + ": " + r.error;
+      return out;
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const RespValue& v = r.replies[i];
+      std::int64_t n = 0;
+      if (v.type == ':' && redis::parse_int(v.str, n)) {
+        out[i] = n > 0 ? 1 : n == 0 ? 0 : -1;
+      } else {
+        error = m.name + ": EVAL " + keys[i].substr(0, 64) + ": " + v.str.substr(0, 120);
+      }
+    }
+    return out;
+  }
+
   void redis_move(const Member& to, const std::vector<std::string>& keys, Counts& c) {
     const PoolConfig& pc = pool_.config;
     std::string dump;
@@ -131,95 +194,222 @@ class Mover {
       c.error = to.name + ": " + r.error;
       return;
     }
-    std::vector<std::string_view> unlink = {"UNLINK"};
+    // The keys whose source copy may go (the target holds the payload), and of those the ones
+    // this run put there (to be taken back if the source changed meanwhile).
+    std::vector<std::string> same, same_payload, busy, busy_payload;
+    std::vector<bool> restored;
     for (std::size_t j = 0; j < sent.size(); ++j) {
       const RespValue& v = r.replies[j];
-      // OK, or BUSYKEY: the owner has a newer value. Either way the old copy goes.
-      if (v.type == '-' && !v.str.starts_with("BUSYKEY")) {
+      const std::string& k = keys[sent[j]];
+      const std::string& payload = d.replies[2 * sent[j] + 1].str;
+      if (v.type != '-') {
+        same.push_back(k);
+        same_payload.push_back(payload);
+        restored.push_back(true);
+      } else if (v.str.starts_with("BUSYKEY")) {
+        busy.push_back(k);
+        busy_payload.push_back(payload);
+      } else {
         ++c.failed;
-        c.error =
-            to.name + ": RESTORE " + keys[sent[j]].substr(0, 64) + ": " + v.str.substr(0, 120);
-        continue;
+        c.error = to.name + ": RESTORE " + k.substr(0, 64) + ": " + v.str.substr(0, 120);
       }
-      unlink.push_back(keys[sent[j]]);
-      ++c.moved;
     }
-    if (unlink.size() == 1) return;
-    std::string del;
-    redis::append_command(del, unlink);
-    const QueryResult u = call(pc, from_, del, 1);
-    if (!u.error.empty()) c.error = from_.name + ": " + u.error;
+    if (!busy.empty()) {
+      std::string req;
+      for (const auto& k : busy) redis::append_command(req, {"DUMP", k});
+      const QueryResult b = call(pc, to, req, busy.size());
+      if (!b.error.empty()) {
+        c.failed += busy.size();
+        c.error = to.name + ": " + b.error;
+      } else {
+        for (std::size_t j = 0; j < busy.size(); ++j) {
+          const RespValue& v = b.replies[j];
+          if (v.type == '$' && !v.nil && v.str == busy_payload[j]) {
+            same.push_back(busy[j]);
+            same_payload.push_back(busy_payload[j]);
+            restored.push_back(false);
+          } else {
+            ++c.conflicts;  // another value at the target: both stay
+          }
+        }
+      }
+    }
+    std::string error;
+    const std::vector<int> gone = unlink_if_same(from_, same, same_payload, error);
+    std::vector<std::string> undo, undo_payload;
+    for (std::size_t j = 0; j < same.size(); ++j) {
+      if (gone[j] == 1 || gone[j] == 0) {
+        ++c.moved;
+      } else if (gone[j] == -1) {
+        ++c.conflicts;  // written at the source after the DUMP: the source's value is newer
+        if (restored[j]) {
+          undo.push_back(same[j]);
+          undo_payload.push_back(same_payload[j]);
+        }
+      } else {
+        ++c.failed;
+        if (restored[j]) {
+          undo.push_back(same[j]);
+          undo_payload.push_back(same_payload[j]);
+        }
+      }
+    }
+    if (!error.empty()) c.error = error;
+    // The copies this run made of a value the source no longer holds: taken back (unless the
+    // target has been written since), so that a miss there reads the source's newer value.
+    if (!undo.empty()) {
+      unlink_if_same(to, undo, undo_payload, error);
+      if (!error.empty()) c.error = error;
+    }
   }
 
-  void memcache_move(const Member& to, const std::vector<std::string>& keys, Counts& c) {
-    std::string mg;
-    for (const auto& k : keys) mg += "mg " + k + " v t f\r\n";
-    mg += "mn\r\n";  // answered after every mg: the end of the batch
-    std::string ms, md, error;
-    std::size_t answered = 0;
+  // One meta reply: its line ("VA 3 t-1 f0 c12", "HD c13", "NS", "EN", an error), and the data
+  // of a VA.
+  struct MetaReply {
+    std::string line;
+    std::string data;
+    // The number after flag `f` in the line ("c12" -> 12), or `otherwise`.
+    std::int64_t flag(char f, std::int64_t otherwise) const {
+      for (std::size_t i = line.find(' '); i != std::string::npos; i = line.find(' ', i + 1)) {
+        if (i + 2 < line.size() && line[i + 1] == f) {
+          std::int64_t v = 0;
+          const char* b = line.data() + i + 2;
+          const char* e = line.data() + std::min(line.find(' ', i + 1), line.size());
+          if (std::from_chars(b, e, v).ec == std::errc()) return v;
+        }
+      }
+      return otherwise;
+    }
+  };
+
+  // Sends `requests` (`n` meta commands) and "mn" to `m`; their `n` replies in order. Empty
+  // with `error` when the exchange failed or the replies were not meta replies.
+  static std::vector<MetaReply> meta(const Member& m, const std::string& requests, std::size_t n,
+                                     std::string& error) {
+    std::vector<MetaReply> out;
     bool bad = false;
-    // Each answer: "VA <size> t<ttl> f<flags>\r\n<data>\r\n" or "EN\r\n"; then "MN\r\n".
     stream(
-        from_.endpoint(), mg, kTimeout, from_.server.tls.get(),
+        m.endpoint(), requests + "mn\r\n", kTimeout, m.server.tls.get(),
         [&](std::string& in) {
           for (;;) {
-            if (answered == keys.size()) return in.starts_with("MN\r\n");
+            if (out.size() == n) return in.starts_with("MN\r\n") || in.size() >= 4;
             const std::size_t nl = in.find("\r\n");
             if (nl == std::string::npos) return false;
-            const std::string_view line(in.data(), nl);
-            if (line == "EN") {
-              ++c.skipped;
-            } else if (line.starts_with("VA ")) {
+            MetaReply r{in.substr(0, nl), {}};
+            std::size_t used = nl + 2;
+            if (r.line.starts_with("VA ")) {
               std::size_t size = 0;
-              std::int64_t ttl = -1;
-              std::uint32_t flags = 0;
-              std::size_t i = 3;
-              std::size_t e = std::min(line.find(' ', i), line.size());
-              std::from_chars(line.data() + i, line.data() + e, size);
-              for (i = e; i < line.size();) {
-                while (i < line.size() && line[i] == ' ') ++i;
-                e = std::min(line.find(' ', i), line.size());
-                const std::string_view tok = line.substr(i, e - i);
-                if (tok.size() > 1 && tok[0] == 't')
-                  std::from_chars(tok.data() + 1, tok.data() + tok.size(), ttl);
-                if (tok.size() > 1 && tok[0] == 'f')
-                  std::from_chars(tok.data() + 1, tok.data() + tok.size(), flags);
-                i = e;
-              }
-              if (in.size() < nl + 2 + size + 2) return false;  // the data is not all here
-              const std::string& k = keys[answered];
-              ms += "ms " + k + " " + std::to_string(size) + " T" +
-                    std::to_string(ttl < 0 ? 0 : ttl) + " F" + std::to_string(flags) + " ME\r\n";
-              ms.append(in, nl + 2, size);
-              ms += "\r\n";
-              md += "md " + k + " q\r\n";
-              ++c.moved;
-              in.erase(0, nl + 2 + size + 2);
-              ++answered;
-              continue;
-            } else {
-              bad = true;  // an error line: the rest of the batch is not moved
+              const std::size_t e = std::min(r.line.find(' ', 3), r.line.size());
+              std::from_chars(r.line.data() + 3, r.line.data() + e, size);
+              if (in.size() < used + size + 2) return false;  // the data is not all here
+              r.data = in.substr(used, size);
+              used += size + 2;
+            } else if (r.line.starts_with("MN") || r.line.find("ERROR") != std::string::npos) {
+              bad = true;  // an error line (or the end before every reply)
+              error = m.name + ": " + r.line.substr(0, 120);
               return true;
             }
-            in.erase(0, nl + 2);
-            ++answered;
+            in.erase(0, used);
+            out.push_back(std::move(r));
           }
         },
         error);
-    if (!error.empty() || bad || answered < keys.size()) {
-      c.failed += keys.size() - answered;
-      c.error = from_.name + ": " + (error.empty() ? "unexpected meta reply" : error);
+    if (!error.empty() || bad || out.size() != n) {
+      if (error.empty()) error = m.name + ": unexpected meta reply";
+      return {};
     }
-    if (ms.empty()) return;
-    std::string out =
-        exchange(to.endpoint(), ms + "mn\r\n", "MN\r\n", kTimeout, to.server.tls.get(), error);
-    if (!error.empty() || out.find("ERROR") != std::string::npos) {
-      c.error = to.name + ": " + (error.empty() ? out.substr(0, 80) : error);
-      return;  // the old copies stay: nothing is lost
+    return out;
+  }
+
+  // The same compare-and-set as redis_move, with memcached's CAS: `ms ... ME` (add) at the
+  // target, the target's own value compared when it had one, then `md k C<cas>` at the source
+  // (removed only if unchanged since it was read); a copy whose source changed meanwhile is
+  // taken back with the CAS the target returned.
+  void memcache_move(const Member& to, const std::vector<std::string>& keys, Counts& c) {
+    std::string error, req;
+    for (const auto& k : keys) req += "mg " + k + " v t f c\r\n";
+    const std::vector<MetaReply> got = meta(from_, req, keys.size(), error);
+    if (got.empty()) {
+      c.failed += keys.size();
+      c.error = error;
+      return;
     }
-    out = exchange(from_.endpoint(), md + "mn\r\n", "MN\r\n", kTimeout, from_.server.tls.get(),
-                   error);
-    if (!error.empty()) c.error = from_.name + ": " + error;
+    struct Item {
+      const std::string* key;
+      const MetaReply* at_source;
+      std::int64_t target_cas = -1;  // -1: not stored by this run
+    };
+    std::vector<Item> items;
+    req.clear();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (!got[i].line.starts_with("VA ")) {
+        ++c.skipped;  // EN: gone meanwhile
+        continue;
+      }
+      const std::int64_t ttl = got[i].flag('t', -1);
+      req += "ms " + keys[i] + " " + std::to_string(got[i].data.size()) + " T" +
+             std::to_string(ttl < 0 ? 0 : ttl) + " F" + std::to_string(got[i].flag('f', 0)) +
+             " ME c\r\n" + got[i].data + "\r\n";
+      items.push_back({&keys[i], &got[i]});
+    }
+    if (items.empty()) return;
+    const std::vector<MetaReply> stored = meta(to, req, items.size(), error);
+    if (stored.empty()) {
+      c.failed += items.size();
+      c.error = error;  // the source copies stay: nothing is lost
+      return;
+    }
+    std::vector<std::size_t> busy;
+    for (std::size_t j = 0; j < items.size(); ++j) {
+      if (stored[j].line.starts_with("HD")) {
+        items[j].target_cas = stored[j].flag('c', 0);
+      } else {
+        busy.push_back(j);  // NS: the target has a value
+      }
+    }
+    std::vector<bool> same(items.size(), true);
+    if (!busy.empty()) {
+      req.clear();
+      for (const std::size_t j : busy) req += "mg " + *items[j].key + " v\r\n";
+      const std::vector<MetaReply> there = meta(to, req, busy.size(), error);
+      for (std::size_t b = 0; b < busy.size(); ++b) {
+        const bool equal = !there.empty() && there[b].line.starts_with("VA ") &&
+                           there[b].data == items[busy[b]].at_source->data;
+        same[busy[b]] = equal;
+        if (!equal) ++c.conflicts;  // another value at the target: both stay
+      }
+      if (there.empty()) c.error = error;
+    }
+    req.clear();
+    std::vector<std::size_t> deleting;
+    for (std::size_t j = 0; j < items.size(); ++j) {
+      if (!same[j]) continue;
+      req += "md " + *items[j].key + " C" + std::to_string(items[j].at_source->flag('c', 0)) +
+             "\r\n";
+      deleting.push_back(j);
+    }
+    if (deleting.empty()) return;
+    const std::vector<MetaReply> deleted = meta(from_, req, deleting.size(), error);
+    req.clear();
+    std::size_t undo = 0;
+    for (std::size_t d = 0; d < deleting.size(); ++d) {
+      const Item& it = items[deleting[d]];
+      const bool gone = !deleted.empty() && (deleted[d].line.starts_with("HD") ||
+                                             deleted[d].line.starts_with("NF"));
+      if (gone) {
+        ++c.moved;
+        continue;
+      }
+      if (!deleted.empty()) ++c.conflicts; else ++c.failed;  // EX: written there since
+      if (it.target_cas >= 0) {
+        req += "md " + *it.key + " C" + std::to_string(it.target_cas) + "\r\n";
+        ++undo;
+      }
+    }
+    if (deleted.empty()) c.error = error;
+    // The copies this run made of a value the source no longer holds: taken back (unless the
+    // target has been written since), so that a miss there reads the source's newer value.
+    if (undo > 0 && meta(to, req, undo, error).empty()) c.error = error;
   }
 
   const Pool& pool_;
@@ -319,12 +509,14 @@ void Rebalancer::run(std::string pool_name, double rate) {
     r.moved += c.moved;
     r.skipped += c.skipped;
     r.failed += c.failed;
+    r.conflicts += c.conflicts;
     if (!c.error.empty()) r.error = c.error;
     Totals& t = totals_[pool_name];
     t.scanned += scanned;
     t.moved += c.moved;
     t.skipped += c.skipped;
     t.failed += c.failed;
+    t.conflicts += c.conflicts;
   };
   // Keeps to `rate` keys a second over the whole run.
   auto pace = [&](std::size_t n) {
@@ -453,6 +645,7 @@ std::string Rebalancer::status_json() const {
          r.state + "\",\"scanned\":" + std::to_string(r.scanned) +
          ",\"moved\":" + std::to_string(r.moved) + ",\"skipped\":" + std::to_string(r.skipped) +
          ",\"failed\":" + std::to_string(r.failed) +
+         ",\"conflicts\":" + std::to_string(r.conflicts) +
          ",\"started_ms\":" + std::to_string(r.started_ms) +
          ",\"finished_ms\":" + std::to_string(r.finished_ms) + ",\"error\":\"" +
          json_escape(r.error) + "\"}";
@@ -494,6 +687,9 @@ std::string Rebalancer::prometheus() const {
   family("chash_proxy_rebalance_failed_total", "counter",
          "Rebalance: keys that could not be moved, every run.",
          [](const Totals& t, bool) { return t.failed; });
+  family("chash_proxy_rebalance_conflicts_total", "counter",
+         "Rebalance: keys left at both owners because the owner holds another value, every run.",
+         [](const Totals& t, bool) { return t.conflicts; });
   family("chash_proxy_rebalance_running", "gauge", "1 while a rebalance of the pool runs.",
          [](const Totals&, bool running) -> std::uint64_t { return running ? 1 : 0; });
   return o;

@@ -67,7 +67,7 @@ class Rebalancer {
     std::string pool;
     std::string state = "running";  // running, done, failed, stopped
     std::string error;
-    std::uint64_t scanned = 0, moved = 0, skipped = 0, failed = 0;
+    std::uint64_t scanned = 0, moved = 0, skipped = 0, failed = 0, conflicts = 0;
     double rate = 0;
     std::int64_t started_ms = 0, finished_ms = 0;
   };
@@ -80,7 +80,7 @@ class Rebalancer {
   std::mutex hook_mu_;               // done_hook_, held while it runs
   DoneHook done_hook_;
   struct Totals {
-    std::uint64_t scanned = 0, moved = 0, skipped = 0, failed = 0;
+    std::uint64_t scanned = 0, moved = 0, skipped = 0, failed = 0, conflicts = 0;
   };
   std::map<std::string, Totals> totals_;  // every run per pool, for /metrics
   std::atomic<bool> stop_{false};

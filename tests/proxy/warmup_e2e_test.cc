@@ -308,5 +308,53 @@ TEST_F(WarmupE2E, RebalanceMovesEveryKeyAndEndsTheWindow) {
   EXPECT_NE(post("pool=p").find("nothing to move"), std::string::npos);
 }
 
+// POST /rebalance moves a key only as a compare-and-set: the source copy goes when the owner
+// holds exactly the value moved (restored now, or already there), never because the owner "has
+// something" — a different value there (a stale copy, a write that did not come through the proxy)
+// leaves both copies and is counted as a conflict.
+TEST_F(WarmupE2E, RebalanceIsACompareAndSet) {
+  const auto admin = free_port();
+  const std::string head = "chash_proxy:\n  admin: 127.0.0.1:" + std::to_string(admin) + "\n";
+  proxy.start(dir, head + yaml({1, 2}));
+  RespClient c(RespClient::dial_tcp(port()));
+  constexpr int kKeys = 300;
+  std::map<std::string, int> before;
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string k = "cas" + std::to_string(i);
+    ASSERT_EQ(c.call({"SET", k, "v" + std::to_string(i)}), "+OK\r\n");
+    before[k] = owner(k);
+  }
+  reload(head + yaml({1, 2, 3}));
+  std::vector<std::string> to_n3;
+  for (const auto& [k, o] : before) {
+    if (owner(k) == 3) to_n3.push_back(k);
+  }
+  ASSERT_GE(to_n3.size(), 3u);
+  const std::string differ = to_n3[0], equal = to_n3[1];
+  // The owner holds another value for one key (as a server that returned with an old copy
+  // would), and the very value for another (a copy made earlier).
+  ASSERT_EQ(on(3, {"SET", differ, "other"}), "+OK\r\n");
+  ASSERT_EQ(on(3, {"SET", equal, "v" + equal.substr(3)}), "+OK\r\n");
+  const std::string r = http(admin, "POST /rebalance?pool=p HTTP/1.1\r\n\r\n");
+  ASSERT_NE(r.find("202"), std::string::npos) << r;
+  proxy->rebalancer().wait();
+  // The conflict: both copies stay, untouched.
+  EXPECT_EQ(on(before[differ], {"GET", differ}), bulk("v" + differ.substr(3)));
+  EXPECT_EQ(on(3, {"GET", differ}), bulk("other"));
+  // The same value: the source copy went.
+  EXPECT_EQ(on(before[equal], {"EXISTS", equal}), ":0\r\n");
+  EXPECT_EQ(on(3, {"GET", equal}), bulk("v" + equal.substr(3)));
+  // Every other key moved.
+  for (const auto& k : to_n3) {
+    if (k == differ) continue;
+    EXPECT_EQ(on(before[k], {"EXISTS", k}), ":0\r\n") << k;
+    EXPECT_EQ(on(3, {"GET", k}), bulk("v" + k.substr(3))) << k;
+  }
+  const std::string m = proxy->prometheus();
+  EXPECT_EQ(metric(m, "chash_proxy_rebalance_conflicts_total"), 1) << m;
+  EXPECT_EQ(metric(m, "chash_proxy_rebalance_failed_total"), 0) << m;
+  EXPECT_NE(proxy->status_json().find("\"conflicts\":1"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace chash::proxy::testing

@@ -164,5 +164,54 @@ TEST_F(WarmupMemcacheE2E, RebalanceMovesEveryKey) {
   EXPECT_GT(moved, 100);
 }
 
+// The memcache rebalance is a compare-and-set as well: `ms ... ME` at the owner, its own value
+// compared when it had one, `md k C<cas>` at the source. A different value at the owner leaves
+// both copies (a conflict, counted); the very value lets the source copy go.
+TEST_F(WarmupMemcacheE2E, RebalanceIsACompareAndSet) {
+  const auto admin = free_port();
+  const std::string head = "chash_proxy:\n  admin: 127.0.0.1:" + std::to_string(admin) + "\n";
+  proxy.start(dir, head + yaml(2));
+  McClient c(dial_tcp(proxy->port(std::size_t{0})));
+  std::map<std::string, int> before;
+  for (int i = 0; i < 300; ++i) {
+    const std::string k = "cas" + std::to_string(i), v = "v" + std::to_string(i);
+    ASSERT_EQ(c.call("set " + k + " 0 0 " + std::to_string(v.size()) + "\r\n" + v + "\r\n"),
+              "STORED\r\n");
+    before[k] = owner(k);
+  }
+  proxy.rewrite(head + yaml(3));
+  std::string message;
+  ASSERT_TRUE(proxy->reload_from_file(message)) << message;
+  ASSERT_TRUE(reload_applied(*proxy));
+  std::vector<std::string> to_m3;
+  for (const auto& [k, o] : before) {
+    if (owner(k) == 3) to_m3.push_back(k);
+  }
+  ASSERT_GE(to_m3.size(), 3u);
+  const std::string differ = to_m3[0], equal = to_m3[1];
+  const std::string equal_value = "v" + equal.substr(3);
+  ASSERT_EQ(on(3, "set " + differ + " 0 0 5\r\nother\r\n"), "STORED\r\n");
+  ASSERT_EQ(on(3, "set " + equal + " 0 0 " + std::to_string(equal_value.size()) + "\r\n" +
+                      equal_value + "\r\n"),
+            "STORED\r\n");
+  const std::string r = http(admin, "POST /rebalance?pool=p HTTP/1.1\r\n\r\n");
+  ASSERT_NE(r.find("202"), std::string::npos) << r;
+  proxy->rebalancer().wait();
+  const std::string dv = "v" + differ.substr(3);
+  EXPECT_EQ(on(before[differ], "mg " + differ + " v\r\n"),
+            "VA " + std::to_string(dv.size()) + "\r\n" + dv + "\r\n");
+  EXPECT_EQ(on(3, "mg " + differ + " v\r\n"), "VA 5\r\nother\r\n");
+  for (const auto& k : to_m3) {
+    if (k == differ) continue;
+    const std::string v = "v" + k.substr(3);
+    EXPECT_EQ(on(before[k], "mg " + k + " v\r\n"), "EN\r\n") << k;
+    EXPECT_EQ(on(3, "mg " + k + " v\r\n"), "VA " + std::to_string(v.size()) + "\r\n" + v + "\r\n")
+        << k;
+  }
+  const std::string status = proxy->status_json();
+  EXPECT_NE(status.find("\"conflicts\":1"), std::string::npos) << status;
+  EXPECT_NE(status.find("\"failed\":0"), std::string::npos) << status;
+}
+
 }  // namespace
 }  // namespace chash::proxy::testing
