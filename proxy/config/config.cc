@@ -3,7 +3,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <arpa/inet.h>
+
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -296,6 +299,49 @@ ProxyConfig load_config(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_config(ss.str(), path);
+}
+
+namespace {
+
+// One server's identity for same_server(): the unix path, or the host (an IP literal as its
+// 16-byte IPv6 form, IPv4 mapped; a name lower-cased) and port.
+std::string server_identity(const Address& a) {
+  if (!a.unix_path.empty()) return "unix:" + a.unix_path;
+  std::string host = a.host;
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  unsigned char v6[16] = {};
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    v6[10] = v6[11] = 0xff;
+    std::memcpy(v6 + 12, &v4, 4);
+    host = "ip:" + std::string(reinterpret_cast<const char*>(v6), 16);
+  } else if (inet_pton(AF_INET6, host.c_str(), v6) == 1) {
+    host = "ip:" + std::string(reinterpret_cast<const char*>(v6), 16);
+  } else {
+    for (char& c : host) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    host = "name:" + host;
+  }
+  return host + ":" + std::to_string(a.port);
+}
+
+}  // namespace
+
+std::string same_server(const std::vector<ServerConfig>& servers) {
+  std::vector<std::pair<std::string, std::size_t>> seen;
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const ServerConfig& s = servers[i];
+    if (!s.sentinel_master.empty() || s.role != ServerRole::kNode) continue;
+    const std::string id = server_identity(s.address);
+    for (const auto& [other, j] : seen) {
+      if (other != id) continue;
+      return "servers '" + servers[j].name.substr(0, 80) + "' and '" + s.name.substr(0, 80) +
+             "' are one server (" + servers[j].address.text() +
+             (servers[j].address.text() == s.address.text() ? "" : " = " + s.address.text()) +
+             "): a move between them would delete the only copy of a key";
+    }
+    seen.emplace_back(id, i);
+  }
+  return {};
 }
 
 }  // namespace chash::proxy

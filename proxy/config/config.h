@@ -278,6 +278,15 @@ std::string server_name(std::string_view spec);
 std::vector<ServerConfig> servers_from_strings(const PoolConfig& pool,
                                                const std::vector<std::string>& specs);
 
+// Two routed members of one pool on one server — one unix path, or one host:port, IP literals
+// compared as addresses ("127.0.0.1" and "::ffff:127.0.0.1", "::1" and "0:0:0:0:0:0:0:1"), names
+// case-insensitively — make every move between them a deletion of the only copy (rebalance,
+// warm-up, the safe return's sweep): the text naming both ("servers 'a' and 'b' are one server
+// (127.0.0.1:6379)"), else empty. Names are not resolved here (a config must parse without DNS);
+// the rebalancer compares resolved addresses too. Sentinel-managed members are skipped (their
+// address is a placeholder until a Sentinel names the master).
+std::string same_server(const std::vector<ServerConfig>& servers);
+
 // Parses YAML text; `source` names it in errors. Also builds each pool's router once, so a
 // config that parses also routes (unknown hash, duplicate server, ...).
 ProxyConfig parse_config(std::string_view yaml, const std::string& source);

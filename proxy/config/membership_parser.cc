@@ -40,6 +40,7 @@ std::vector<ServerConfig> servers_from_strings(const PoolConfig& pool,
     s.tls = pool.server_tls;
     out.push_back(std::move(s));
   }
+  if (const std::string dup = same_server(out); !dup.empty()) throw Error(ErrorCode::kParse, dup);
   (void)chash::Router::build(pool.routing, routing_nodes(out));  // throws chash::Error naming why
   return out;
 }

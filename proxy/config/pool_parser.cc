@@ -794,6 +794,13 @@ class PoolParser {
   // Build the router once so a config that parses also routes.
   void check_builds() const {
     if (cluster_line_) return;  // routes by the map it learns
+    if (const std::string dup = same_server(p_.servers); !dup.empty()) {
+      int line = p_.line;
+      for (const auto& s : p_.servers) {
+        if (dup.find("'" + s.name.substr(0, 80) + "' are") != std::string::npos) line = s.line;
+      }
+      fail_at(ctx_.source, line, where_ + ": " + dup);
+    }
     try {
       (void)chash::Router::build(p_.routing, p_.nodes());
     } catch (const Error& e) {

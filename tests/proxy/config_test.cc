@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // chash-proxy configuration: nutcracker.yml accepted unchanged; errors name the line.
 #include "config/config.h"
+#include "membership/fleet/ops.h"
 
 #include <gtest/gtest.h>
 
@@ -347,6 +348,44 @@ TEST(ConfigTest, RedisKeyspaceAndBlockingOptions) {
   EXPECT_NE(
       error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  max_blocked_clients: -1\n" + servers),
       "");
+}
+
+// Two members on one server would make every move between them (rebalance, warm-up, the safe
+// return's sweep) delete the only copy: refused wherever membership comes from, naming both.
+TEST(ConfigTest, TwoMembersOnOneServerAreRefused) {
+  const std::string head = "a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n";
+  for (const char* second : {"127.0.0.1:7000:1 b", "\"[::ffff:127.0.0.1]:7000:1 b\""}) {
+    try {
+      (void)parse_config(head + "   - 127.0.0.1:7000:1 a\n   - " + second + "\n", "t.yml");
+      ADD_FAILURE() << second << " was accepted";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("t.yml:6"), std::string::npos) << m;  // the second one's line
+      EXPECT_NE(m.find("servers 'a' and 'b' are one server (127.0.0.1:7000"), std::string::npos) << m;
+    }
+  }
+  EXPECT_THROW((void)parse_config(head + "   - /tmp/r.sock:1 a\n   - /tmp/r.sock:1 b\n", "t.yml"),
+               Error);
+  // Another port, another path: fine.
+  EXPECT_NO_THROW((void)parse_config(head + "   - 127.0.0.1:7000:1 a\n   - 127.0.0.1:7001:1 b\n"
+                                             "   - /tmp/r.sock:1 c\n", "t.yml"));
+  // An etcd servers value (and so POST /fleet/add, chash fleet): the same check.
+  const ProxyConfig c = parse_config(head + "   - 127.0.0.1:7000:1 a\n", "t.yml");
+  try {
+    (void)servers_from_strings(c.pools[0], {"127.0.0.1:7000:1 a", "127.0.0.1:7001:1 b",
+                                            "127.0.0.1:7000:1 c"});
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("servers 'a' and 'c' are one server"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(same_server({}), "");
+  // `chash fleet` checks its edit the same way before it writes etcd.
+  EXPECT_NE(fleet::check_server_strings({"127.0.0.1:7000:1 a", "localhost:7001:1 b",
+                                         "127.0.0.1:7000:2 c"})
+                .find("servers 'a' and 'c' are one server"),
+            std::string::npos);
+  EXPECT_EQ(fleet::check_server_strings({"127.0.0.1:7000:1 a", "127.0.0.1:7001:1 b"}), "");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "config/config.h"
+#include "config/parse_util.h"
 #include "control/utf8.h"
 
 namespace chash::proxy::fleet {
@@ -39,6 +40,13 @@ std::string check_server_strings(const std::vector<std::string>& servers) {
       return e.what();
     }
     if (!names.insert(name).second) return "the name '" + name + "' is given twice";
+  }
+  try {
+    std::vector<ServerConfig> parsed;
+    for (const auto& s : servers) parsed.push_back(config_detail::parse_server(s, "server"));
+    if (std::string dup = same_server(parsed); !dup.empty()) return dup;
+  } catch (const std::exception& e) {
+    return e.what();
   }
   return {};
 }
