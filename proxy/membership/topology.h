@@ -224,8 +224,14 @@ struct Pool {
   std::uint64_t fleet_epoch = 0;  // the fleet state this snapshot was built from (0: none)
 
   // Warm-up: the members that owned `key` under the previous routings still in their window
-  // (`now_ms`, steady clock), newest first, distinct, none of them `owner` (the key's owner now)
-  // and each up; at most out.size(). 0 when the key did not move (the common case).
+  // (`now_ms`, steady clock), newest first, distinct, none of them `owner` (the key's owner now);
+  // at most out.size(). 0 when the key did not move (the common case). Where this proxy decides
+  // health, an old owner it sees down is left out (its copy is unreachable; a miss is the best
+  // it can do). Where the fleet decides (fleet_out), a routing's own ejections are already in
+  // its `out` mask, so every owner it names is kept whatever this proxy's probes say: in a
+  // return's prepare the reads name the returning server, which the current route still has
+  // ejected, and a write that did not delete its copy there would be read back in commit (lost
+  // write). A request then fails on an old owner this proxy cannot reach rather than skip it.
   std::size_t previous_owners(std::string_view key, NodeId owner, std::int64_t now_ms,
                               std::span<NodeId> out) const noexcept {
     std::size_t n = 0;
@@ -234,7 +240,7 @@ struct Pool {
       const NodeId old = p.owner(key);
       if (old == kNoNode || old >= p.member.size()) continue;
       const NodeId m = p.member[old];
-      if (m == kNoNode || m == owner || !up(m)) continue;
+      if (m == kNoNode || m == owner || (fleet_out.empty() && !up(m))) continue;
       bool seen = false;
       for (std::size_t i = 0; i < n; ++i) seen |= out[i] == m;
       if (!seen) out[n++] = m;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "membership/discovery.h"
 
 namespace chash::proxy {
 namespace {
@@ -111,6 +112,78 @@ TEST(PoolRouteTest, HashBalanceFactorPassesKeysOnFromABusyBackend) {
   pool->states[busy]->inflight = 10;
   pool->states[busy]->down = true;
   EXPECT_NE(pool->route("k"), busy);
+}
+
+// A fleet pool in a return's prepare (docs/FLEET.md "Return"): routed with r1 ejected, read
+// through the routing with r1 in. A key of r1's is written to its fallback now, and read at r1
+// once the fleet commits: r1 must be among its previous owners (a write deletes its copy there, a
+// miss reads it) although the route has it out — and although this proxy's own probes may not
+// have seen it back yet (then the request fails on it rather than skip it).
+TEST(PoolRouteTest, AReturningServerIsAPreviousOwnerInItsPrepare) {
+  const std::string y =
+      "chash_proxy:\n  membership:\n    etcd: [127.0.0.1:2379]\n"
+      "a:\n  listen: 127.0.0.1:0\n  redis: true\n  algorithm: ring\n  auto_eject_hosts: true\n"
+      "  servers:\n   - 127.0.0.1:7000:1 r0\n";
+  const ProxyConfig cfg = parse_config(y, "t.yml");
+  std::vector<std::string> specs;
+  for (int i = 0; i < 3; ++i)
+    specs.push_back("127.0.0.1:" + std::to_string(7000 + i) + ":1 r" + std::to_string(i));
+  const auto servers = servers_from_strings(cfg.pools[0], specs);
+  auto fleet = std::make_shared<FleetPool>();
+  fleet->epoch = 7;
+  fleet->phase = "prepare";
+  fleet->route = {servers, {"r1"}};
+  fleet->reads.push_back({servers, {}});
+  Discovered d;
+  d.set_fleet("a", fleet);
+  const auto pool = build_topology(cfg, nullptr, 1, &d)->pools.at(0);
+  ASSERT_EQ(pool->nodes, 3u);
+  ASSERT_EQ(pool->servers[1].name, "r1");
+  ASSERT_TRUE(pool->warming());
+  for (const bool lagging : {false, true}) {
+    pool->states[1]->down = lagging;  // this proxy's own view of r1
+    int returning = 0;
+    for (const auto& k : keys(300)) {
+      const NodeId owner = pool->route(k);
+      ASSERT_NE(owner, 1u) << k;  // still routed around r1
+      NodeId olds[kMaxPreviousRoutings];
+      const std::size_t n = pool->previous_owners(k, owner, steady_ms(), olds);
+      if (pool->previous[0].owner(k) == 1) {
+        ++returning;
+        ASSERT_EQ(n, 1u) << k << (lagging ? " (own probes: down)" : "");
+        EXPECT_EQ(olds[0], 1u) << k;
+      } else {
+        EXPECT_EQ(n, 0u) << k;  // the other keys did not move
+      }
+    }
+    EXPECT_GT(returning, 50);
+  }
+}
+
+// Where this proxy decides health (no fleet), a previous owner it sees down is still left out:
+// its copy cannot be read, and a miss is what a resize's warm-up gives then.
+TEST(PoolRouteTest, ADownPreviousOwnerIsSkippedWithoutAFleet) {
+  const std::string head = "a:\n  listen: 127.0.0.1:0\n  redis: true\n  algorithm: ring\n  servers:\n";
+  const ProxyConfig before = parse_config(head + "   - 127.0.0.1:7000:1 r0\n   - 127.0.0.1:7001:1 r1\n", "t.yml");
+  const ProxyConfig after = parse_config(head + "   - 127.0.0.1:7000:1 r0\n   - 127.0.0.1:7001:1 r1\n"
+                                                "   - 127.0.0.1:7002:1 r2\n", "t.yml");
+  const auto t0 = build_topology(before, nullptr, 1);
+  const auto t1 = build_topology(after, t0.get(), 2);
+  const auto& pool = t1->pools.at(0);
+  ASSERT_TRUE(pool->warming());
+  int moved = 0;
+  for (const auto& k : keys(300)) {
+    const NodeId owner = pool->route(k);
+    NodeId olds[kMaxPreviousRoutings];
+    pool->states[0]->down = false;
+    pool->states[1]->down = false;
+    const std::size_t n = pool->previous_owners(k, owner, steady_ms(), olds);
+    if (n == 0) continue;
+    ++moved;
+    pool->states[olds[0]]->down = true;
+    EXPECT_EQ(pool->previous_owners(k, owner, steady_ms(), olds), 0u) << k;
+  }
+  EXPECT_GT(moved, 30);
 }
 
 }  // namespace

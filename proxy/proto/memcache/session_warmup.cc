@@ -126,6 +126,8 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
     shared->warmup_reads.fetch_add(1, std::memory_order_relaxed);
     auto self = shared_from_this();
     auto s = step(1, false, [self, i](Msg& r) {
+      // The old owner failed: it may hold the newest value, and a miss would be a stale read.
+      if (r.parts[0].error) return self->answer_error(r.parts[0].line.view());
       Found f;
       if (!found(r.parts[0].line.view(), f)) return self->retrieve_from(i + 1);
       const std::string value(f.data);
@@ -161,7 +163,12 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
                      std::to_string(f.flags) + " ME\r\n";
     ms.append(f.data);
     ms += "\r\n";
-    auto s = step(1, false, [self, i, done = std::move(done)](Msg&) {
+    auto s = step(1, false, [self, i, done = std::move(done)](Msg& r) {
+      // Not copied (the owner failed): the old copy is the only one and stays.
+      if (r.parts[0].error) {
+        self->shared->warmup_errors.fetch_add(1, std::memory_order_relaxed);
+        return done();
+      }
       self->send(self->step(1, false, [done](Msg&) { done(); }), 0, self->olds[i],
                  "md " + self->key + "\r\n");
     });
@@ -176,6 +183,15 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
     auto s = step(1 + n, false, [self](Msg& r) {
       const std::string_view first = r.parts[0].line.view();
       if (r.parts[0].error) return self->answer_error(first);
+      // A previous copy that could not be removed would be read back on a later miss (in a
+      // fleet's prepare: by every proxy once it commits), so the write is not acknowledged.
+      for (std::size_t k = 1; k < r.parts.size(); ++k) {
+        if (!r.parts[k].error) continue;
+        return self->answer_error(server_error("warm-up: written at " + self->owner +
+                                               ", but its previous copy at " + self->olds[k - 1] +
+                                               " could not be removed: " +
+                                               std::string(r.parts[k].line.view())));
+      }
       if (self->cmd != Command::kDelete) return self->answer(first);
       bool any = first.starts_with("DELETED");
       for (std::size_t k = 1; k < r.parts.size(); ++k)

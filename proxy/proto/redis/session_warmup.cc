@@ -151,9 +151,11 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
       std::string_view value;
       std::int64_t ttl = 0;
       if (r.parts[1].type == '-' || r.parts[0].type == '-') {
-        // WRONGTYPE: not a string there; anything else: the old owner failed. Either way the
-        // generic path decides (a read of the new owner after migrating what can be).
-        return self->read_generic();
+        // WRONGTYPE: not a string there; the generic path decides (a read of the new owner
+        // after migrating what can be). Anything else: the old owner failed, and it may hold
+        // the newest value — a miss would be a stale read, so the client gets the error.
+        if (r.parts[1].raw.view().starts_with("-WRONGTYPE")) return self->read_generic();
+        return self->answer(r.parts[r.parts[0].type == '-' ? 0 : 1]);
       }
       if (!bulk_payload(r.parts[1], value)) return self->get_from(i + 1);  // not there either
       self->answer(r.parts[1]);
@@ -170,7 +172,13 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
       }
       set.push_back("NX");
       self->send(self->step(1,
-                            [self, i](Msg&) {
+                            [self, i](Msg& copied) {
+                              // Not copied (the owner failed): the old copy is the only one.
+                              if (copied.parts[0].type == '-') {
+                                self->shared->warmup_errors.fetch_add(1,
+                                                                      std::memory_order_relaxed);
+                                return;
+                              }
                               self->shared->warmup_removed.fetch_add(1, std::memory_order_relaxed);
                               self->send(self->step(1, [](Msg&) {}), 0, self->olds[i],
                                          command({"DEL", self->key}));
@@ -210,7 +218,19 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
     auto self = shared_from_this();
     const auto n = static_cast<std::uint32_t>(olds.size());
     auto s = step(1 + n, [self, del](Msg& r) {
-      if (!del || r.parts[0].type == '-') return self->answer(r.parts[0]);
+      if (r.parts[0].type == '-') return self->answer(r.parts[0]);
+      // A previous copy that could not be removed would be read back on a later miss (in a
+      // fleet's prepare: by every proxy once it commits), so the write is not acknowledged.
+      for (std::uint32_t k = 1; k < r.parts.size(); ++k) {
+        if (r.parts[k].type != '-') continue;
+        std::string text(r.parts[k].raw.view().substr(1));
+        while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+        return self->answer_bytes("-ERR warm-up: written at " + self->owner +
+                                      ", but its previous copy at " + self->olds[k - 1] +
+                                      " could not be removed: " + text + "\r\n",
+                                  '-');
+      }
+      if (!del) return self->answer(r.parts[0]);
       std::int64_t any = 0, v = 0;
       for (const auto& p : r.parts) any |= integer(p, v) && v > 0 ? 1 : 0;
       self->answer_bytes(":" + std::to_string(any) + "\r\n", ':');
