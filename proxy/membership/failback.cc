@@ -78,7 +78,10 @@ void AbsenceLog::note(std::string_view key, std::size_t limit) {
 
 bool AbsenceLog::take(std::string_view key) {
   std::lock_guard lock(mu_);
-  return keys_.erase(std::string(key)) > 0;
+  const bool noted = keys_.erase(std::string(key)) > 0;
+  // The last stale copy is gone: requests stop looking here (a new absence notes afresh).
+  if (noted && keys_.empty() && phase() == Phase::kFlipped) set_phase(Phase::kNormal);
+  return noted;
 }
 
 std::vector<std::string> AbsenceLog::swap() {
@@ -319,17 +322,15 @@ void FailbackSweeper::sweep(const Job& job) {
   st.down = false;
   log(LogLevel::kInfo, "backend up",
       {{"pool", pc.name}, {"backend", st.name}, {"swept_keys", std::to_string(absence.swept())}});
-  quiesce_();  // what was routed elsewhere just before the flip is noted now
-  std::vector<std::string> keys = absence.swap();
-  if (keys.empty() || remove_keys(pc, server, to, keys, error)) {
-    absence.count_swept(keys.size());
-    absence.set_phase(AbsenceLog::Phase::kNormal);
-    return;
-  }
-  // Those keys stay noted and the phase stays: each is deleted before the first request for it.
-  for (const auto& k : keys) absence.note(k, pc.failover_track_keys);
-  log(LogLevel::kWarn, "backend's last sweep failed; its noted keys are deleted on first use",
-      {{"pool", pc.name}, {"backend", st.name}, {"reason", error}});
+  // What was routed elsewhere just before the flip is noted too, and stays noted: each such key
+  // is deleted here before the first request for it (on the request's own connection, so the
+  // delete cannot overtake a newer write). A sweep of them from this thread could: between its
+  // swap of the log and its DEL, a worker may write the key here (no longer noted, so without
+  // a delete first), and the sweep's DEL would then remove that acknowledged write.
+  // The phase ends when the last noted key has been taken (AbsenceLog::take), or here when
+  // nothing was noted once every worker is past the flip.
+  quiesce_();
+  if (absence.empty()) absence.set_phase(AbsenceLog::Phase::kNormal);
 }
 
 }  // namespace chash::proxy

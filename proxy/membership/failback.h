@@ -10,10 +10,12 @@
 //      runs a posted no-op), so every write routed while it was down has been noted;
 //   2. deletes the noted keys on it (Redis DEL, memcached md), swapping the log out, until a
 //      round finds nothing new (writes keep going elsewhere meanwhile, and keep being noted);
-//   3. lets it take traffic (down = false), then waits for the workers again and deletes what
-//      was noted in between. Until that last sweep is done (Phase::kFlipped) a request routed
-//      to it for a noted key is preceded, on the same connection, by a delete of that key — so
-//      no read reaches a value the sweep has not removed yet.
+//   3. lets it take traffic (down = false). What was noted after the last round (written
+//      elsewhere just before the flip) stays noted (Phase::kFlipped): a request routed to it for
+//      such a key is preceded, on the same connection, by a delete of that key — so no read
+//      reaches a stale copy, and no delete can overtake a write made after the flip (a sweep
+//      from this thread could: docs/PROXY.md "Safe failover and return"). The phase ends when
+//      the last noted key has been taken.
 // A log that overflowed cannot say which keys are stale: `failover_overflow: flush` empties the
 // backend first (FLUSHDB / flush_all), `keep_ejected` keeps it down (logged) until
 // POST /flush?pool=P&backend=B. What is not covered: values written to the backend by anyone
