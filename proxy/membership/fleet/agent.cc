@@ -432,7 +432,17 @@ std::shared_ptr<const FleetPool> Agent::fleet_pool(const PoolConfig& pc, const V
   return fp;
 }
 
-bool Agent::publish(const PoolConfig& pc, const PoolState& st) {
+void Agent::acknowledge(const std::string& pool, const PoolState& st) {
+  PoolReport& r = reg_.pools[pool];
+  r.epoch = st.epoch;
+  r.phase = st.phase;
+  r.revision = st.revision;
+  r.swept = false;
+  r.overflow = false;
+  reg_dirty_ = true;
+}
+
+bool Agent::publish(const PoolConfig& pc, const PoolState& st, bool ack) {
   std::string error;
   const View v = view_of(st);
   auto fp = fleet_pool(pc, v, error);
@@ -445,13 +455,7 @@ bool Agent::publish(const PoolConfig& pc, const PoolState& st) {
   host_.publish();  // every worker routes by it when this returns
   applied_epoch_[pc.name] = st.epoch;
   applied_phase_[pc.name] = phase_name(st.phase);
-  PoolReport& r = reg_.pools[pc.name];
-  r.epoch = st.epoch;
-  r.phase = st.phase;
-  r.revision = st.revision;
-  r.swept = false;
-  r.overflow = false;
-  reg_dirty_ = true;
+  if (ack) acknowledge(pc.name, st);
   // The servers ejected in what it routes by now: from here on its writes of their keys go
   // elsewhere (their markers), and a vote for their return needs a probe after this.
   auto& seen = ejected_seen_[pc.name];
@@ -483,10 +487,12 @@ bool Agent::publish(const PoolConfig& pc, const PoolState& st) {
   return true;
 }
 
-void Agent::start_sweep(const PoolConfig& pc, const PoolState& st, bool final) {
+void Agent::start_sweep(const PoolConfig& pc, const PoolState& st, bool final, bool after) {
   Pending& p = sweeping_[pc.name];
   p.epoch = st.epoch;
   p.final = final;
+  p.after = after;
+  p.done = false;
   p.running = true;
   p.retry_ms = 0;
   std::weak_ptr<Inbox> inbox = inbox_;
@@ -552,18 +558,37 @@ void Agent::apply_pools() {
     if (st.phase == Phase::kSweep) {
       // Route as before (the server stays out) and sweep what this proxy wrote at its keys'
       // other owners; the ack (swept) follows the sweep.
-      if (fresh_epoch && publish(pc, st) && !pending_here) start_sweep(pc, st, false);
-      else if (retry_due) start_sweep(pc, st, false);
+      if (fresh_epoch && publish(pc, st) && !pending_here) start_sweep(pc, st, false, false);
+      else if (retry_due) start_sweep(pc, st, false, false);
       continue;
     }
-    if (st.phase == Phase::kPrepare && !st.returning.empty() && fresh_epoch) {
+    if (st.phase == Phase::kPrepare && !st.returning.empty()) {
       // A return's prepare reads the server through: first delete there what this proxy
-      // noted since its sweep (writes it made before it saw this phase), then route.
-      if (!pending_here || retry_due) {
-        if (!pending_here || !pend->second.running) start_sweep(pc, st, true);
+      // noted since its sweep (writes it made before it saw this phase), then route by it —
+      // and sweep once more before acknowledging it. A write routed by the sweep phase
+      // between the first sweep's last round and the routing's switch went to the fallback
+      // without deleting the server's old copy (only prepare's writes do); once every worker
+      // routes by prepare (the sweeper quiesces them) the log holds every such key, and no
+      // proxy can be in commit (routing writes to the server) before this one acknowledges.
+      if (fresh_epoch) {
+        if (!pending_here || retry_due) {
+          if (!pending_here || !pend->second.running) start_sweep(pc, st, true, false);
+          continue;
+        }
+        if (!pend->second.done) continue;
+        if (!publish(pc, st, /*ack=*/false)) continue;
+        start_sweep(pc, st, true, true);
         continue;
       }
-      if (!pend->second.done) continue;
+      if (pending_here && pend->second.after) {
+        if (retry_due) {
+          start_sweep(pc, st, true, true);
+        } else if (pend->second.done) {
+          acknowledge(name, st);
+          sweeping_.erase(pend);
+        }
+      }
+      continue;
     }
     if (!fresh_epoch) continue;
     if (!publish(pc, st)) continue;

@@ -101,8 +101,12 @@ class Agent {
   void apply_pools();                // each pool's state, if its epoch is new
   // Routes `pc` as `st` says (Discovered, then every worker), and reports it; false when the
   // state's servers do not parse for this pool (refused, the last good routing stays).
-  bool publish(const PoolConfig& pc, const PoolState& st);
-  void start_sweep(const PoolConfig& pc, const PoolState& st, bool final);
+  // `ack`: reports it in the registration at once (else acknowledge() does, later).
+  bool publish(const PoolConfig& pc, const PoolState& st, bool ack = true);
+  void acknowledge(const std::string& pool, const PoolState& st);
+  // `final`: the sweep a return's prepare waits for; `after`: the one after its routing is
+  // published, which its acknowledgement waits for.
+  void start_sweep(const PoolConfig& pc, const PoolState& st, bool final, bool after);
   void on_swept(const Event& e);
   void report_health();  // this proxy's view of each pool's servers
   void run_plan();
@@ -161,6 +165,7 @@ class Agent {
   struct Pending {                                         // a sweep this proxy runs for a state
     std::uint64_t epoch = 0;
     bool final = false;  // the return's prepare: published once it is done
+    bool after = false;  // the return's prepare, published: acknowledged once it is done
     bool running = false, done = false;
     std::int64_t retry_ms = 0;
   };
