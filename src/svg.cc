@@ -146,10 +146,57 @@ std::string colour(std::size_t i) {
   return buf;
 }
 
+namespace {
+
+// At most this many band segments and ticks are drawn: a picture is ~250 bytes a segment, and a
+// ring of 1000 ketama servers has 160,000 points (38 MB of SVG, most of it thinner than a pixel).
+constexpr std::size_t kMaxDrawnArcs = 2048;
+
+// Arcs as drawn: neighbours of one node merged, and past kMaxDrawnArcs the circle resampled in
+// kMaxDrawnArcs equal steps, each coloured by the node owning its middle — the picture at a
+// resolution of 1/kMaxDrawnArcs of the circle (the real shares are in the legend's sources).
+std::vector<RingArc> drawn_arcs(const std::vector<RingArc>& arcs) {
+  std::vector<RingArc> out;
+  for (const RingArc& a : arcs) {
+    if (!out.empty() && out.back().node == a.node && out.back().to == a.from && a.from <= a.to) {
+      out.back().to = a.to;
+    } else {
+      out.push_back(a);
+    }
+  }
+  if (out.size() <= kMaxDrawnArcs) return out;
+  // The owner of a position: the arc whose [from, to) holds it (a wrapping arc holds both ends).
+  std::vector<RingArc> sorted = out;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const RingArc& x, const RingArc& y) { return x.to < y.to; });
+  auto owner = [&](double at) {
+    const auto it = std::upper_bound(sorted.begin(), sorted.end(), at,
+                                     [](double v, const RingArc& x) { return v < x.to; });
+    return it == sorted.end() ? sorted.front().node : it->node;  // past the last: it wraps
+  };
+  std::vector<RingArc> coarse;
+  for (std::size_t i = 0; i < kMaxDrawnArcs; ++i) {
+    const double from = static_cast<double>(i) / kMaxDrawnArcs;
+    const double to = static_cast<double>(i + 1) / kMaxDrawnArcs;
+    const std::size_t node = owner((from + to) / 2);
+    if (!coarse.empty() && coarse.back().node == node) {
+      coarse.back().to = to;
+    } else {
+      coarse.push_back({from, to, node});
+    }
+  }
+  return coarse;
+}
+
+}  // namespace
+
 std::string ring(std::string_view title, const std::vector<std::string>& names,
-                 const std::vector<RingArc>& arcs, const std::vector<RingPoint>& points,
-                 const std::vector<RingArc>& highlight, std::string_view highlight_label,
+                 const std::vector<RingArc>& all_arcs, const std::vector<RingPoint>& points,
+                 const std::vector<RingArc>& all_highlight, std::string_view highlight_label,
                  std::string_view centre) {
+  const std::vector<RingArc> arcs = drawn_arcs(all_arcs);
+  const std::vector<RingArc> highlight = drawn_arcs(all_highlight);
+  const bool coarse = all_arcs.size() > kMaxDrawnArcs || all_highlight.size() > kMaxDrawnArcs;
   const int w = 860, h = 640;
   const double cx = 320, cy = 340, r = 230;
   std::string s = header(w, h, title);
@@ -179,7 +226,8 @@ std::string ring(std::string_view title, const std::vector<std::string>& names,
   };
   for (const RingArc& a : arcs) arc(a, r + 14, r, {});
   for (const RingArc& a : highlight) arc(a, r - 6, r - 22, " stroke=\"#222\" stroke-width=\"0.4\"");
-  for (const RingPoint& p : points) {
+  // Past kMaxDrawnArcs the ticks would be a solid ring: the count says it instead.
+  for (const RingPoint& p : points.size() <= kMaxDrawnArcs ? points : std::vector<RingPoint>{}) {
     const double t = 2 * kPi * p.angle - kPi / 2;
     s += "<line x1=\"" + num(cx + (r + 16) * std::cos(t)) + "\" y1=\"" +
          num(cy + (r + 16) * std::sin(t)) + "\" x2=\"" + num(cx + (r + 26) * std::cos(t)) +
@@ -191,8 +239,10 @@ std::string ring(std::string_view title, const std::vector<std::string>& names,
          "\" text-anchor=\"middle\" font-size=\"14\" fill=\"#444\">" +
          std::to_string(points.size()) + " points</text>\n<text x=\"" + num(cx) + "\" y=\"" +
          num(cy + 14) +
-         "\" text-anchor=\"middle\" font-size=\"12\" fill=\"#777\">key → first point "
-         "clockwise</text>\n";
+         "\" text-anchor=\"middle\" font-size=\"12\" fill=\"#777\">" +
+         (coarse ? "drawn at 1/" + std::to_string(kMaxDrawnArcs) + " of the circle"
+                 : std::string("key → first point clockwise")) +
+         "</text>\n";
   } else {
     s += "<text x=\"" + num(cx) + "\" y=\"" + num(cy + 4) +
          "\" text-anchor=\"middle\" font-size=\"13\" fill=\"#444\">" + escape(centre) + "</text>\n";

@@ -133,8 +133,11 @@ std::string unauthorized(const AdminAuth& auth) {
 // deadline timer closes it whatever it is doing.
 class AdminServer::Conn final : public net::Pollable {
  public:
-  Conn(AdminServer& server, int fd, std::unique_ptr<net::TlsStream> tls)
-      : server_(server), fd_(fd), tls_(std::move(tls)) {}
+  Conn(AdminServer& server, int fd, std::unique_ptr<net::TlsStream> tls, std::uint64_t serial)
+      : server_(server), fd_(fd), tls_(std::move(tls)), serial_(serial) {}
+  // Waiting for its request (nothing to answer yet): what a full server evicts, oldest first.
+  bool idle() const noexcept { return out_.empty(); }
+  std::uint64_t serial() const noexcept { return serial_; }
   ~Conn() override {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -235,6 +238,7 @@ class AdminServer::Conn final : public net::Pollable {
   std::string in_, out_;
   std::size_t off_ = 0;
   std::uint32_t events_ = EPOLLIN;
+  std::uint64_t serial_ = 0;  // accept order
 };
 
 AdminServer::AdminServer(net::EventLoop& loop, int listen_fd, Handlers handlers, Limits limits)
@@ -249,9 +253,14 @@ AdminServer::~AdminServer() {
 }
 
 void AdminServer::on_event(std::uint32_t) {
-  for (;;) {
+  // A few accepts a wakeup, then back to the loop (level-triggered: the rest wake it again).
+  // Each request is answered inside this call, so clients that reconnect as fast as they are
+  // answered would otherwise keep it here for ever, and the signals (SIGHUP, SIGTERM) and timers
+  // that share the control loop would wait behind them.
+  for (int accepted = 0; accepted < kAcceptsPerWakeup; ++accepted) {
     const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (c < 0) return;  // the listener is non-blocking: EAGAIN ends the loop
+    if (conns_.size() >= limits_.max_connections) evict_oldest_idle();
     if (conns_.size() >= limits_.max_connections) {
       // Best effort: what the client already sent is read first, so the close is not a reset.
       char drop[2048];
@@ -271,12 +280,24 @@ void AdminServer::on_event(std::uint32_t) {
         continue;
       }
     }
-    auto conn = std::make_unique<Conn>(*this, c, std::move(tls));
+    auto conn = std::make_unique<Conn>(*this, c, std::move(tls), ++accepted_);
     Conn* p = conn.get();
     if (!p->start()) continue;  // closes c
     conns_.emplace(p, std::move(conn));
     p->on_event(EPOLLIN);  // the request is often there already
   }
+}
+
+void AdminServer::evict_oldest_idle() {
+  // Silent or slow clients (a connect and nothing sent, a head sent a byte at a time) must not
+  // keep everyone else out: the one waiting longest for its request goes, closed unanswered.
+  Conn* oldest = nullptr;
+  for (const auto& [c, owned] : conns_) {
+    if (c->idle() && (oldest == nullptr || c->serial() < oldest->serial())) oldest = c;
+  }
+  if (oldest == nullptr) return;
+  ++evicted_;
+  finish(oldest);
 }
 
 void AdminServer::finish(Conn* c) {

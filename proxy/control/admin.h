@@ -57,7 +57,9 @@ class AdminServer : public net::Pollable {
   };
   struct Limits {
     std::chrono::milliseconds deadline{5000};  // accept to last byte written
-    std::size_t max_connections = 64;          // more are answered 503 and closed
+    // At the limit a new client takes the place of the one waiting longest for its request (an
+    // idle or slow client); when every one is being answered, it gets 503.
+    std::size_t max_connections = 64;
     std::size_t max_request_head = 8192;       // a longer head is answered 431
   };
   // Serves `listen_fd` (non-blocking, listening) on `loop`; the caller keeps the fd.
@@ -68,7 +70,9 @@ class AdminServer : public net::Pollable {
   AdminServer(const AdminServer&) = delete;
   AdminServer& operator=(const AdminServer&) = delete;
 
-  void on_event(std::uint32_t events) override;  // the listener: accept every pending client
+  // The listener: accepts up to kAcceptsPerWakeup pending clients, answering each.
+  void on_event(std::uint32_t events) override;
+  static constexpr int kAcceptsPerWakeup = 8;
 
   // The whole HTTP response to the request bytes `request` (the head is enough).
   std::string respond(std::string_view request) const;
@@ -77,10 +81,13 @@ class AdminServer : public net::Pollable {
   // Thread-safe: HTTPS with this context for connections accepted from now on (null: HTTP).
   void set_tls(std::shared_ptr<const net::TlsContext> tls);
   std::size_t open_connections() const noexcept { return conns_.size(); }
+  // Clients closed unanswered to make room for a new one (evict_oldest_idle).
+  std::uint64_t evicted() const noexcept { return evicted_; }
 
  private:
   class Conn;
   void finish(Conn* c);  // closes and forgets a client
+  void evict_oldest_idle();
   std::shared_ptr<const net::TlsContext> tls_context() const;
 
   net::EventLoop& loop_;
@@ -91,6 +98,7 @@ class AdminServer : public net::Pollable {
   AdminAuth auth_;
   std::shared_ptr<const net::TlsContext> tls_;
   std::unordered_map<Conn*, std::unique_ptr<Conn>> conns_;
+  std::uint64_t accepted_ = 0, evicted_ = 0;
 };
 
 }  // namespace chash::proxy

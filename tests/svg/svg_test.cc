@@ -68,6 +68,24 @@ TEST(SvgTest, PlacementOfARingPresetDrawsThePeersRing) {
             std::string::npos);
 }
 
+// A large ring is drawn at a bounded resolution: 1000 ketama servers are 160,000 points (38 MB of
+// SVG drawn one by one); the picture is resampled to 2048 steps of the circle, without ticks,
+// and says so — and stays true to who owns where.
+TEST(SvgTest, ALargeRingIsDrawnAtABoundedResolution) {
+  RoutingSpec spec;
+  spec.preset = "twemproxy";  // nutcracker's ketama: 160 points per server, any number of them
+  const std::string s = placement(Router::build(spec, testing::numbered_nodes(1000)), "big");
+  EXPECT_LT(s.size(), 700'000u);
+  EXPECT_LE(count(s, "<path "), 2 * 2048u);
+  EXPECT_GT(count(s, "<path "), 500u);  // still many owners around the circle
+  EXPECT_EQ(count(s, "<line x1"), 0u);
+  EXPECT_NE(s.find("160000 points"), std::string::npos);
+  EXPECT_NE(s.find("drawn at 1/2048 of the circle"), std::string::npos);
+  // Adjacent arcs of one owner are one segment: a ring of two arcs of one node draws one path.
+  const std::string merged = ring("m", {"a", "b"}, {{0.0, 0.2, 0}, {0.2, 0.4, 0}, {0.4, 1.0, 1}}, {});
+  EXPECT_EQ(count(merged, "<path "), 3u);  // a: one path; b: over half the circle, two
+}
+
 TEST(SvgTest, PlacementOfSlotsDrawsSlotRanges) {
   const Router r = router("slots", 3);
   const std::string s = placement(r, "cluster");
