@@ -110,6 +110,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   chash::proxy::apply_stats_flags(cl, config);
+  try {
+    chash::proxy::check_own_listeners(config);  // the stats port may come from -s/-a
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "chash-proxy: %s\n", e.what());
+    return 1;
+  }
 
   ::signal(SIGPIPE, SIG_IGN);
   if (cl.daemonize) {

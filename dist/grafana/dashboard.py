@@ -270,11 +270,13 @@ def build():
                   (rate("chash_proxy_warmup_removed_total", P, "pool"), "{{pool}} removed"),
                   (rate("chash_proxy_warmup_errors_total", P, "pool"), "{{pool}} errors")])
     d.timeseries("Rebalance keys/s", "POST /rebalance: keys listed at previous owners, moved to "
-                 "their owner, skipped (home already, or gone), failed.", "short",
+                 "their owner, skipped (home already, or gone), failed, conflicts (the owner holds "
+                 "another value: both copies kept).", "short",
                  [(rate("chash_proxy_rebalance_scanned_total", P, "pool"), "{{pool}} scanned"),
                   (rate("chash_proxy_rebalance_moved_total", P, "pool"), "{{pool}} moved"),
                   (rate("chash_proxy_rebalance_skipped_total", P, "pool"), "{{pool}} skipped"),
-                  (rate("chash_proxy_rebalance_failed_total", P, "pool"), "{{pool}} failed")])
+                  (rate("chash_proxy_rebalance_failed_total", P, "pool"), "{{pool}} failed"),
+                  (rate("chash_proxy_rebalance_conflicts_total", P, "pool"), "{{pool}} conflicts")])
     d.timeseries("Rebalances running", "1 while a rebalance of the pool runs.", "none",
                  [(f"max by (pool) (chash_proxy_rebalance_running{{{P}}})", "{{pool}}")],
                  w=8)

@@ -4,6 +4,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 
 #include <charconv>
 #include <cstring>
@@ -290,6 +292,7 @@ ProxyConfig parse_config(std::string_view yaml, const std::string& source) {
     cfg.pools.push_back(std::move(pool));
   }
   if (cfg.pools.empty()) fail_at(source, 1, "no pools");
+  check_own_listeners(cfg);
   return cfg;
 }
 
@@ -342,6 +345,96 @@ std::string same_server(const std::vector<ServerConfig>& servers) {
     seen.emplace_back(id, i);
   }
   return {};
+}
+
+namespace {
+
+bool loopback(const std::string& identity) {
+  // server_identity's 16-byte form: ::1, or 127.0.0.0/8 mapped.
+  if (!identity.starts_with("ip:") || identity.size() < 19) return identity.starts_with("name:localhost:");
+  const auto* b = reinterpret_cast<const unsigned char*>(identity.data() + 3);
+  static constexpr unsigned char kV6Loopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  if (std::memcmp(b, kV6Loopback, 16) == 0) return true;
+  static constexpr unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return std::memcmp(b, kMapped, 12) == 0 && b[12] == 127;
+}
+
+// The host part of server_identity ("ip:<16 bytes>" or "name:<host>").
+std::string host_of(const std::string& identity) { return identity.substr(0, identity.rfind(':')); }
+
+bool wildcard(const std::string& identity) {
+  static const std::string any4 = host_of(server_identity(Address{"0.0.0.0", 1, {}, 0}));
+  static const std::string any6 = host_of(server_identity(Address{"::", 1, {}, 0}));
+  return host_of(identity) == any4 || host_of(identity) == any6;
+}
+
+// Whether `member` reaches `listener`.
+bool reaches(const Address& member, const Address& listener) {
+  if (!member.unix_path.empty() || !listener.unix_path.empty())
+    return !member.unix_path.empty() && member.unix_path == listener.unix_path;
+  if (listener.port == 0 || member.port != listener.port) return false;  // port 0: any free one
+  const std::string m = server_identity(member), l = server_identity(listener);
+  if (host_of(m) == host_of(l)) return true;
+  if (host_of(m) == "name:localhost") {  // as /etc/hosts has it
+    return reaches(Address{"127.0.0.1", member.port, {}, 0}, listener) ||
+           reaches(Address{"::1", member.port, {}, 0}, listener);
+  }
+  if (listener.host.empty() || wildcard(l)) {
+    if (loopback(m)) return true;
+    // Any address of this machine's interfaces reaches a wildcard listener too.
+    ifaddrs* list = nullptr;
+    if (::getifaddrs(&list) != 0) return false;
+    bool local = false;
+    for (const ifaddrs* i = list; i != nullptr && !local; i = i->ifa_next) {
+      if (i->ifa_addr == nullptr) continue;
+      char text[INET6_ADDRSTRLEN] = {};
+      if (i->ifa_addr->sa_family == AF_INET) {
+        ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
+      } else if (i->ifa_addr->sa_family == AF_INET6) {
+        ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr, text, sizeof text);
+      } else {
+        continue;
+      }
+      local = host_of(server_identity(Address{text, member.port, {}, 0})) == host_of(m);
+    }
+    ::freeifaddrs(list);
+    return local;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string own_listener(const PoolConfig& pool, const std::vector<ServerConfig>& servers) {
+  for (const ServerConfig& s : servers) {
+    if (!s.sentinel_master.empty()) continue;
+    for (const Address& l : pool.own_listeners) {
+      if (reaches(s.address, l)) {
+        return "server '" + s.name.substr(0, 80) + "' (" + s.address.text() +
+               ") is this proxy's own listener " + l.text() +
+               ": every request to it would come back to the proxy";
+      }
+    }
+  }
+  return {};
+}
+
+void check_own_listeners(ProxyConfig& config) {
+  std::vector<Address> own;
+  for (const PoolConfig& p : config.pools) own.push_back(p.listen);
+  if (config.admin) own.push_back(*config.admin);
+  if (config.stats) own.push_back(*config.stats);
+  for (PoolConfig& p : config.pools) {
+    p.own_listeners = own;
+    if (p.is_cluster()) continue;
+    if (const std::string bad = own_listener(p, p.servers); !bad.empty()) {
+      int line = p.line;
+      for (const ServerConfig& s : p.servers) {
+        if (bad.find("'" + s.name.substr(0, 80) + "' (") != std::string::npos) line = s.line;
+      }
+      config_detail::fail_at(config.source, line, "pool '" + p.name + "': " + bad);
+    }
+  }
 }
 
 }  // namespace chash::proxy

@@ -222,6 +222,9 @@ struct PoolConfig {
   hotkeys::CacheConfig hot_cache;
   hotkeys::Reads hot_reads = hotkeys::Reads::kOwner;
   std::vector<ServerConfig> servers;
+  // The proxy's own listeners (every pool's listen, admin, stats) as the config has them: a
+  // member on one of them would be this proxy itself (own_listener()).
+  std::vector<Address> own_listeners;
   // Membership from etcd (null: the file's `servers:` are the truth; membership/fleet/).
   std::shared_ptr<const EtcdMembership> etcd;
   // TLS (net/tls.h), built when the config loads: `tls:` accepts clients over TLS, `server_tls:`
@@ -286,6 +289,14 @@ std::vector<ServerConfig> servers_from_strings(const PoolConfig& pool,
 // the rebalancer compares resolved addresses too. Sentinel-managed members are skipped (their
 // address is a placeholder until a Sentinel names the master).
 std::string same_server(const std::vector<ServerConfig>& servers);
+// A member that is one of the proxy's own listeners (`pool.own_listeners`): every request to it
+// would come back to the proxy, and on to itself again. A listener on a wildcard address
+// (0.0.0.0, ::) is reached through loopback and every local interface address. The text naming
+// both ("server 'r3' (127.0.0.1:22121) is this proxy's own listener (pool 'cache')"), else empty.
+std::string own_listener(const PoolConfig& pool, const std::vector<ServerConfig>& servers);
+// Gives every pool the config's listeners (own_listeners) and checks each pool's servers against
+// them; throws Error(kParse) naming the first member that is one, at its line in the file.
+void check_own_listeners(ProxyConfig& config);
 
 // Parses YAML text; `source` names it in errors. Also builds each pool's router once, so a
 // config that parses also routes (unknown hash, duplicate server, ...).

@@ -41,6 +41,8 @@ std::vector<ServerConfig> servers_from_strings(const PoolConfig& pool,
     out.push_back(std::move(s));
   }
   if (const std::string dup = same_server(out); !dup.empty()) throw Error(ErrorCode::kParse, dup);
+  if (const std::string self = own_listener(pool, out); !self.empty())
+    throw Error(ErrorCode::kParse, self);
   (void)chash::Router::build(pool.routing, routing_nodes(out));  // throws chash::Error naming why
   return out;
 }

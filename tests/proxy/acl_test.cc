@@ -65,7 +65,7 @@ std::string error_of(const std::string& yaml) {
 }
 
 const std::string kPool =
-    "a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:1:1\n";
+    "a:\n  listen: 127.0.0.1:9\n  redis: true\n  servers:\n   - 127.0.0.1:1:1\n";
 
 // ---- The generated table ---------------------------------------------------------------------
 
@@ -403,7 +403,7 @@ TEST(GlobTest, RedisPatterns) {
 
 TEST(AclConfigTest, ParsesUsersAndServerUser) {
   const auto cfg = parse_config(
-      "a:\n  listen: 127.0.0.1:1\n  redis: true\n  server_user: proxy\n  server_auth: pw\n"
+      "a:\n  listen: 127.0.0.1:9\n  redis: true\n  server_user: proxy\n  server_auth: pw\n"
       "  acl:\n    - \"user alice on >secret ~app:* +@read +@write -@dangerous\"\n"
       "    - user bob on nopass ~* +get\n"
       "  servers:\n   - 127.0.0.1:1:1\n   - {server: \"127.0.0.1:2:1\", user: other, password: "
@@ -453,11 +453,11 @@ TEST(AclConfigTest, ConflictsAndWrongPools) {
             std::string::npos);
   EXPECT_NE(error_of(kPool + "  server_user: u\n").find("has a user but no password"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  acl:\n    - user a on\n  servers:\n   - "
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  acl:\n    - user a on\n  servers:\n   - "
                      "127.0.0.1:1:1\n")
                 .find("no AUTH"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  server_user: u\n  servers:\n   "
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  protocol: tcp\n  server_user: u\n  servers:\n   "
                      "- 127.0.0.1:1:1\n")
                 .find("take no passwords"),
             std::string::npos);
@@ -481,14 +481,14 @@ TEST(AdminAuthConfigTest, TokenBasicProtectAndLoopbackDefault) {
   // user:#<sha256 hex> keeps the password out of the file.
   const auto hashed = parse_config(
       kPool +
-          "chash_proxy:\n  admin: 127.0.0.1:1\n  admin_auth:\n    basic: "
+          "chash_proxy:\n  admin: 127.0.0.1:8\n  admin_auth:\n    basic: "
           "\"ops:#2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b\"\n",
       "p.yml");
   EXPECT_EQ(hashed.admin_auth.basic_password, sha256("secret"));
   EXPECT_FALSE(hashed.admin_auth.protect_all);
   EXPECT_FALSE(parse_config(kPool, "p.yml").admin_auth.enabled());
 
-  const std::string g = kPool + "chash_proxy:\n  admin: 127.0.0.1:1\n  admin_auth:\n";
+  const std::string g = kPool + "chash_proxy:\n  admin: 127.0.0.1:8\n  admin_auth:\n";
   EXPECT_NE(
       error_of(g + "    token: a\n    token_file: /x\n").find("p.yml:10: admin_auth: give one"),
       std::string::npos);

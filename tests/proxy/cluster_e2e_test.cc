@@ -446,7 +446,7 @@ TEST(ClusterConfigTest, ErrorsNameTheProblem) {
     }
     return std::string("no error");
   };
-  const std::string head = "p:\n  listen: 127.0.0.1:1\n  redis: true\n";
+  const std::string head = "p:\n  listen: 127.0.0.1:9\n  redis: true\n";
   EXPECT_EQ(load(head + "  cluster: [127.0.0.1:7000]\n"), "no error");
   EXPECT_EQ(load(head + "  cluster: [127.0.0.1:7000]\n  servers: [127.0.0.1:1:1]\n"),
             "t.yml:4: pool 'p': give either 'servers' or 'cluster' (a Redis Cluster's seed "
@@ -454,7 +454,7 @@ TEST(ClusterConfigTest, ErrorsNameTheProblem) {
   EXPECT_EQ(load(head + "  cluster: [127.0.0.1:7000]\n  distribution: ketama\n"),
             "t.yml:4: pool 'p': a Redis Cluster routes by its own slot map: drop distribution, "
             "preset, algorithm, ring, hash and vnodes");
-  EXPECT_EQ(load("p:\n  listen: 127.0.0.1:1\n  cluster: [127.0.0.1:7000]\n"),
+  EXPECT_EQ(load("p:\n  listen: 127.0.0.1:9\n  cluster: [127.0.0.1:7000]\n"),
             "t.yml:3: pool 'p': 'cluster' applies to redis pools only");
   EXPECT_EQ(load(head + "  cluster: [127.0.0.1:7000, 127.0.0.1:7000]\n"),
             "t.yml:4: pool 'p': cluster: 127.0.0.1:7000 is listed twice");
@@ -464,7 +464,7 @@ TEST(ClusterConfigTest, ErrorsNameTheProblem) {
   EXPECT_EQ(load(head + "  cluster: [127.0.0.1:7000]\n  auto_eject_hosts: true\n"),
             "t.yml:4: pool 'p': a Redis Cluster's keys have one master each: auto_eject_hosts "
             "does not apply (the cluster fails over itself)");
-  EXPECT_EQ(load("p:\n  listen: 127.0.0.1:1\n  redis: true\n"),
+  EXPECT_EQ(load("p:\n  listen: 127.0.0.1:9\n  redis: true\n"),
             "t.yml:1: pool 'p': 'servers' is required (or 'cluster:' seeds for a Redis Cluster)");
 }
 

@@ -82,7 +82,7 @@ beta:
 
 TEST(ConfigTest, UnknownKeyNamesLineAndSuggests) {
   const std::string e = error_of(
-      "alpha:\n  listen: 127.0.0.1:1\n  redis: true\n  timout: 5\n  servers:\n   - "
+      "alpha:\n  listen: 127.0.0.1:9\n  redis: true\n  timout: 5\n  servers:\n   - "
       "127.0.0.1:1:1\n");
   EXPECT_NE(e.find("t.yml:4:"), std::string::npos) << e;
   EXPECT_NE(e.find("'timout'"), std::string::npos) << e;
@@ -90,53 +90,53 @@ TEST(ConfigTest, UnknownKeyNamesLineAndSuggests) {
 }
 
 TEST(ConfigTest, BadServerLinesNameTheirLine) {
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:1:1\n   "
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  redis: true\n  servers:\n   - 127.0.0.1:1:1\n   "
                      "- 127.0.0.1:x:1\n")
                 .find("t.yml:6:"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:1:0\n")
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  redis: true\n  servers:\n   - 127.0.0.1:1:0\n")
                 .find("weight"),
             std::string::npos);
   // Duplicate names are refused by the router build, at the pool's line.
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:1:1 s\n "
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  redis: true\n  servers:\n   - 127.0.0.1:1:1 s\n "
                      "  - 127.0.0.1:2:1 s\n")
                 .find("t.yml:1:"),
             std::string::npos);
 }
 
 TEST(ConfigTest, RefusesWhatIsNotSupported) {
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  distribution: random\n  "
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  redis: true\n  distribution: random\n  "
                      "servers:\n   - 127.0.0.1:1:1\n")
                 .find("random"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis_auth: x\n  servers:\n   - 127.0.0.1:1:1\n")
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  redis_auth: x\n  servers:\n   - 127.0.0.1:1:1\n")
                 .find("no AUTH"),
             std::string::npos);
   EXPECT_NE(
-      error_of("a:\n  listen: 127.0.0.1:1\n  protocol: http\n  servers:\n   - 127.0.0.1:1:1\n")
+      error_of("a:\n  listen: 127.0.0.1:9\n  protocol: http\n  servers:\n   - 127.0.0.1:1:1\n")
           .find("unknown protocol"),
       std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  protocol: tcp\n  servers:\n   - "
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  redis: true\n  protocol: tcp\n  servers:\n   - "
                      "127.0.0.1:1:1\n")
                 .find("disagree"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  balance: least-conn\n  "
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  redis: true\n  balance: least-conn\n  "
                      "servers:\n   - 127.0.0.1:1:1\n")
                 .find("tcp pools only"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: ip-hash\n  algorithm: "
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  protocol: tcp\n  balance: ip-hash\n  algorithm: "
                      "ring\n  servers:\n   - 127.0.0.1:1:1\n")
                 .find("nginx-ip-hash"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: fastest\n  servers:\n "
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  protocol: tcp\n  balance: fastest\n  servers:\n "
                      "  - 127.0.0.1:1:1\n")
                 .find("least-conn"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  proxy_protocol: v3\n  "
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  protocol: tcp\n  proxy_protocol: v3\n  "
                      "servers:\n   - 127.0.0.1:1:1\n")
                 .find("v1, v2"),
             std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  hash: nosuch\n  servers:\n   - "
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  redis: true\n  hash: nosuch\n  servers:\n   - "
                      "127.0.0.1:1:1\n")
                 .find("t.yml:1:"),
             std::string::npos);
@@ -149,12 +149,12 @@ TEST(ConfigTest, RefusesWhatIsNotSupported) {
 TEST(ConfigTest, ProtocolsAndTheirDefaults) {
   // nutcracker's default is memcache (redis: false).
   const auto mc = chash::proxy::parse_config(
-      "a:\n  listen: 127.0.0.1:1\n  servers:\n   - 127.0.0.1:1:1\n", "t.yml");
+      "a:\n  listen: 127.0.0.1:9\n  servers:\n   - 127.0.0.1:1:1\n", "t.yml");
   EXPECT_EQ(mc.pools[0].protocol, chash::proxy::PoolProtocol::kMemcache);
   EXPECT_EQ(mc.pools[0].routing.preset, "twemproxy");
   EXPECT_EQ(mc.pools[0].max_value_bytes, std::size_t{1} << 20);
   const auto tcp = chash::proxy::parse_config(
-      "a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  proxy_protocol: v2\n  idle_timeout: 5000\n"
+      "a:\n  listen: 127.0.0.1:9\n  protocol: tcp\n  proxy_protocol: v2\n  idle_timeout: 5000\n"
       "  health_check_interval: 1000\n  rise: 2\n  fall: 3\n  servers:\n   - 127.0.0.1:1:1\n",
       "t.yml");
   const auto& p = tcp.pools[0];
@@ -167,13 +167,13 @@ TEST(ConfigTest, ProtocolsAndTheirDefaults) {
   EXPECT_EQ(p.rise, 2u);
   EXPECT_EQ(p.server_failure_limit, 3u);
   const auto ip = chash::proxy::parse_config(
-      "a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: ip-hash\n  servers:\n   - "
+      "a:\n  listen: 127.0.0.1:9\n  protocol: tcp\n  balance: ip-hash\n  servers:\n   - "
       "127.0.0.1:1:1\n",
       "t.yml");
   EXPECT_EQ(ip.pools[0].balance, chash::proxy::Balance::kIpHash);
   EXPECT_EQ(ip.pools[0].routing.preset, "nginx-ip-hash");
   const auto wrr = chash::proxy::parse_config(
-      "a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: weighted-round-robin\n  servers:\n   "
+      "a:\n  listen: 127.0.0.1:9\n  protocol: tcp\n  balance: weighted-round-robin\n  servers:\n   "
       "- 127.0.0.1:1:3\n",
       "t.yml");
   EXPECT_EQ(wrr.pools[0].balance, chash::proxy::Balance::kWeightedRoundRobin);
@@ -182,23 +182,23 @@ TEST(ConfigTest, ProtocolsAndTheirDefaults) {
 // hash_balance_factor: HAProxy's hash-balance-factor / Envoy's hash_balance_factor (percent).
 TEST(ConfigTest, HashBalanceFactorIsOffByDefaultAndKeptWhenValid) {
   const std::string servers = "  servers:\n   - 127.0.0.1:1:1\n";
-  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  redis: true\n" + servers, "t.yml")
+  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:9\n  redis: true\n" + servers, "t.yml")
                 .pools[0]
                 .hash_balance_factor,
             0u);
   EXPECT_EQ(parse_config(
-                "a:\n  listen: 127.0.0.1:1\n  redis: true\n  hash_balance_factor: 125\n" + servers,
+                "a:\n  listen: 127.0.0.1:9\n  redis: true\n  hash_balance_factor: 125\n" + servers,
                 "t.yml")
                 .pools[0]
                 .hash_balance_factor,
             125u);
-  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  hash_balance_factor: 100\n" + servers,
+  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:9\n  hash_balance_factor: 100\n" + servers,
                          "t.yml")  // memcache
                 .pools[0]
                 .hash_balance_factor,
             100u);
   EXPECT_EQ(
-      parse_config("a:\n  listen: 127.0.0.1:1\n  redis: true\n  hash_balance_factor: 0\n" + servers,
+      parse_config("a:\n  listen: 127.0.0.1:9\n  redis: true\n  hash_balance_factor: 0\n" + servers,
                    "t.yml")
           .pools[0]
           .hash_balance_factor,
@@ -206,12 +206,12 @@ TEST(ConfigTest, HashBalanceFactorIsOffByDefaultAndKeptWhenValid) {
   // tcp pools: with the hash balances (hash is the default).
   EXPECT_EQ(
       parse_config(
-          "a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  hash_balance_factor: 150\n" + servers,
+          "a:\n  listen: 127.0.0.1:9\n  protocol: tcp\n  hash_balance_factor: 150\n" + servers,
           "t.yml")
           .pools[0]
           .hash_balance_factor,
       150u);
-  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: ip-hash\n  "
+  EXPECT_EQ(parse_config("a:\n  listen: 127.0.0.1:9\n  protocol: tcp\n  balance: ip-hash\n  "
                          "hash_balance_factor: 200\n" +
                              servers,
                          "t.yml")
@@ -223,29 +223,29 @@ TEST(ConfigTest, HashBalanceFactorIsOffByDefaultAndKeptWhenValid) {
 TEST(ConfigTest, HashBalanceFactorBelow100IsAnErrorAtItsLine) {
   const std::string servers = "  servers:\n   - 127.0.0.1:1:1\n";
   EXPECT_EQ(
-      error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  hash_balance_factor: 99\n" + servers),
+      error_of("a:\n  listen: 127.0.0.1:9\n  redis: true\n  hash_balance_factor: 99\n" + servers),
       "t.yml:4: pool 'a': hash_balance_factor must be 0 (off) or at least 100 (percent of the mean "
       "load, "
       "e.g. 125), got 99");
-  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  hash_balance_factor: 1\n" + servers),
+  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:9\n  hash_balance_factor: 1\n" + servers),
             "t.yml:3: pool 'a': hash_balance_factor must be 0 (off) or at least 100 (percent of "
             "the mean load, "
             "e.g. 125), got 1");
-  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  hash_balance_factor: 1.25\n" + servers),
+  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:9\n  hash_balance_factor: 1.25\n" + servers),
             "t.yml:3: 'hash_balance_factor' must be a whole number from 0 to 1000000, got '1.25'");
-  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  hash_balance_factor: -5\n" + servers),
+  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:9\n  hash_balance_factor: -5\n" + servers),
             "t.yml:3: 'hash_balance_factor' must be a whole number from 0 to 1000000, got '-5'");
 }
 
 TEST(ConfigTest, HashBalanceFactorIsRefusedForNonHashTcpBalances) {
   const std::string servers = "  servers:\n   - 127.0.0.1:1:1\n";
-  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  hash_balance_factor: 125\n  "
+  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:9\n  protocol: tcp\n  hash_balance_factor: 125\n  "
                      "balance: round-robin\n" +
                      servers),
             "t.yml:4: pool 'a': hash_balance_factor applies to hash balancing (balance: hash or "
             "ip-hash), not "
             "balance round-robin");
-  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: least-conn\n  "
+  EXPECT_EQ(error_of("a:\n  listen: 127.0.0.1:9\n  protocol: tcp\n  balance: least-conn\n  "
                      "hash_balance_factor: 125\n" +
                      servers),
             "t.yml:5: pool 'a': hash_balance_factor applies to hash balancing (balance: hash or "
@@ -253,7 +253,7 @@ TEST(ConfigTest, HashBalanceFactorIsRefusedForNonHashTcpBalances) {
             "balance least-conn");
   // 0 is "off", so it is accepted whatever the balance.
   EXPECT_EQ(
-      parse_config("a:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  balance: weighted-round-robin\n"
+      parse_config("a:\n  listen: 127.0.0.1:9\n  protocol: tcp\n  balance: weighted-round-robin\n"
                    "  hash_balance_factor: 0\n" +
                        servers,
                    "t.yml")
@@ -266,7 +266,7 @@ TEST(ConfigTest, HashBalanceFactorIsRefusedForNonHashTcpBalances) {
 TEST(ConfigTest, PresetOptionsReachTheRouter) {
   const std::string servers = "  servers:\n   - 127.0.0.1:11211:1\n   - 127.0.0.1:11212:1\n";
   const auto c = parse_config(
-      "a:\n  listen: 127.0.0.1:1\n  preset: libmemcached-modula\n"
+      "a:\n  listen: 127.0.0.1:9\n  preset: libmemcached-modula\n"
       "  preset_options: {ketama_weighted: true, distribution: CONSISTENT_KETAMA_SPY}\n" +
           servers,
       "t.yml");
@@ -284,11 +284,11 @@ TEST(ConfigTest, PresetOptionsReachTheRouter) {
   }
   EXPECT_THROW(
       parse_config(
-          "a:\n  listen: 127.0.0.1:1\n  preset: twemproxy\n  preset_options: {x: y}\n" + servers,
+          "a:\n  listen: 127.0.0.1:9\n  preset: twemproxy\n  preset_options: {x: y}\n" + servers,
           "t.yml"),
       Error);
   EXPECT_THROW(
-      parse_config("a:\n  listen: 127.0.0.1:1\n  preset_options: [1]\n" + servers, "t.yml"), Error);
+      parse_config("a:\n  listen: 127.0.0.1:9\n  preset_options: [1]\n" + servers, "t.yml"), Error);
 }
 
 // ring: a hand-written ring spec; one of distribution/preset/algorithm/ring; a bad spec names
@@ -296,7 +296,7 @@ TEST(ConfigTest, PresetOptionsReachTheRouter) {
 TEST(ConfigTest, RingSpecPools) {
   const std::string servers = "  servers:\n   - 127.0.0.1:11211:1 a\n   - 127.0.0.1:11212:1 b\n";
   const auto c = parse_config(
-      "a:\n  listen: 127.0.0.1:1\n  ring: \"points={name}#VN{i}; "
+      "a:\n  listen: 127.0.0.1:9\n  ring: \"points={name}#VN{i}; "
       "bare=first; vnodes=150; hash=guava-long\"\n" +
           servers,
       "t.yml");
@@ -313,47 +313,47 @@ TEST(ConfigTest, RingSpecPools) {
   }
   // vnodes 0 keeps only the servers' own points (article 000's ring without virtual nodes).
   const auto bare = parse_config(
-      "a:\n  listen: 127.0.0.1:1\n  preset: guava-treemap\n  vnodes: 0\n" + servers, "t.yml");
+      "a:\n  listen: 127.0.0.1:9\n  preset: guava-treemap\n  vnodes: 0\n" + servers, "t.yml");
   EXPECT_EQ(*bare.pools[0].routing.vnodes, 0u);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  ring: \"vnodes=3; hash=sha1\"\n" + servers)
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  ring: \"vnodes=3; hash=sha1\"\n" + servers)
                 .find("ring spec: hash: unknown hash \"sha1\""),
             std::string::npos);
   EXPECT_NE(
-      error_of("a:\n  listen: 127.0.0.1:1\n  ring: \"vnodes=3\"\n  preset: ketama\n" + servers)
+      error_of("a:\n  listen: 127.0.0.1:9\n  ring: \"vnodes=3\"\n  preset: ketama\n" + servers)
           .find("only one of distribution, preset, algorithm and ring"),
       std::string::npos);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  algorithm: ring\n  vnodes: 0\n" + servers), "");
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  algorithm: ring\n  vnodes: 0\n" + servers), "");
 }
 
 TEST(ConfigTest, RedisKeyspaceAndBlockingOptions) {
   const std::string servers = "  servers:\n   - 127.0.0.1:1:1\n   - 127.0.0.1:2:1\n";
-  const auto def = parse_config("a:\n  listen: 127.0.0.1:1\n  redis: true\n" + servers, "t.yml");
+  const auto def = parse_config("a:\n  listen: 127.0.0.1:9\n  redis: true\n" + servers, "t.yml");
   EXPECT_FALSE(def.pools[0].allow_flushall);
   EXPECT_FALSE(def.pools[0].allow_config_set);
   EXPECT_EQ(def.pools[0].max_blocked_clients, 1024u);
   const auto on = parse_config(
-      "a:\n  listen: 127.0.0.1:1\n  redis: true\n  allow_flushall: true\n"
+      "a:\n  listen: 127.0.0.1:9\n  redis: true\n  allow_flushall: true\n"
       "  allow_config_set: true\n  max_blocked_clients: 3\n" +
           servers,
       "t.yml");
   EXPECT_TRUE(on.pools[0].allow_flushall);
   EXPECT_TRUE(on.pools[0].allow_config_set);
   EXPECT_EQ(on.pools[0].max_blocked_clients, 3u);
-  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:1\n  allow_flushall: true\n" + servers)
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  allow_flushall: true\n" + servers)
                 .find("'allow_flushall' and 'allow_config_set' apply to redis pools only"),
             std::string::npos);
   EXPECT_NE(
-      error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  allow_flushall: maybe\n" + servers),
+      error_of("a:\n  listen: 127.0.0.1:9\n  redis: true\n  allow_flushall: maybe\n" + servers),
       "");
   EXPECT_NE(
-      error_of("a:\n  listen: 127.0.0.1:1\n  redis: true\n  max_blocked_clients: -1\n" + servers),
+      error_of("a:\n  listen: 127.0.0.1:9\n  redis: true\n  max_blocked_clients: -1\n" + servers),
       "");
 }
 
 // Two members on one server would make every move between them (rebalance, warm-up, the safe
 // return's sweep) delete the only copy: refused wherever membership comes from, naming both.
 TEST(ConfigTest, TwoMembersOnOneServerAreRefused) {
-  const std::string head = "a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n";
+  const std::string head = "a:\n  listen: 127.0.0.1:9\n  redis: true\n  servers:\n";
   for (const char* second : {"127.0.0.1:7000:1 b", "\"[::ffff:127.0.0.1]:7000:1 b\""}) {
     try {
       (void)parse_config(head + "   - 127.0.0.1:7000:1 a\n   - " + second + "\n", "t.yml");
@@ -386,6 +386,37 @@ TEST(ConfigTest, TwoMembersOnOneServerAreRefused) {
                 .find("servers 'a' and 'c' are one server"),
             std::string::npos);
   EXPECT_EQ(fleet::check_server_strings({"127.0.0.1:7000:1 a", "127.0.0.1:7001:1 b"}), "");
+}
+
+// A member that is one of the proxy's own listeners (a pool's listen, admin, stats) would send
+// every request back to the proxy: refused, in the file and in an etcd value.
+TEST(ConfigTest, AMemberOnTheProxysOwnListenerIsRefused) {
+  auto refused = [](const std::string& y, const std::string& what) {
+    try {
+      (void)parse_config(y, "t.yml");
+      ADD_FAILURE() << "accepted: " << y;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  const std::string a = "a:\n  listen: 127.0.0.1:22121\n  redis: true\n  servers:\n";
+  refused(a + "   - 127.0.0.1:6379:1 r1\n   - 127.0.0.1:22121:1 r2\n",
+          "t.yml:6: pool 'a': server 'r2' (127.0.0.1:22121) is this proxy's own listener 127.0.0.1:22121");
+  // Another pool's listener, the admin port, the stats port; a wildcard listener through loopback.
+  refused(a + "   - 127.0.0.1:22125:1 r1\nb:\n  listen: 0.0.0.0:22125\n  servers:\n   - 127.0.0.1:11211:1\n",
+          "own listener 0.0.0.0:22125");
+  refused("chash_proxy:\n  admin: 127.0.0.1:22222\n" + a + "   - localhost:22222:1 r1\n",
+          "own listener 127.0.0.1:22222");
+  refused("chash_proxy:\n  stats: 127.0.0.1:22223\n" + a + "   - 127.0.0.1:22223:1 r1\n",
+          "own listener 127.0.0.1:22223");
+  // Port 0 (any free port, as tests listen) and another port are fine.
+  EXPECT_NO_THROW((void)parse_config(
+      "a:\n  listen: 127.0.0.1:0\n  servers:\n   - 127.0.0.1:11211:1\n   - 127.0.0.1:22121:1\n", "t.yml"));
+  // An etcd value (POST /fleet/add, chash fleet, etcdctl) is checked the same way.
+  const ProxyConfig c = parse_config(a + "   - 127.0.0.1:6379:1 r1\n", "t.yml");
+  EXPECT_THROW((void)servers_from_strings(c.pools[0], {"127.0.0.1:6379:1 r1", "127.0.0.1:22121:1 r2"}),
+               Error);
+  EXPECT_NO_THROW((void)servers_from_strings(c.pools[0], {"127.0.0.1:6379:1 r1", "127.0.0.1:6380:1 r2"}));
 }
 
 }  // namespace

@@ -295,7 +295,7 @@ TEST_F(HotKeysE2E, MemcacheHotGetIsCachedAndWritesInvalidate) {
 
 TEST(HotKeysConfig, ErrorsNameTheKeyAndTheForm) {
   const std::string base =
-      "p:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n"
+      "p:\n  listen: 127.0.0.1:9\n  redis: true\n  servers:\n"
       "    - 127.0.0.1:6379:1\n";
   EXPECT_NE(config_error(base + "  hot_keys: {window: 10 parsecs}\n")
                 .find("'window' must be a duration from 100ms to 3600s"),
@@ -307,7 +307,7 @@ TEST(HotKeysConfig, ErrorsNameTheKeyAndTheForm) {
             std::string::npos);
   EXPECT_NE(config_error(base + "  hot_reads: everywhere\n").find("unknown hot_reads"),
             std::string::npos);
-  EXPECT_NE(config_error("t:\n  listen: 127.0.0.1:1\n  protocol: tcp\n  hot_cache: {ttl: 1s}\n"
+  EXPECT_NE(config_error("t:\n  listen: 127.0.0.1:9\n  protocol: tcp\n  hot_cache: {ttl: 1s}\n"
                          "  servers:\n    - 127.0.0.1:6379:1\n")
                 .find("hot_cache applies to redis and memcache pools"),
             std::string::npos);

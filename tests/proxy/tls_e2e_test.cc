@@ -525,11 +525,11 @@ TEST_F(TlsE2E, PerServerServerTls) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(load("p:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n"
+  EXPECT_EQ(load("p:\n  listen: 127.0.0.1:9\n  redis: true\n  servers:\n"
                  "    - {server: \"127.0.0.1:2:1 a\", server_tls: true}\n"),
             "t.yml:5: pool 'p': server 'a': server_tls is a map {ca, verify, sni, cert, key} or "
             "false");
-  EXPECT_NE(load("p:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n"
+  EXPECT_NE(load("p:\n  listen: 127.0.0.1:9\n  redis: true\n  servers:\n"
                  "    - {server: \"127.0.0.1:2:1 a\", server_tls: {sni: x, bogus: 1}}\n")
                 .find("unknown server_tls key 'bogus'"),
             std::string::npos);
@@ -575,7 +575,7 @@ TEST_F(TlsE2E, ConfigErrorsNameTheFile) {
     }
     return std::string("no error");
   };
-  const std::string pool = "p:\n  listen: 127.0.0.1:1\n  redis: true\n  servers: [127.0.0.1:2:1]\n";
+  const std::string pool = "p:\n  listen: 127.0.0.1:9\n  redis: true\n  servers: [127.0.0.1:2:1]\n";
   EXPECT_EQ(load(pool + "  tls: {cert: /nonexistent.crt, key: " + key("server") + "}\n"),
             "t.yml:5: pool 'p': tls: certificate '/nonexistent.crt': No such file or directory");
   EXPECT_NE(load(pool + "  tls: {cert: " + cert("server") + ", key: " + key("client") + "}\n")
