@@ -150,7 +150,10 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
     const PoolConfig& pc = pool.config;
     if (!pc.auto_eject_hosts || !pc.failover_invalidate || node >= pool.nodes) return false;
     AbsenceLog& absence = pool.states[node]->absence;
-    if (absence.phase() != AbsenceLog::Phase::kNormal) return true;  // being swept, or held
+    // Being swept, or held (kFlipped is a return already made whose last noted keys are
+    // deleted on first use: a new absence's return sweeps them with the rest).
+    const AbsenceLog::Phase phase = absence.phase();
+    if (phase == AbsenceLog::Phase::kSweeping || phase == AbsenceLog::Phase::kHeld) return true;
     if (absence.empty()) return false;                               // it missed nothing
     absence.set_phase(AbsenceLog::Phase::kSweeping);
     failback_->returned(pc.name, pool.states[node]->name);

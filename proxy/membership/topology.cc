@@ -234,6 +234,24 @@ std::vector<PreviousRouting> previous_of(const PoolConfig& pc, const Pool* old,
   if (!same_routing(*old, pc, router)) {
     PreviousRouting p{old->router, {}, {}, now + pc.warmup_window_ms, {}};
     for (std::size_t i = 0; i < old->nodes; ++i) p.names.push_back(old->servers[i].name);
+    // Servers down at the change had their keys written at their next choice: that routing (with
+    // them out) is read first, newest, so a write made during the absence is still found after
+    // the change moved its key (it would be a miss, and once the server returns and is swept the
+    // value would sit where no routing looks). The routing with them in follows: it holds what
+    // they had before they went down, read once they are back.
+    if (old->config.auto_eject_hosts) {
+      PreviousRouting absent = p;
+      absent.out.assign(old->nodes, 0);
+      bool any = false;
+      for (std::size_t i = 0; i < old->nodes; ++i) {
+        if (!old->up(static_cast<NodeId>(i))) absent.out[i] = 1, any = true;
+      }
+      if (any) {
+        if (pc.failover_ttl_ms != 0)  // the copies there expire by then
+          absent.until_ms = now + std::min(pc.warmup_window_ms, pc.failover_ttl_ms);
+        out.push_back(std::move(absent));
+      }
+    }
     out.push_back(std::move(p));
   }
   // A server back from an absence: what was written at its keys' next choice meanwhile is read

@@ -123,6 +123,36 @@ TEST_F(FailbackE2E, ReturningRedisServesNoStaleValue) {
   EXPECT_EQ(capped, 20);
 }
 
+// A return leaves the keys noted just before the flip to be deleted on first use (the phase stays
+// kFlipped until the last is taken). A server that fails again meanwhile must still come back —
+// its new absence's sweep deletes those keys with the rest — and serve no stale value.
+TEST_F(FailbackE2E, AServerThatFailsAgainBeforeItsLastNotedKeyIsUsedReturnsAgain) {
+  start_redis("  failover_ttl: 60000\n");
+  {
+    const auto [stale, miss, fresh] = fail_and_return(20);
+    EXPECT_EQ(stale, 0);
+  }
+  // As if a write had gone elsewhere just before the flip and its key was never asked for since.
+  const std::string k = keys_of(1, 41).back();
+  {
+    RespClient direct(RespClient::dial_unix(redis[1]->socket()));
+    ASSERT_EQ(direct.call({"SET", k, "stale"}), "+OK\r\n");
+  }
+  AbsenceLog& absence = pool().states[1]->absence;
+  absence.note(k, 1000);
+  absence.set_phase(AbsenceLog::Phase::kFlipped);
+  RespClient c(RespClient::dial_tcp(port()));
+  pause(redis[1]->pid());
+  ASSERT_TRUE(eventually([&] {
+    c.call({"GET", keys_of(1, 1)[0]});
+    return down(1);
+  }));
+  resume(redis[1]->pid());
+  ASSERT_TRUE(eventually([&] { return !down(1); })) << "kept out after its second absence";
+  EXPECT_EQ(c.call({"GET", k}), "$-1\r\n");  // swept with the second absence's keys
+  EXPECT_EQ(absence.phase(), AbsenceLog::Phase::kNormal);
+}
+
 TEST_F(FailbackE2E, WithoutInvalidationTheReturningServerIsStale) {
   start_redis("  failover_invalidate: false\n");
   const auto [stale, miss, fresh] = fail_and_return(20);

@@ -71,6 +71,16 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
   Ref<Msg> answer_to;
   std::uint32_t answer_part = 0;
   std::string request;  // the command for this key alone, as the new owner gets it
+  // The owner is a server back from an absence that may still hold a stale copy of the key
+  // (AbsenceLog::kFlipped, the key noted): the op deletes it there before anything else.
+  bool purge_first = false;
+
+  // Runs `go`, after the owner's stale copy is deleted when purge_first (the step waits for the
+  // delete's answer: the op's own requests may go out on other connections).
+  void begin(std::function<void()> go) {
+    if (!purge_first) return go();
+    send(step(1, false, [go = std::move(go)](Msg&) { go(); }), 0, owner, "md " + key + "\r\n");
+  }
 
   void send(const Ref<Msg>& s, std::uint32_t part, const std::string& name, std::string bytes) {
     std::string error;
@@ -257,19 +267,22 @@ bool Client::warm(Command cmd, std::string_view key, NodeId node, const Ref<Msg>
   op->answer_to = m;
   op->answer_part = part;
   op->request = std::move(request);
+  // As the forwarding path does for a returned server's noted keys (session.cc).
+  AbsenceLog& absence = pool_->states[node]->absence;
+  op->purge_first = absence.phase() == AbsenceLog::Phase::kFlipped && absence.take(key);
   switch (cmd) {
     case Command::kGet:
     case Command::kGets:
     case Command::kGat:
     case Command::kGats:
-      op->retrieve();
+      op->begin([op] { op->retrieve(); });
       break;
     case Command::kSet:
     case Command::kDelete:
-      op->write_blind();
+      op->begin([op] { op->write_blind(); });
       break;
     default:
-      op->migrate_then_run();
+      op->begin([op] { op->migrate_then_run(); });
       break;
   }
   return true;

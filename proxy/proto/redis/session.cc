@@ -693,14 +693,15 @@ void Client::same_node(const redis::Command& cmd, std::size_t argc) {
   const NodeId target = node == kNoNode ? node : read_target(node, cmd, m);
   if (node != kNoNode && target == kNoNode) return;  // read_policy replica: m failed
   if (!usable_or_fail(target, "these keys", m, false)) return;
+  // Noted before anything is sent, the warm-up's steps included.
+  if (!redis::read_only(cmd)) {
+    for (std::size_t i = first; i <= last; i += step)
+      note_fallback_write(parser_.arg(in_, i), node);
+  }
   if (target == node && pool_->warming()) {
     m->parts.resize(1);
     m->outstanding = 1;
     if (warm_keys_then_forward(cmd, argc, node, m)) return;
-  }
-  if (!redis::read_only(cmd)) {
-    for (std::size_t i = first; i <= last; i += step)
-      note_fallback_write(parser_.arg(in_, i), node);
   }
   forward_one(target, m, slot);
 }

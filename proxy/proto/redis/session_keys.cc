@@ -209,13 +209,14 @@ void Client::spec_keys(const Command& cmd, std::size_t argc) {
   const NodeId target = node == kNoNode ? node : read_target(node, cmd, m);
   if (node != kNoNode && target == kNoNode) return;  // read_policy replica: m failed
   if (!usable_or_fail(target, key_pos_.empty() ? "this command" : "these keys", m, false)) return;
+  // Noted before anything is sent, the warm-up's steps included.
+  if (!read_only(cmd)) {
+    for (const std::uint32_t p : key_pos_) note_fallback_write(parser_.arg(in_, p), node);
+  }
   if (target == node && !key_pos_.empty() && pool_->warming()) {
     m->parts.resize(1);
     m->outstanding = 1;
     if (warm_positions_then_forward(node, m)) return;
-  }
-  if (!read_only(cmd)) {
-    for (const std::uint32_t p : key_pos_) note_fallback_write(parser_.arg(in_, p), node);
   }
   forward_one(target, m, slot);
 }

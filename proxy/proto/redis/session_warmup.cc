@@ -86,6 +86,16 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
   Merge shape = Merge::kNone;     // the answer's shape: an MGET part is a one-element array
   std::vector<std::string> argv;  // the command, for the steps that run it
   std::string request;            // the command as sent
+  // The owner is a server back from an absence that may still hold a stale copy of the key
+  // (AbsenceLog::kFlipped, the key noted): the op deletes it there before anything else.
+  bool purge_first = false;
+
+  // Runs `go`, after the owner's stale copy is deleted when purge_first (the step waits for the
+  // delete's answer: the op's own requests may go out on other connections).
+  void begin(std::function<void()> go) {
+    if (!purge_first) return go();
+    send(step(1, [go = std::move(go)](Msg&) { go(); }), 0, owner, command({"DEL", key}));
+  }
 
   // Sends `bytes` as part `part` of step `s` to member `name` of the pool as the worker routes
   // now (fails the part when it is gone or cannot be reached).
@@ -312,6 +322,9 @@ std::shared_ptr<WarmOp> Client::warm_op(std::string_view key, NodeId owner,
   op->key = std::string(key);
   op->owner = pool_->servers[owner].name;
   for (const NodeId o : olds) op->olds.push_back(pool_->servers[o].name);
+  // As invalidate_first does for requests forwarded as they are (session_failover.cc).
+  AbsenceLog& absence = pool_->states[owner]->absence;
+  op->purge_first = absence.phase() == AbsenceLog::Phase::kFlipped && absence.take(key);
   return op;
 }
 
@@ -333,20 +346,23 @@ bool Client::warm_key(const Command& cmd, std::string_view key, NodeId owner, co
   if (cmd.route == Route::kKey) {
     for (std::size_t i = 0; i < parser_.argc(); ++i) op->argv.emplace_back(parser_.arg(in_, i));
   }
+  // Safe failover: a write going to a fallback is noted before it is sent, as forward_one does
+  // (the server it falls back for sweeps it on its return).
+  if (!read_only(cmd)) note_fallback_write(key, owner);
   const std::string_view name = cmd.name;
   if (name == "get" || name == "mget") {
-    op->get();
+    op->begin([op] { op->get(); });
   } else if (name == "exists" || name == "touch") {
-    op->exists_anywhere();
+    op->begin([op] { op->exists_anywhere(); });
   } else if (name == "del" || name == "unlink") {
-    op->write_blind(true);
+    op->begin([op] { op->write_blind(true); });
   } else if ((name == "set" && blind_set(op->argv)) || name == "setex" || name == "psetex" ||
              name == "mset") {
-    op->write_blind(false);
+    op->begin([op] { op->write_blind(false); });
   } else if (read_only(cmd)) {
-    op->read_generic();
+    op->begin([op] { op->read_generic(); });
   } else {
-    op->migrate([op] { op->run_at_owner(); });
+    op->begin([op] { op->migrate([op] { op->run_at_owner(); }); });
   }
   return true;
 }
@@ -387,8 +403,10 @@ bool Client::warm_positions_then_forward(NodeId node, const Ref<Msg>& m) {
   op->request.assign(request_bytes(scratch));
   auto left = std::make_shared<std::size_t>(ops.size());
   for (const auto& o : ops) {
-    o->migrate([op, left] {
-      if (--*left == 0) op->run_at_owner();
+    o->begin([o, op, left] {
+      o->migrate([op, left] {
+        if (--*left == 0) op->run_at_owner();
+      });
     });
   }
   return true;
