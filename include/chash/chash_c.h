@@ -184,9 +184,8 @@ CHASH_C_API int chash_route_n(const chash_router* router, const char* key, size_
  * node down by one index; use names to follow a node across changes. */
 
 /* `name` appended to the list with `weight`. CHASH_ERR_DUPLICATE_NODE if it is there already. */
-CHASH_C_API int chash_router_add_node(const chash_router* router, const char* name,
-                                      size_t name_len, uint32_t weight, chash_router** out,
-                                      chash_error** err);
+CHASH_C_API int chash_router_add_node(const chash_router* router, const char* name, size_t name_len,
+                                      uint32_t weight, chash_router** out, chash_error** err);
 
 /* `name` taken out of the list. CHASH_ERR_UNKNOWN_NODE if it is not there; removing the last
  * node is CHASH_ERR_EMPTY_NODE_SET. */

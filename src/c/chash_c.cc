@@ -46,13 +46,20 @@ chash_error g_no_memory{CHASH_ERR_NO_MEMORY, "out of memory"};
 // The C codes are chash::ErrorCode's in the same order, offset by one (CHASH_OK is 0).
 int code_of(chash::ErrorCode code) noexcept {
   switch (code) {
-    case chash::ErrorCode::kInvalidArgument: return CHASH_ERR_INVALID_ARGUMENT;
-    case chash::ErrorCode::kEmptyNodeSet: return CHASH_ERR_EMPTY_NODE_SET;
-    case chash::ErrorCode::kDuplicateNode: return CHASH_ERR_DUPLICATE_NODE;
-    case chash::ErrorCode::kUnknownNode: return CHASH_ERR_UNKNOWN_NODE;
-    case chash::ErrorCode::kLimitExceeded: return CHASH_ERR_LIMIT_EXCEEDED;
-    case chash::ErrorCode::kUnsupported: return CHASH_ERR_UNSUPPORTED;
-    case chash::ErrorCode::kParse: return CHASH_ERR_PARSE;
+    case chash::ErrorCode::kInvalidArgument:
+      return CHASH_ERR_INVALID_ARGUMENT;
+    case chash::ErrorCode::kEmptyNodeSet:
+      return CHASH_ERR_EMPTY_NODE_SET;
+    case chash::ErrorCode::kDuplicateNode:
+      return CHASH_ERR_DUPLICATE_NODE;
+    case chash::ErrorCode::kUnknownNode:
+      return CHASH_ERR_UNKNOWN_NODE;
+    case chash::ErrorCode::kLimitExceeded:
+      return CHASH_ERR_LIMIT_EXCEEDED;
+    case chash::ErrorCode::kUnsupported:
+      return CHASH_ERR_UNSUPPORTED;
+    case chash::ErrorCode::kParse:
+      return CHASH_ERR_PARSE;
   }
   return CHASH_ERR_INTERNAL;
 }
@@ -143,8 +150,9 @@ chash::RoutingSpec to_routing_spec(const chash_spec& s) {
     } else if (name == "preset-option") {
       const auto eq = value.find('=');
       if (eq == std::string_view::npos || eq == 0) {
-        throw chash::Error(chash::ErrorCode::kParse, "option \"preset-option\" takes KEY=VALUE, got \"" +
-                                                         std::string(value.substr(0, 64)) + "\"");
+        throw chash::Error(chash::ErrorCode::kParse,
+                           "option \"preset-option\" takes KEY=VALUE, got \"" +
+                               std::string(value.substr(0, 64)) + "\"");
       }
       spec.preset_settings.emplace_back(value.substr(0, eq), value.substr(eq + 1));
     } else {
@@ -168,7 +176,8 @@ std::vector<chash::Node> to_nodes(const chash_nodes& n) {
                          "nodes->names[" + std::to_string(i) + "] is NULL");
     }
     chash::Node node;
-    node.name = n.name_lengths != nullptr ? std::string(name, n.name_lengths[i]) : std::string(name);
+    node.name =
+        n.name_lengths != nullptr ? std::string(name, n.name_lengths[i]) : std::string(name);
     node.weight = n.weights != nullptr ? n.weights[i] : 1;
     nodes.push_back(std::move(node));
   }
@@ -177,7 +186,8 @@ std::vector<chash::Node> to_nodes(const chash_nodes& n) {
 }
 
 // Builds the handle; the node list is what Router::build checks.
-int make_router(chash::RoutingSpec spec, const std::vector<chash::Node>& nodes, chash_router** out) {
+int make_router(chash::RoutingSpec spec, const std::vector<chash::Node>& nodes,
+                chash_router** out) {
   chash::Router router = chash::Router::build(spec, nodes);
   *out = new chash_router{std::move(spec), std::move(router)};
   return CHASH_OK;
@@ -361,17 +371,28 @@ void chash_error_free(chash_error* error) {
 
 const char* chash_status_name(int code) {
   switch (code) {
-    case CHASH_OK: return "CHASH_OK";
-    case CHASH_ERR_INVALID_ARGUMENT: return "CHASH_ERR_INVALID_ARGUMENT";
-    case CHASH_ERR_EMPTY_NODE_SET: return "CHASH_ERR_EMPTY_NODE_SET";
-    case CHASH_ERR_DUPLICATE_NODE: return "CHASH_ERR_DUPLICATE_NODE";
-    case CHASH_ERR_UNKNOWN_NODE: return "CHASH_ERR_UNKNOWN_NODE";
-    case CHASH_ERR_LIMIT_EXCEEDED: return "CHASH_ERR_LIMIT_EXCEEDED";
-    case CHASH_ERR_UNSUPPORTED: return "CHASH_ERR_UNSUPPORTED";
-    case CHASH_ERR_PARSE: return "CHASH_ERR_PARSE";
-    case CHASH_ERR_NO_MEMORY: return "CHASH_ERR_NO_MEMORY";
-    case CHASH_ERR_INTERNAL: return "CHASH_ERR_INTERNAL";
-    default: return "CHASH_ERR_UNKNOWN";
+    case CHASH_OK:
+      return "CHASH_OK";
+    case CHASH_ERR_INVALID_ARGUMENT:
+      return "CHASH_ERR_INVALID_ARGUMENT";
+    case CHASH_ERR_EMPTY_NODE_SET:
+      return "CHASH_ERR_EMPTY_NODE_SET";
+    case CHASH_ERR_DUPLICATE_NODE:
+      return "CHASH_ERR_DUPLICATE_NODE";
+    case CHASH_ERR_UNKNOWN_NODE:
+      return "CHASH_ERR_UNKNOWN_NODE";
+    case CHASH_ERR_LIMIT_EXCEEDED:
+      return "CHASH_ERR_LIMIT_EXCEEDED";
+    case CHASH_ERR_UNSUPPORTED:
+      return "CHASH_ERR_UNSUPPORTED";
+    case CHASH_ERR_PARSE:
+      return "CHASH_ERR_PARSE";
+    case CHASH_ERR_NO_MEMORY:
+      return "CHASH_ERR_NO_MEMORY";
+    case CHASH_ERR_INTERNAL:
+      return "CHASH_ERR_INTERNAL";
+    default:
+      return "CHASH_ERR_UNKNOWN";
   }
 }
 
