@@ -116,7 +116,7 @@ detect, rebalance, ...), chash-proxy, a multi-threaded Redis, memcached and TCP
 sharding proxy that reads nutcracker.yml unchanged (with a systemd unit, an
 example configuration and a Grafana dashboard), and libchash, the C++20
 library both are built on (shared library, headers, CMake and pkg-config
-files).")
+files), with libchash_c, its stable C ABI.")
 set(CPACK_DEBIAN_PACKAGE_VERSION ${CHASH_DEB_UPSTREAM})
 set(CPACK_DEBIAN_PACKAGE_RELEASE ${CHASH_DEB_REVISION})
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # chash_VERSION-REVISION_ARCH.deb

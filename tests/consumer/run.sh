@@ -8,8 +8,10 @@
 #   (b) pkg-config --cflags --libs chash with g++ directly, shared, and static from
 #       `pkg-config --static --libs` (checks Requires.private / Libs.private);
 #   (c) add_subdirectory(<source tree>): only the library is configured (no CLI, proxy, tests,
-#       benchmarks, examples), no chash warning flags reach the consumer, C++20 comes from the
-#       target; then builds and runs it.
+#       benchmarks, examples, C ABI), no chash warning flags reach the consumer, C++20 comes from
+#       the target; then builds and runs it;
+#   (d) the C ABI: libchash_c.so.1, chash_c.pc and chash::chash_c installed; main.c built by the
+#       C compiler with `pkg-config chash_c`, loading libchash_c.so.1 and not libchash.so.
 # Each consumer routes keys and exits 1 on a wrong node or version (tests/consumer/main.cc).
 # Usage: run.sh SOURCE_DIR BUILD_DIR WORK_DIR. Env: CMAKE, CC, CXX, LAUNCHER (default: ccache if
 # installed), BUILD_TYPE (of the add_subdirectory build; the tree's own, so ccache can reuse it).
@@ -138,5 +140,25 @@ PY
 "$cmake" --build "$work/add_subdirectory" -j2 >>"$work/add_subdirectory.log"
 "$work/add_subdirectory/consumer"
 "$work/add_subdirectory/consumer_static"
+
+# ---- (d) the C ABI: pkg-config chash_c with a C compiler -----------------------------------------
+# A C program linking only libchash_c.so.1 (docs/BINDINGS.md); main.c checks main.cc's answers.
+if [ -e "$prefix/lib/libchash_c.so" ]; then
+  step "(d) pkg-config chash_c, $cc -std=c11"
+  grep -q 'SONAME.*\[libchash_c\.so\.1\]' <<<"$(readelf -d "$prefix/lib/libchash_c.so")" ||
+    fail "libchash_c.so has no SONAME libchash_c.so.1"
+  [ -e "$prefix/include/chash/chash_c.h" ] || fail "not installed: include/chash/chash_c.h"
+  grep -q 'chash::chash_c' "$prefix"/lib/cmake/chash/chashTargets.cmake ||
+    fail "the CMake package has no chash::chash_c"
+  [ "$(pkg-config --modversion chash_c)" = 0.2.0 ] || fail "pkg-config --modversion chash_c"
+  mkdir -p "$work/c-abi"
+  # shellcheck disable=SC2046  # pkg-config output is a list of flags
+  "$cc" -std=c11 -O2 -Wall -Wextra -Wpedantic -Werror $(pkg-config --cflags chash_c) \
+    "$consumer/main.c" $(pkg-config --libs chash_c) -Wl,-rpath,"$prefix/lib" -o "$work/c-abi/consumer_c"
+  needed=$(readelf -d "$work/c-abi/consumer_c")
+  grep -q 'NEEDED.*\[libchash_c\.so\.1\]' <<<"$needed" || fail "consumer_c does not load libchash_c.so.1"
+  if grep -q 'NEEDED.*\[libchash\.so' <<<"$needed"; then fail "consumer_c loads libchash.so"; fi
+  "$work/c-abi/consumer_c"
+fi
 
 step "ok in $((SECONDS - start)) s"
