@@ -228,8 +228,12 @@ class Client final : public ClientSession {
   // Keyspace-wide commands and broadcasts (proto/redis/session_keyspace.cc).
   void keyspace(const Command& cmd, std::size_t argc);
   void scan_backends(std::size_t argc);
+  // The members that hold keys: the routed nodes, and during warm-up the retired ones a removal
+  // left (their keys are still read through, so DBSIZE, KEYS and SCAN count them too).
+  std::vector<NodeId> keyspace_members() const;
   // The request (or `bytes` instead) to every backend of the pool, merged by `merge`.
-  void broadcast(Merge merge, std::string_view bytes = {});
+  // `keyspace`: to keyspace_members() (DBSIZE, KEYS, FLUSH*), else to the routed nodes.
+  void broadcast(Merge merge, std::string_view bytes = {}, bool keyspace = false);
   void info_forward(std::size_t argc);
 
   // Connections of the client's own and blocking commands (proto/redis/session_own.cc).

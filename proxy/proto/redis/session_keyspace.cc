@@ -152,7 +152,7 @@ void Client::keyspace(const Command& cmd, std::size_t argc) {
     return;
   }
   if (name == "dbsize" || name == "keys") {
-    broadcast(cmd.merge);
+    broadcast(cmd.merge, {}, true);
   } else if (name == "flushall" || name == "flushdb") {
     if (!pool_->config.allow_flushall) {
       reject("ERR " + upper(name) +
@@ -160,7 +160,7 @@ void Client::keyspace(const Command& cmd, std::size_t argc) {
              "only with 'allow_flushall: true' in the pool's config");
       return;
     }
-    broadcast(cmd.merge);
+    broadcast(cmd.merge, {}, true);
   } else if (name == "scan") {
     scan_backends(argc);
   } else {
@@ -170,17 +170,30 @@ void Client::keyspace(const Command& cmd, std::size_t argc) {
   }
 }
 
+std::vector<NodeId> Client::keyspace_members() const {
+  std::vector<NodeId> out;
+  for (NodeId i = 0; i < pool_->servers.size(); ++i) {
+    if (i < pool_->nodes || (pool_->warming() && pool_->servers[i].role == ServerRole::kRetired))
+      out.push_back(i);
+  }
+  return out;
+}
+
 void Client::scan_backends(std::size_t argc) {
   std::uint64_t cursor = 0;
   if (!parse_cursor(parser_.arg(in_, 1), cursor)) {
     reject("ERR invalid cursor");
     return;
   }
-  const std::uint64_t node = cursor >> kScanNodeShift;
-  if (node >= pool_->nodes) {
+  // The cursor's top bits index keyspace_members(): the routed nodes first, then (warm-up) the
+  // retired ones, so a scan begun before a reload goes on over the same positions.
+  const std::vector<NodeId> members = keyspace_members();
+  const std::uint64_t index = cursor >> kScanNodeShift;
+  if (index >= members.size()) {
     reject("ERR invalid cursor");
     return;
   }
+  const std::uint64_t node = members[index];
   // The same request with that backend's own cursor.
   const std::string inner = std::to_string(cursor & kScanCursorMask);
   std::vector<std::string_view> argv;
@@ -199,19 +212,25 @@ void Client::scan_backends(std::size_t argc) {
     return;
   }
   m->merge = Merge::kScan;
-  m->scan_node = static_cast<std::uint32_t>(node);
-  m->scan_nodes = static_cast<std::uint32_t>(pool_->nodes);
+  m->scan_node = static_cast<std::uint32_t>(index);
+  m->scan_nodes = static_cast<std::uint32_t>(members.size());
   m->parts.resize(1);
   m->outstanding = 1;
   b->send({bytes}, m, 0);
 }
 
-void Client::broadcast(Merge merge, std::string_view bytes) {
+void Client::broadcast(Merge merge, std::string_view bytes, bool keyspace) {
   auto m = new_msg();
-  const auto n = static_cast<NodeId>(pool_->nodes);
-  for (NodeId node = 0; node < n; ++node) {
+  std::vector<NodeId> members;
+  if (keyspace) {
+    members = keyspace_members();
+  } else {
+    for (NodeId i = 0; i < pool_->nodes; ++i) members.push_back(i);
+  }
+  for (const NodeId node : members) {
     if (!usable_or_fail(node, "every backend", m, true)) return;
   }
+  const auto n = static_cast<std::uint32_t>(members.size());
   std::string scratch;
   if (bytes.empty()) bytes = request_bytes(scratch);
   m->merge = n == 1 ? Merge::kNone : merge;  // one server: its reply as it is
@@ -219,17 +238,17 @@ void Client::broadcast(Merge merge, std::string_view bytes) {
   m->outstanding = n;
   count_fragments(n);
   bool counted_error = false;
-  for (NodeId node = 0; node < n; ++node) {
+  for (std::uint32_t part = 0; part < n; ++part) {
     std::string error;
-    NodeId target = node;
+    NodeId target = members[part];
     BackendConn* b = connection(target, error);
     if (b == nullptr) {
       if (!counted_error) count_forward_error();
       counted_error = true;
-      m->fail_part(node, error_reply(backend_error(node, error)));
+      m->fail_part(part, error_reply(backend_error(members[part], error)));
       continue;
     }
-    b->send({bytes}, m, node);
+    b->send({bytes}, m, part);
   }
 }
 
