@@ -367,6 +367,16 @@ class Client final : public ClientSession {
   std::int64_t db_ = 0;                 // SELECT: the database, 0 being the pool's redis_db
   std::vector<Backend*> own_;           // by NodeId; null: not opened (yet)
   Backend* blocking_conn_ = nullptr;    // a blocking command's own connection (not in own_)
+  // The blocking command waiting on blocking_conn_, and what its departure needs
+  // (release_blocking): the server's id for the connection, what to put back.
+  struct BlockedWait {
+    std::string server, name;  // the member it waits on; the command, lower-case
+    bool right = false;        // BLMPOP ... RIGHT
+    std::int64_t backend_id = 0;
+    bool abandoned = false;
+  };
+  Ref<Msg> blocking_msg_;
+  std::shared_ptr<BlockedWait> blocking_wait_;
   bool blocked_counted_ = false;        // in PoolShared::blocked_clients
 };
 
