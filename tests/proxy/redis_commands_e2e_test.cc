@@ -543,5 +543,34 @@ TEST_F(RedisCommandsE2E, ABlockedClientsDepartureLosesNoValue) {
   EXPECT_EQ(lost, 0) << "of 100";
 }
 
+// A runaway script is stopped through the proxy: SCRIPT KILL goes to the busy server on a
+// connection of its own (on the shared one it waited behind the script for ever), on a pool of
+// one server and of several (+OK from the busy one wins over the others' NOTBUSY).
+TEST_F(RedisCommandsE2E, ARunawayScriptIsKilledThroughTheProxy) {
+  for (const int servers : {1, 3}) {
+    proxy_.stop();
+    proxy_.start(dir_, yaml(servers, "  timeout: 20000\n"), 1);  // one worker: one shared connection
+    for (int i = 0; i < servers; ++i) {
+      ASSERT_EQ(direct(i).call({"CONFIG", "SET", "busy-reply-threshold", "100"}), "+OK\r\n");
+    }
+    auto runner = client();
+    runner.send({"EVAL", "while true do end", "1", "somekey"});
+    ASSERT_TRUE(wait_for([&] {
+      for (int i = 0; i < servers; ++i) {
+        if (direct(i).call({"PING"}).starts_with("-BUSY")) return true;
+      }
+      return false;
+    })) << servers << " servers";
+    auto killer = client();
+    testing::set_timeouts(killer.fd(), 5);
+    EXPECT_EQ(killer.call({"SCRIPT", "KILL"}), "+OK\r\n") << servers << " servers";
+    testing::set_timeouts(runner.fd(), 5);
+    EXPECT_TRUE(runner.read_reply().starts_with("-ERR Script killed by user")) << servers;
+    EXPECT_EQ(killer.call({"PING"}), "+PONG\r\n");
+    // Nothing to kill: Redis's NOTBUSY, as it is.
+    EXPECT_TRUE(killer.call({"SCRIPT", "KILL"}).starts_with("-NOTBUSY")) << servers;
+  }
+}
+
 }  // namespace
 }  // namespace chash::proxy

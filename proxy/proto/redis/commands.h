@@ -49,7 +49,8 @@ enum class Merge : std::uint8_t {
   kSame,
   kConcat,
   kMinInts,
-  kScan
+  kScan,
+  kAnyOk  // SCRIPT KILL, FUNCTION KILL: +OK where any backend had one to kill, else the first reply
 };
 
 struct Command {

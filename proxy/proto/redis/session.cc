@@ -110,6 +110,15 @@ void Msg::finish_merged() {
     finish_now();
     return;
   }
+  if (merge == redis::Merge::kAnyOk) {  // NOTBUSY from the others is no error then
+    whole_ = true;
+    whole_part_ = 0;
+    for (std::uint32_t i = 0; i < parts.size(); ++i) {
+      if (parts[i].type == '+') whole_part_ = i;
+    }
+    finish_now();
+    return;
+  }
   // The first error answers the whole request (as a single backend would have).
   for (Part& p : parts) {
     if (p.type == '-') {
@@ -167,6 +176,7 @@ void Msg::finish_merged() {
       reply = merge_replies(*this);
       break;
     case redis::Merge::kLast:
+    case redis::Merge::kAnyOk:
       break;  // above
   }
   finish_now();
@@ -582,6 +592,12 @@ void Client::dispatch() {
       const bool exists = cmd->name == "script" && sub == "EXISTS";
       const bool first =
           cmd->name == "function" && (sub == "LIST" || sub == "DUMP" || sub == "STATS");
+      if (sub == "KILL") {
+        // A busy server answers nothing on the shared connections until its script ends: the
+        // kill goes on a connection of its own to each backend (closed once answered).
+        broadcast(redis::Merge::kAnyOk, {}, false, true);
+        return;
+      }
       broadcast(exists ? redis::Merge::kMinInts : first ? redis::Merge::kNone : cmd->merge);
       return;
     }

@@ -233,7 +233,10 @@ class Client final : public ClientSession {
   std::vector<NodeId> keyspace_members() const;
   // The request (or `bytes` instead) to every backend of the pool, merged by `merge`.
   // `keyspace`: to keyspace_members() (DBSIZE, KEYS, FLUSH*), else to the routed nodes.
-  void broadcast(Merge merge, std::string_view bytes = {}, bool keyspace = false);
+  // `own`: each on a connection of its own, closed once answered (SCRIPT KILL: the shared ones
+  // wait behind a busy script).
+  void broadcast(Merge merge, std::string_view bytes = {}, bool keyspace = false,
+                 bool own = false);
   void info_forward(std::size_t argc);
 
   // Connections of the client's own and blocking commands (proto/redis/session_own.cc).

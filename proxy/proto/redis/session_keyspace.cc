@@ -219,7 +219,7 @@ void Client::scan_backends(std::size_t argc) {
   b->send({bytes}, m, 0);
 }
 
-void Client::broadcast(Merge merge, std::string_view bytes, bool keyspace) {
+void Client::broadcast(Merge merge, std::string_view bytes, bool keyspace, bool own) {
   auto m = new_msg();
   std::vector<NodeId> members;
   if (keyspace) {
@@ -241,7 +241,8 @@ void Client::broadcast(Merge merge, std::string_view bytes, bool keyspace) {
   for (std::uint32_t part = 0; part < n; ++part) {
     std::string error;
     NodeId target = members[part];
-    BackendConn* b = connection(target, error);
+    BackendConn* b = own ? worker_.dedicated_backend(pool_index_, target, error)
+                         : connection(target, error);
     if (b == nullptr) {
       if (!counted_error) count_forward_error();
       counted_error = true;
@@ -249,6 +250,7 @@ void Client::broadcast(Merge merge, std::string_view bytes, bool keyspace) {
       continue;
     }
     b->send({bytes}, m, part);
+    if (own) b->drain();  // closes once it has answered
   }
 }
 
