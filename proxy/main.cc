@@ -104,17 +104,26 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "chash-proxy: %s\n", e.what());
     return 1;
   }
+  // The stats port as the flags set it (nutcracker's 0.0.0.0:22222 by default): checked with
+  // the rest, by --check too, so that a config that checks also starts.
+  chash::proxy::apply_stats_flags(cl, config);
+  try {
+    chash::proxy::check_own_listeners(config);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "chash-proxy: %s\n", e.what());
+    return 1;
+  }
+  if (const std::string clash = chash::proxy::listener_clash(config); !clash.empty()) {
+    std::fprintf(stderr, "chash-proxy: %s: %s%s\n", cl.config_path.c_str(), clash.c_str(),
+                 clash.find("stats (") != std::string::npos
+                     ? " (the stats port: -s/-a, --no-stats, or chash_proxy: stats:)"
+                     : "");
+    return 1;
+  }
   if (cl.action == CommandLine::Action::kCheck) {
     std::printf("chash-proxy: %s: ok (%zu pool%s)\n", cl.config_path.c_str(), config.pools.size(),
                 config.pools.size() == 1 ? "" : "s");
     return 0;
-  }
-  chash::proxy::apply_stats_flags(cl, config);
-  try {
-    chash::proxy::check_own_listeners(config);  // the stats port may come from -s/-a
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "chash-proxy: %s\n", e.what());
-    return 1;
   }
 
   ::signal(SIGPIPE, SIG_IGN);

@@ -437,4 +437,30 @@ void check_own_listeners(ProxyConfig& config) {
   }
 }
 
+std::string listener_clash(const ProxyConfig& config) {
+  std::vector<std::pair<std::string, Address>> all;
+  for (const PoolConfig& p : config.pools) all.emplace_back("pool '" + p.name + "' listen", p.listen);
+  if (config.admin) all.emplace_back("admin", *config.admin);
+  if (config.stats) all.emplace_back("stats", *config.stats);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    for (std::size_t j = i + 1; j < all.size(); ++j) {
+      const Address& a = all[i].second;
+      const Address& b = all[j].second;
+      bool clash = false;
+      if (!a.unix_path.empty() || !b.unix_path.empty()) {
+        clash = a.unix_path == b.unix_path;
+      } else if (a.port != 0 && a.port == b.port) {
+        const std::string x = server_identity(a), y = server_identity(b);
+        clash = host_of(x) == host_of(y) || a.host.empty() || b.host.empty() || wildcard(x) ||
+                wildcard(y);
+      }
+      if (clash) {
+        return all[i].first + " (" + a.text() + ") and " + all[j].first + " (" + b.text() +
+               ") are one address: the second cannot listen";
+      }
+    }
+  }
+  return {};
+}
+
 }  // namespace chash::proxy

@@ -297,6 +297,10 @@ std::string own_listener(const PoolConfig& pool, const std::vector<ServerConfig>
 // Gives every pool the config's listeners (own_listeners) and checks each pool's servers against
 // them; throws Error(kParse) naming the first member that is one, at its line in the file.
 void check_own_listeners(ProxyConfig& config);
+// Two of the proxy's listeners (pools' listen, admin, stats) on one address — one unix path, or
+// one port where the hosts are equal or either is a wildcard — would fail the start with
+// "Address already in use": the text naming both, else empty (port 0, any free port, never clashes).
+std::string listener_clash(const ProxyConfig& config);
 
 // Parses YAML text; `source` names it in errors. Also builds each pool's router once, so a
 // config that parses also routes (unknown hash, duplicate server, ...).

@@ -106,6 +106,22 @@ TEST_F(NutcrackerCli, TestConfExitCodes) {
   EXPECT_EQ(run("-tc " + (dir_ / "missing.yml").string()).status, 1);
 }
 
+// -t catches what would fail the start: two listeners on one address — here the admin port on
+// the stats port's default (0.0.0.0:22222), as docs/FLEET.md's quick start once had it.
+TEST_F(NutcrackerCli, TestConfCatchesAListenerClash) {
+  std::ofstream(dir_ / "clash.yml") << "chash_proxy:\n  admin: 127.0.0.1:22222\nalpha:\n  listen: 127.0.0.1:"
+                                    << port_ << "\n  redis: true\n  servers:\n    - 127.0.0.1:1:1 r1\n";
+  Outcome r = run("-t -c " + (dir_ / "clash.yml").string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("admin (127.0.0.1:22222) and stats (0.0.0.0:22222) are one address"),
+            std::string::npos)
+      << r.output;
+  r = run("-t --no-stats -c " + (dir_ / "clash.yml").string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  r = run("-t -s 22223 -c " + (dir_ / "clash.yml").string());
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
 TEST_F(NutcrackerCli, VersionAndDescribeStats) {
   Outcome r = run("-V");
   EXPECT_EQ(r.status, 0);
