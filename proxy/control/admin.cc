@@ -136,7 +136,17 @@ class AdminServer::Conn final : public net::Pollable {
   Conn(AdminServer& server, int fd, std::unique_ptr<net::TlsStream> tls, std::uint64_t serial)
       : server_(server), fd_(fd), tls_(std::move(tls)), serial_(serial) {}
   // Waiting for its request (nothing to answer yet): what a full server evicts, oldest first.
-  bool idle() const noexcept { return out_.empty(); }
+  bool idle() const noexcept { return out_.empty() && !deferred_; }
+  // The answer of a request answered off the loop (AdminServer::slow_request) has come.
+  void deferred_answer(std::string out) {
+    deferred_ = false;
+    out_ = std::move(out);
+    if (!server_.loop_.add(fd_, events_, this)) {
+      server_.finish(this);
+      return;
+    }
+    write();
+  }
   std::uint64_t serial() const noexcept { return serial_; }
   ~Conn() override {
     if (fd_ >= 0) ::close(fd_);
@@ -160,6 +170,7 @@ class AdminServer::Conn final : public net::Pollable {
   }
 
   void on_event(std::uint32_t) override {
+    if (deferred_) return;
     if (out_.empty() && !read()) return;  // finished: do not touch this again
     if (!out_.empty()) write();
   }
@@ -210,6 +221,14 @@ class AdminServer::Conn final : public net::Pollable {
       }
       break;  // the client half-closed after a request without the blank line: answer it
     }
+    if (server_.slow_request(in_)) {
+      // Answered on the admin server's own thread (an etcd edit may wait seconds): out of the
+      // loop until then, so that a closed or readable socket does not wake it meanwhile.
+      deferred_ = true;
+      server_.loop_.remove(fd_);
+      server_.answer_later(in_, serial_);
+      return true;
+    }
     out_ = server_.respond(in_);
     return true;
   }
@@ -239,17 +258,67 @@ class AdminServer::Conn final : public net::Pollable {
   std::size_t off_ = 0;
   std::uint32_t events_ = EPOLLIN;
   std::uint64_t serial_ = 0;  // accept order
+  bool deferred_ = false;     // its answer is being made off the loop
 };
 
 AdminServer::AdminServer(net::EventLoop& loop, int listen_fd, Handlers handlers, Limits limits)
     : loop_(loop), fd_(listen_fd), handlers_(std::move(handlers)), limits_(limits) {
   loop_.add(fd_, EPOLLIN, this);
+  slow_thread_ = std::thread([this] { run_slow(); });
 }
 
 AdminServer::~AdminServer() {
+  {
+    std::lock_guard lock(slow_mu_);
+    slow_stop_ = true;
+  }
+  slow_cv_.notify_all();
+  slow_thread_.join();  // a request under way finishes first (an etcd call: its own timeout)
+  *alive_ = false;      // answers it posted to the loop find no server
   for (auto& [c, owned] : conns_) c->stop();
   conns_.clear();
   loop_.remove(fd_);
+}
+
+bool AdminServer::slow_request(std::string_view req) const {
+  // Membership edits through etcd (POST /fleet/...): each is one or more etcd round trips that
+  // a hung etcd makes last its timeout; on the control loop they held /metrics, SIGHUP and
+  // SIGTERM that long (5.7-6 s measured).
+  return handlers_.fleet_edit && req.starts_with("POST /fleet/");
+}
+
+void AdminServer::answer_later(std::string request, std::uint64_t serial) {
+  {
+    std::lock_guard lock(slow_mu_);
+    slow_jobs_.push_back([this, request = std::move(request), serial, alive = alive_] {
+      std::string out = respond(request);
+      loop_.post([this, alive, serial, out = std::move(out)]() mutable {
+        if (!*alive) return;  // the server is gone (shutdown)
+        for (const auto& [c, owned] : conns_) {
+          if (c->serial() == serial) {
+            c->deferred_answer(std::move(out));
+            return;
+          }
+        }
+        // Closed meanwhile (its deadline, or evicted): the answer has no one to go to.
+      });
+    });
+  }
+  slow_cv_.notify_one();
+}
+
+void AdminServer::run_slow() {
+  for (;;) {
+    std::function<void()> job;
+    {
+      std::unique_lock lock(slow_mu_);
+      slow_cv_.wait(lock, [&] { return slow_stop_ || !slow_jobs_.empty(); });
+      if (slow_stop_) return;
+      job = std::move(slow_jobs_.front());
+      slow_jobs_.pop_front();
+    }
+    job();
+  }
 }
 
 void AdminServer::on_event(std::uint32_t) {

@@ -20,13 +20,17 @@
 // deadline; a reload re-reads the certificate for new connections).
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 
 #include "config/config.h"
@@ -88,6 +92,11 @@ class AdminServer : public net::Pollable {
   class Conn;
   void finish(Conn* c);  // closes and forgets a client
   void evict_oldest_idle();
+  // Requests answered on slow_thread_ instead of the control loop (POST /fleet/...: etcd).
+  bool slow_request(std::string_view request) const;
+  // respond(request) on slow_thread_; the answer goes to the client `serial` on the loop.
+  void answer_later(std::string request, std::uint64_t serial);
+  void run_slow();
   std::shared_ptr<const net::TlsContext> tls_context() const;
 
   net::EventLoop& loop_;
@@ -99,6 +108,13 @@ class AdminServer : public net::Pollable {
   std::shared_ptr<const net::TlsContext> tls_;
   std::unordered_map<Conn*, std::unique_ptr<Conn>> conns_;
   std::uint64_t accepted_ = 0, evicted_ = 0;
+  std::thread slow_thread_;
+  std::mutex slow_mu_;  // slow_jobs_, slow_stop_
+  std::condition_variable slow_cv_;
+  std::deque<std::function<void()>> slow_jobs_;
+  bool slow_stop_ = false;
+  // False once the server is destroyed: answers posted to the loop check it (the loop's thread).
+  std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
 };
 
 }  // namespace chash::proxy
