@@ -173,7 +173,7 @@ class Backends:
 # etcd: N members on loopback, through its JSON gateway
 
 
-class EtcdCluster:
+class EtcdCluster(fl.Etcd):  # range, put and wipe are bench/fleet's; its own members and _post
     def __init__(self, env, n):
         self.env, self.n = env, n
         ports = rz.free_ports(2 * n)
@@ -237,25 +237,6 @@ class EtcdCluster:
             finally:
                 c.close()
         raise err or RuntimeError("no etcd member alive")
-
-    def range(self, key, prefix=False):
-        import base64
-        body = {"key": base64.b64encode(key.encode()).decode()}
-        if prefix:
-            body["range_end"] = base64.b64encode(key[:-1].encode() + bytes([key.encode()[-1] + 1])).decode()
-        r = self._post("/v3/kv/range", body)
-        return {base64.b64decode(kv["key"]).decode(): base64.b64decode(kv.get("value", "")).decode()
-                for kv in r.get("kvs", [])}
-
-    def put(self, key, value):
-        import base64
-        self._post("/v3/kv/put", {"key": base64.b64encode(key.encode()).decode(),
-                                  "value": base64.b64encode(value.encode()).decode()})
-
-    def wipe(self):
-        import base64
-        self._post("/v3/kv/deleterange", {"key": base64.b64encode(b"\0").decode(),
-                                          "range_end": base64.b64encode(b"\0").decode()})
 
     def stop(self):
         for s in self.servers + self.old:
