@@ -38,6 +38,7 @@ and misses per second, one line per system). Bounded: every process runs under `
   python3 bench/fleet/run.py                         # ~5 minutes
   python3 bench/fleet/run.py --short --check         # make test's form (ctest proxy_bench_fleet_short)
   python3 bench/fleet/run.py --duration 15 --keys 5000 --systems chash-etcd,nutcracker
+  FLEET_TRACE_MISSES=1 python3 bench/fleet/run.py --short   # also one stderr line per miss: key, time, proxy
 """
 
 import argparse
@@ -70,22 +71,27 @@ REQ, HITS, MISSES, STALE, ERRORS, SETS = range(6)
 METRICS = 6
 COLORS = {"nutcracker": "#d62728", "chash-file": "#ff7f0e", "chash-etcd": "#2ca02c"}
 now, log = rz.now, rz.log
+TRACE_MISSES = os.environ.get("FLEET_TRACE_MISSES", "") == "1"  # one line per miss, to stderr
 
 
 # ---------------------------------------------------------------------------------------------
 # the forwarder: listens on LISTEN[i], relays to TARGET[i], and can cut one process's connections
 
 
-def _inode_of(port):
-    """The inode of the loopback TCP socket whose local port is `port` (the proxy's end)."""
-    want = ":%04X" % port
+def _inode_of(local_port, remote_port):
+    """The inode of the open loopback TCP socket from `local_port` (the proxy's end) to
+    `remote_port` (the forwarder's listener). Both ports, and a live inode: an ephemeral port is
+    reused for other destinations, and a TIME_WAIT entry of an earlier connection (inode 0) may
+    come first in the table — matching the local port alone then found no owner, and the cut
+    missed that connection (the partition was not felt)."""
+    local, remote = ":%04X" % local_port, ":%04X" % remote_port
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(table) as f:
                 next(f)
                 for line in f:
                     parts = line.split()
-                    if parts[1].endswith(want):
+                    if parts[1].endswith(local) and parts[2].endswith(remote) and parts[9] != "0":
                         return parts[9]
         except OSError:
             pass
@@ -95,7 +101,7 @@ def _inode_of(port):
 def _owner(sock, pids):
     """Which of `pids` holds the other end of the accepted socket `sock` (None: none of them)."""
     try:
-        inode = _inode_of(sock.getpeername()[1])
+        inode = _inode_of(sock.getpeername()[1], sock.getsockname()[1])
     except OSError:
         return None
     if inode is None:
@@ -425,6 +431,8 @@ def worker_main(j, cfg, stats, db, cpu_out):
                 v = conn.get(b"k:%d" % k)
                 if v is None:
                     stats[row + MISSES] += 1
+                    if TRACE_MISSES:
+                        log(f"  miss k:{k} v{seen} at {t - t0:.3f}s through proxy {turn}")
                     if db_latency > 0:
                         time.sleep(db_latency)
                     conn.set(b"k:%d" % k, rz.make_value(db[k], pad[rnd.randrange(97):]), only_new=True)

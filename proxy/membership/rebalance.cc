@@ -129,12 +129,9 @@ class Mover {
   //     touched and it is counted, since nothing here can tell which one is newer (a write
   //     through the proxy to the target deletes the source copy itself).
   // A payload compares equal only between servers of one RDB version: across versions every
-  // busy key is a conflict, never a deletion.
-  static constexpr const char* kUnlinkIfSame =
-      "if redis.call('DUMP', KEYS[1]) == ARGV[1] then return redis.call('UNLINK', KEYS[1]) end "
-      "return -1";
+  // busy key is a conflict, never a deletion. The script is kRedisUnlinkIfSame (rebalance.h).
 
-  // `script` (kUnlinkIfSame) on `m` for each key with its payload: per key 1 (removed), 0 (gone
+  // kRedisUnlinkIfSame on `m` for each key with its payload: per key 1 (removed), 0 (gone
   // meanwhile), -1 (another value there), -2 (the call failed); `error` for a failed call.
   std::vector<int> unlink_if_same(const Member& m, const std::vector<std::string>& keys,
                                   const std::vector<std::string>& payloads, std::string& error) {
@@ -142,7 +139,7 @@ class Mover {
     if (keys.empty()) return out;
     std::string req;
     for (std::size_t i = 0; i < keys.size(); ++i)
-      redis::append_command(req, {"EVAL", kUnlinkIfSame, "1", keys[i], payloads[i]});
+      redis::append_command(req, {"EVAL", kRedisUnlinkIfSame, "1", keys[i], payloads[i]});
     const QueryResult r = call(pool_.config, m, req, keys.size());
     if (!r.error.empty()) {
       error = m.name + ": " + r.error;

@@ -26,6 +26,18 @@
 
 namespace chash::proxy {
 
+// The rebalance's compare-and-delete of one Redis key (EVAL script 1 key payload): 1 when the key
+// held exactly `payload` (a DUMP) and is unlinked, 0 when it is gone, -1 when it holds another
+// value. Gone is not "changed": a warm-up reader that found the target already holding the
+// restored copy deletes the source itself, and taking that copy back then lost the key (one miss
+// in ~3 runs of bench/fleet's resize, seen with MONITOR: RESTORE at n5, the reader's DEL at n3,
+// the compare at n3 answered -1 for the missing key, the undo unlinked n5's only copy).
+inline constexpr const char* kRedisUnlinkIfSame =
+    "local v = redis.call('DUMP', KEYS[1]) "
+    "if not v then return 0 end "
+    "if v == ARGV[1] then return redis.call('UNLINK', KEYS[1]) end "
+    "return -1";
+
 class Rebalancer {
  public:
   using TopologyFn = std::function<std::shared_ptr<const Topology>()>;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "control/proxy.h"
+#include "membership/rebalance.h"
 #include "e2e_util.h"
 #include "redis_util.h"
 
@@ -355,6 +356,27 @@ TEST_F(WarmupE2E, RebalanceIsACompareAndSet) {
   EXPECT_EQ(metric(m, "chash_proxy_rebalance_conflicts_total"), 1) << m;
   EXPECT_EQ(metric(m, "chash_proxy_rebalance_failed_total"), 0) << m;
   EXPECT_NE(proxy->status_json().find("\"conflicts\":1"), std::string::npos);
+}
+
+// The compare-and-delete behind every rebalance move tells a source copy that is gone (0: a
+// warm-up reader moved it, the target's restored copy is the one left) from one written since
+// (-1: the restored copy is taken back). Both answered -1 once, and the undo then deleted the
+// only copy of a key a reader had just moved.
+TEST_F(WarmupE2E, RebalanceCompareTellsAGoneSourceFromAChangedOne) {
+  ASSERT_EQ(on(1, {"SET", "k", "v1"}), "+OK\r\n");
+  const std::string dump = on(1, {"DUMP", "k"});
+  const auto crlf = dump.find("\r\n");
+  ASSERT_TRUE(dump.starts_with("$") && crlf != std::string::npos) << dump;
+  const std::string payload = dump.substr(crlf + 2, std::stoul(dump.substr(1, crlf - 1)));
+  const auto eval = [&](int server) {
+    return on(server, {"EVAL", kRedisUnlinkIfSame, "1", "k", payload});
+  };
+  EXPECT_EQ(eval(2), ":0\r\n");  // not there: gone
+  ASSERT_EQ(on(2, {"SET", "k", "v2"}), "+OK\r\n");
+  EXPECT_EQ(eval(2), ":-1\r\n");  // another value: kept
+  EXPECT_EQ(on(2, {"GET", "k"}), bulk("v2"));
+  EXPECT_EQ(eval(1), ":1\r\n");  // the very value: unlinked
+  EXPECT_EQ(on(1, {"EXISTS", "k"}), ":0\r\n");
 }
 
 // The bulk strings of an array reply ("*2\r\n$1\r\na\r\n$1\r\nb\r\n" -> {a, b}).
