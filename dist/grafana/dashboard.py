@@ -249,10 +249,13 @@ def build():
                  "short",
                  [(f"sum(rate(chash_proxy_clients_accepted_total{{{S}}}[{RATE}]))", "accepted"),
                   (f"sum(rate(chash_proxy_clients_rejected_total{{{S}}}[{RATE}]))", "refused")])
-    d.timeseries("Client connections ended/s", "Closed by the client, and ended on a socket error "
-                 "or a malformed request.", "short",
+    d.timeseries("Client connections ended/s", "Closed by the client, ended on a socket error "
+                 "or a malformed request, and closed for unread replies over "
+                 "client_output_limit.", "short",
                  [(rate("chash_proxy_client_eof_total", P, "pool"), "{{pool}} closed by client"),
-                  (rate("chash_proxy_client_errors_total", P, "pool"), "{{pool}} errors")])
+                  (rate("chash_proxy_client_errors_total", P, "pool"), "{{pool}} errors"),
+                  (rate("chash_proxy_client_output_limit_total", P, "pool"),
+                   "{{pool}} over the output limit")])
     d.timeseries("Hostile or failed clients/s", "Clients closed for malformed requests, failed "
                  "AUTH, failed TLS handshakes.", "short",
                  [(f"sum(rate(chash_proxy_protocol_errors_total{{{S}}}[{RATE}]))",

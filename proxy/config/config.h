@@ -166,6 +166,12 @@ struct PoolConfig {
   bool preconnect = false;
   std::size_t max_request_bytes = std::size_t{64} << 20;
   std::size_t max_pipeline = 1024;  // requests in flight per client before reading pauses
+  // Replies a client has not read, past which it is closed (0: no limit) — Redis's
+  // client-output-buffer-limit (hard), per client: the proxy never stops reading a shared
+  // backend connection for one client, so a client that pipelines and never reads would hold
+  // every reply in the proxy's memory.
+  std::size_t client_output_limit = std::size_t{64} << 20;
+  static constexpr std::size_t kMinClientOutputLimit = std::size_t{1} << 20;
   // redis pools of several backends: FLUSHALL / FLUSHDB are sent to every backend only when
   // allowed (a one-server pool forwards them as they are).
   bool allow_flushall = false;

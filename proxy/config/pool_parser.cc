@@ -100,6 +100,13 @@ class PoolParser {
       }
     } else if (k == "max_request_bytes") {
       p_.max_request_bytes = ctx_.number<std::size_t>(v, k, 1024, std::size_t{1} << 32);
+    } else if (k == "client_output_limit") {
+      p_.client_output_limit = ctx_.number<std::size_t>(v, k, 0, std::size_t{1} << 40);
+      if (p_.client_output_limit != 0 && p_.client_output_limit < PoolConfig::kMinClientOutputLimit) {
+        fail_at(ctx_.source, line,
+                where_ + ": client_output_limit must be 0 (no limit) or at least " +
+                    std::to_string(PoolConfig::kMinClientOutputLimit) + " bytes");
+      }
     } else if (k == "max_pipeline") {
       p_.max_pipeline = ctx_.number<std::size_t>(v, k, 1, 1u << 20);
     } else if (k == "allow_flushall") {

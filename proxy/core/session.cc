@@ -301,6 +301,21 @@ void ClientSession::flush_output() {
     write();
     if (closed_) return;
   }
+  // The shared backend connections are read on whatever this client does (one slow reader must
+  // not stall, or get ejected, a backend every client shares), so its unread replies are
+  // bounded here instead, as Redis bounds a client's output buffer (networking.c
+  // checkClientOutputBufferLimits): past the limit the client is closed, at most one event
+  // batch of reads (kMaxReadsPerEvent chunks per backend) over it.
+  const std::size_t limit = pool_->config.client_output_limit;
+  if (limit != 0 && out_.charge() > limit) {
+    pool_->shared->output_limit_closes.fetch_add(1, std::memory_order_relaxed);
+    const std::string held = std::to_string(out_.charge()), max = std::to_string(limit);
+    log(LogLevel::kWarn, "client closed: unread replies over client_output_limit",
+        {{"pool", pool_->config.name}, {"bytes", held}, {"client_output_limit", max}});
+    saw_error_ = true;
+    close();
+    return;
+  }
   if (closing_ || (read_closed_ && pending_.empty())) {
     if (out_.empty()) {
       close();

@@ -350,6 +350,25 @@ TEST(ConfigTest, RedisKeyspaceAndBlockingOptions) {
       "");
 }
 
+TEST(ConfigTest, ClientOutputLimit) {
+  const std::string head = "a:\n  listen: 127.0.0.1:9\n  redis: true\n";
+  const std::string servers = "  servers:\n   - 127.0.0.1:1:1\n";
+  EXPECT_EQ(parse_config(head + servers, "t.yml").pools[0].client_output_limit,
+            std::size_t{64} << 20);
+  EXPECT_EQ(parse_config(head + "  client_output_limit: 0\n" + servers, "t.yml")
+                .pools[0]
+                .client_output_limit,
+            0u);
+  EXPECT_EQ(parse_config(head + "  client_output_limit: 1048576\n" + servers, "t.yml")
+                .pools[0]
+                .client_output_limit,
+            1048576u);
+  EXPECT_NE(error_of(head + "  client_output_limit: 4096\n" + servers)
+                .find("client_output_limit must be 0 (no limit) or at least 1048576 bytes"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "  client_output_limit: -1\n" + servers), "");
+}
+
 // Two members on one server would make every move between them (rebalance, warm-up, the safe
 // return's sweep) delete the only copy: refused wherever membership comes from, naming both.
 TEST(ConfigTest, TwoMembersOnOneServerAreRefused) {
