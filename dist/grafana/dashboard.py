@@ -355,6 +355,13 @@ def build():
     d.timeseries("Blocking commands refused/s", "Refused because max_blocked_clients were "
                  "blocked already.", "reqps",
                  [(rate("chash_proxy_blocked_refused_total", P, "pool"), "{{pool}}")], w=12)
+    d.timeseries("Clients' own connections", "Backend connections of one client's own (RESP3, "
+                 "SELECT, WATCH, blocking commands), per backend.", "none",
+                 [(f"sum by (pool, backend) (chash_proxy_backend_own_connections{{{P}}})",
+                   "{{pool}} {{backend}}")], w=12)
+    d.timeseries("Own connections refused/s", "Refused at a backend's limit: max_own_connections, "
+                 "or its maxclients less the room kept for the shared connections.", "reqps",
+                 [(rate("chash_proxy_own_refused_total", P, "pool"), "{{pool}}")], w=12)
 
     d.row("Hot keys (docs/HOTKEYS.md)")
     d.timeseries("Hottest keys", "Requests per second of each pool's hottest keys over the last "

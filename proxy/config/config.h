@@ -181,6 +181,12 @@ struct PoolConfig {
   // redis pools: clients blocked at once (BLPOP, XREAD BLOCK ...), each on a backend connection
   // of its own, per worker (proto/redis/session_own.cc); one more is refused.
   std::uint32_t max_blocked_clients = 1024;
+  // redis pools: connections of clients' own (RESP3, SELECT, WATCH/MULTI, blocking commands)
+  // open at once to each backend, across workers; one more is refused with an error naming the
+  // limit. Also never more than the server's maxclients less kOwnReserve (core/worker.cc), so
+  // that they cannot exhaust it: the shared connections every other client uses keep room.
+  // 0: only the server's maxclients bounds them.
+  std::uint32_t max_own_connections = 1024;
   // memcache pools: largest value accepted in a storage command (memcached's -I, default 1 MiB).
   std::size_t max_value_bytes = std::size_t{1} << 20;
   // tcp pools.

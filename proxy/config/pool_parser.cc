@@ -113,6 +113,8 @@ class PoolParser {
       p_.allow_flushall = ctx_.boolean(v, k);
     } else if (k == "allow_config_set") {
       p_.allow_config_set = ctx_.boolean(v, k);
+    } else if (k == "max_own_connections") {
+      p_.max_own_connections = ctx_.number<std::uint32_t>(v, k, 0, 1u << 20);
     } else if (k == "max_blocked_clients") {
       p_.max_blocked_clients = ctx_.number<std::uint32_t>(v, k, 0, 1u << 20);
     } else if (k == "max_value_bytes") {

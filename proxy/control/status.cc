@@ -137,6 +137,11 @@ constexpr PoolSeries kPoolSeries[] = {
      "Clients blocked now (BLPOP, XREAD BLOCK ...) on a backend connection opened for them.",
      "gauge",
      [](const PoolShared& p) -> std::uint64_t { return non_negative(p.blocked_clients.load()); }},
+    {"chash_proxy_own_refused_total",
+     "Connections of a client's own (RESP3, SELECT, WATCH, blocking commands) refused at a "
+     "backend's limit: max_own_connections, or its maxclients less the room kept for the shared "
+     "connections.",
+     "counter", CHASH_POOL_COUNTER(own_refused)},
     {"chash_proxy_blocked_refused_total",
      "Blocking commands refused because max_blocked_clients were blocked already.", "counter",
      CHASH_POOL_COUNTER(blocked_refused)},
@@ -200,6 +205,11 @@ constexpr BackendSeries kBackendSeries[] = {
      "Open connections to the backend, every worker, every pool type (redis and memcache: "
      "pooled server connections; tcp: relays).",
      "gauge", [](const BackendState& s) -> std::uint64_t { return non_negative(s.active.load()); }},
+    {"chash_proxy_backend_own_connections",
+     "Open connections of clients' own to the backend (redis: RESP3, SELECT, WATCH, blocking "
+     "commands), every worker.",
+     "gauge",
+     [](const BackendState& s) -> std::uint64_t { return non_negative(s.own_connections.load()); }},
     {"chash_proxy_backend_absent_writes_total",
      "Safe failover: writes and deletes of the backend's keys that went elsewhere while it was "
      "down (noted to delete on it before it returns).",

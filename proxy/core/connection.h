@@ -51,6 +51,10 @@ class BackendConn : public net::Pollable {
   // Opened to an address the backend no longer has (a Sentinel failover moved its master,
   // BackendState::address_epoch): the worker drains it and connects afresh.
   virtual bool stale() const { return false; }
+  // A connection of one client's own (Worker::dedicated_backend): counted apart, and its
+  // failures are that client's, never the backend's (no ejection for them: the shared
+  // connections and the probes judge the backend). Called before start().
+  virtual void mark_own() {}
 
   bool dirty() const noexcept { return dirty_; }
   void set_dirty(bool d) noexcept { dirty_ = d; }

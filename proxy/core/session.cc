@@ -511,9 +511,19 @@ void BackendSession::unqueue_all() noexcept {
 }
 
 void BackendSession::uncount_connection() noexcept {
+  if (own_) {
+    own_ = false;  // counted from mark_own() to the close, whatever the connect did
+    state_->own_connections.fetch_sub(1, std::memory_order_relaxed);
+  }
   if (!counted_) return;
   counted_ = false;
   state_->active.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void BackendSession::mark_own() {
+  if (own_) return;
+  own_ = true;
+  state_->own_connections.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool BackendSession::start(std::string& error) {
@@ -696,7 +706,11 @@ void BackendSession::fail(const std::string& why, FailKind kind) {
       state_->conn_errors.fetch_add(1, std::memory_order_relaxed);
       break;
   }
-  record_failure(*state_, pool_->config, why);
+  // A client's own connection failing says nothing the shared ones would not (a server that
+  // is down fails them too): counting it would let clients eject a healthy backend — one
+  // WATCH connection past the server's maxclients ("max number of clients reached"), a
+  // blocking command's connection timed out.
+  if (!own_) record_failure(*state_, pool_->config, why);
   // A cluster node that fails may have been failed over: the watcher looks at the map now.
   if (pool_->config.is_cluster()) pool_->shared->cluster_refresh.store(true);
   log(LogLevel::kDebug, "backend connection failed",

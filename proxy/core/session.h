@@ -246,6 +246,7 @@ class BackendSession : public BackendConn {
   // BackendState::address_epoch when this connection's address was read.
   std::uint64_t address_epoch() const noexcept { return epoch_; }
   void on_event(std::uint32_t events) override;
+  void mark_own() override;
   const std::string& name() const noexcept { return state_->name; }
 
  protected:
@@ -318,6 +319,7 @@ class BackendSession : public BackendConn {
   std::unique_ptr<net::TlsStream> tls_;  // the server's `server_tls:` (null: plaintext)
   std::uint64_t epoch_ = 0;              // BackendState::address_epoch when the address was read
   bool counted_ = false;                 // in BackendState::active
+  bool own_ = false;                     // a client's own (mark_own), in own_connections
   std::uint64_t enqueued_bytes_ = 0, sent_bytes_ = 0;
   std::size_t written_ = 0;  // queue_'s first written_ requests are wholly written
   bool connecting_ = true;

@@ -293,15 +293,45 @@ BackendConn* Worker::backend_named(std::size_t pool_index, std::string_view name
   return nullptr;
 }
 
+std::int64_t own_connection_limit(const PoolConfig& config, const BackendState& state) noexcept {
+  std::int64_t limit = config.max_own_connections == 0 ? -1 : config.max_own_connections;
+  const std::int64_t maxclients = state.maxclients.load(std::memory_order_relaxed);
+  if (maxclients > 0) {
+    const std::int64_t room = std::max(maxclients / 2, maxclients - kOwnReserve);
+    limit = limit < 0 ? room : std::min(limit, room);
+  }
+  return limit;
+}
+
 BackendConn* Worker::dedicated_backend(std::size_t pool_index, NodeId node, std::string& error) {
-  auto b = open_backend(pools_[pool_index], node, error);
+  WorkerPool& wp = pools_[pool_index];
+  BackendState& st = *wp.pool->states[node];
+  const std::int64_t limit = own_connection_limit(wp.pool->config, st);
+  if (limit >= 0 && st.own_connections.load(std::memory_order_relaxed) >= limit) {
+    wp.pool->shared->own_refused.fetch_add(1, std::memory_order_relaxed);
+    const std::int64_t maxclients = st.maxclients.load(std::memory_order_relaxed);
+    error = "no room for another connection of a client's own (" + std::to_string(limit) +
+            " open: " +
+            (maxclients > 0 && limit < static_cast<std::int64_t>(wp.pool->config.max_own_connections)
+                 ? "the server's maxclients " + std::to_string(maxclients) +
+                       " less the room kept for the proxy's shared connections"
+                 : "max_own_connections") +
+            ")";
+    return nullptr;
+  }
+  // The shared connection first: clients' own connections never take the room the one every
+  // other client of this worker uses needs (a server at maxclients refuses the next connect).
+  std::string ignored;
+  (void)backend(pool_index, node, ignored);
+  auto b = open_backend(wp, node, error, true);
   if (b == nullptr) return nullptr;
   BackendConn* conn = b.release();
   all_backends_.insert(conn);
   return conn;
 }
 
-std::unique_ptr<BackendConn> Worker::open_backend(WorkerPool& wp, NodeId node, std::string& error) {
+std::unique_ptr<BackendConn> Worker::open_backend(WorkerPool& wp, NodeId node, std::string& error,
+                                                  bool own) {
   const BackendState& st = *wp.pool->states[node];
   if (!resolved_for(st, wp.pool->servers[node].address)) {
     // Not a failure of the backend's: the resolver marks a name that does not resolve down.
@@ -317,8 +347,9 @@ std::unique_ptr<BackendConn> Worker::open_backend(WorkerPool& wp, NodeId node, s
             " has no backend connections";
     return nullptr;
   }
+  if (own) b->mark_own();
   if (!b->start(error)) {
-    record_failure(*wp.pool->states[node], wp.pool->config, error);
+    if (!own) record_failure(*wp.pool->states[node], wp.pool->config, error);
     return nullptr;
   }
   return b;

@@ -24,6 +24,14 @@
 
 namespace chash::proxy {
 
+// Room a backend's maxclients keeps beyond clients' own connections: the shared connections of
+// a few proxies' workers, their probes, an operator's redis-cli. The limit is never below half
+// of maxclients (a small server still takes some).
+inline constexpr std::int64_t kOwnReserve = 32;
+// How many connections of clients' own backend `state` may have open at once (-1: no limit):
+// max_own_connections, and at most its maxclients less kOwnReserve once the server has said.
+std::int64_t own_connection_limit(const PoolConfig& config, const BackendState& state) noexcept;
+
 class Worker;
 class ClientSession;
 
@@ -101,7 +109,9 @@ class Worker {
   BackendConn* backend_named(std::size_t pool_index, std::string_view name, std::string& error);
   // A new connection to backend `node` that no other client shares (redis WATCH ... EXEC): the
   // worker flushes it, times it out and frees it when it closes, as its own; the caller
-  // drain()s it when done. nullptr (with `error`) when it cannot be started.
+  // drain()s it when done. nullptr (with `error`) when it cannot be started, or when the
+  // backend's clients' own connections are at own_connection_limit (PoolShared::own_refused).
+  // Its failures never count against the backend (BackendConn::mark_own).
   BackendConn* dedicated_backend(std::size_t pool_index, NodeId node, std::string& error);
   // Backends with queued output are flushed once per batch of client input.
   void mark_dirty(BackendConn* b);
@@ -130,7 +140,8 @@ class Worker {
   void drain_slot(std::size_t slot);
   void release_pool(WorkerPool& wp);
   void tick();
-  std::unique_ptr<BackendConn> open_backend(WorkerPool& wp, NodeId node, std::string& error);
+  std::unique_ptr<BackendConn> open_backend(WorkerPool& wp, NodeId node, std::string& error,
+                                            bool own = false);
 
   unsigned index_;
   Metrics& metrics_;

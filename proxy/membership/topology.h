@@ -83,6 +83,12 @@ struct BackendState {
   // Requests sent to this backend and not yet answered, across workers (redis, memcache): the
   // load hash_balance_factor bounds.
   std::atomic<std::int64_t> inflight{0};
+  // Connections of clients' own to it (redis: RESP3, SELECT, WATCH, blocking commands), across
+  // workers, and the server's maxclients as it answered CONFIG GET (0: not known yet, -1: it
+  // would not say) — what bounds them (core/worker.cc own_connection_limit).
+  std::atomic<std::int64_t> own_connections{0};
+  std::atomic<std::int64_t> maxclients{0};
+  std::atomic<bool> maxclients_asked{false};
   // The errno of the last connection failure (ECONNREFUSED ...), 0: none known: a down
   // backend's errors name it, as nutcracker's carry strerror (core/session.cc backend_usable).
   std::atomic<int> last_os_error{0};
@@ -137,6 +143,9 @@ struct PoolShared {
   // them, and those refused at max_blocked_clients.
   std::atomic<std::int64_t> blocked_clients{0};
   std::atomic<std::uint64_t> blocked_refused{0};
+  // Connections of a client's own refused at the backend's limit (max_own_connections, or the
+  // server's maxclients less the room kept for the shared ones).
+  std::atomic<std::uint64_t> own_refused{0};
   // Warm-up on resize: misses read through from a previous owner, values found and copied to
   // the new owner, previous copies removed (writes, deletes, copies), steps that failed.
   std::atomic<std::uint64_t> warmup_reads{0}, warmup_copies{0}, warmup_removed{0}, warmup_errors{0};

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -116,6 +117,95 @@ TEST_F(IsolationE2E, NoOutputLimitWhenSetToZero) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // 6.4 MB wait, unread
   for (int i = 0; i < 64; ++i) ASSERT_EQ(slow.read_reply(), bulk(big)) << i;
   EXPECT_EQ(sample(proxy->prometheus(), "chash_proxy_client_output_limit_total{pool=\"p\"}"), 0);
+}
+
+// Issue 40, case 5: clients each holding a WATCH (a connection of their own to the key's server)
+// cannot exhaust the servers' maxclients. Past the room the proxy keeps (maxclients less
+// kOwnReserve, learnt with CONFIG GET), a WATCH is refused with an error naming the limit; no
+// backend is ejected, and a new client's GET and SET work throughout.
+TEST_F(IsolationE2E, ClientsOwnConnectionsNeverExhaustTheServersMaxclients) {
+  for (int i = 1; i <= 2; ++i) {
+    RespClient d(RespClient::dial_unix(servers[static_cast<std::size_t>(i - 1)]->socket()));
+    ASSERT_EQ(d.call({"CONFIG", "SET", "maxclients", "50"}), "+OK\r\n");
+  }
+  proxy.start(dir, yaml(""), 2);
+  std::vector<std::unique_ptr<RespClient>> watchers;
+  int ok = 0, refused = 0;
+  for (int i = 0; i < 150; ++i) {
+    watchers.push_back(std::make_unique<RespClient>(RespClient::dial_tcp(port())));
+    const std::string r = watchers.back()->call({"WATCH", "w" + std::to_string(i)});
+    if (r == "+OK\r\n") {
+      ++ok;
+    } else {
+      ++refused;
+      EXPECT_TRUE(r.starts_with("-ERR backend r") &&
+                  r.find("no room for another connection of a client's own") != std::string::npos &&
+                  r.find("maxclients 50") != std::string::npos)
+          << r;
+    }
+  }
+  // maxclients 50 less the reserve (32), at least half: 25 a server.
+  int on_r1 = 0;
+  {
+    const auto t = proxy->topology();
+    const auto& pool = *t->pools[0];
+    for (int i = 0; i < 150; ++i)
+      on_r1 += pool.servers[pool.route("w" + std::to_string(i))].name == "r1" ? 1 : 0;
+  }
+  const int want = std::min(on_r1, 25) + std::min(150 - on_r1, 25);
+  EXPECT_EQ(ok, want);
+  EXPECT_EQ(refused, 150 - want);
+  ASSERT_GT(refused, 0);
+  RespClient c(RespClient::dial_tcp(port()));
+  for (int i = 0; i < 100; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n") << k;
+    ASSERT_EQ(c.call({"GET", k}), bulk("v")) << k;
+  }
+  const std::string m = proxy->prometheus();
+  EXPECT_EQ(sample(m, "chash_proxy_backend_ejections_total{pool=\"p\",backend=\"r1\"}"), 0) << m;
+  EXPECT_EQ(sample(m, "chash_proxy_backend_ejections_total{pool=\"p\",backend=\"r2\"}"), 0) << m;
+  EXPECT_EQ(sample(m, "chash_proxy_own_refused_total{pool=\"p\"}"), 150 - want) << m;
+  EXPECT_EQ(sample(m, "chash_proxy_backend_own_connections{pool=\"p\",backend=\"r1\"}"),
+            std::min(on_r1, 25))
+      << m;
+  // A watcher that got its connection still runs its transaction.
+  for (auto& w : watchers) {
+    if (w->call({"MULTI"}) != "+OK\r\n") continue;
+    EXPECT_EQ(w->call({"EXEC"}), "*0\r\n");
+    break;
+  }
+  watchers.clear();  // their connections go with them
+  for (int i = 0; i < 100; ++i) {
+    if (sample(proxy->prometheus(), "chash_proxy_backend_own_connections{pool=\"p\",backend=\"r1\"}") == 0)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(sample(proxy->prometheus(), "chash_proxy_backend_own_connections{pool=\"p\",backend=\"r1\"}"), 0);
+}
+
+// max_own_connections caps them below the server's room, and the error names it.
+TEST_F(IsolationE2E, MaxOwnConnectionsIsTheCap) {
+  proxy.start(dir, yaml("  max_own_connections: 3\n"), 1);
+  std::vector<std::unique_ptr<RespClient>> clients;
+  int ok = 0;
+  for (int i = 0; i < 5; ++i) {
+    clients.push_back(std::make_unique<RespClient>(RespClient::dial_tcp(port())));
+    const std::string r = clients.back()->call({"BLPOP", "q", "0.05"});
+    if (r == "*-1\r\n") ++ok;  // timed out: it ran (and its connection went)
+    ASSERT_TRUE(r == "*-1\r\n") << r;
+  }
+  EXPECT_EQ(ok, 5);
+  clients.clear();
+  for (int i = 0; i < 5; ++i) {
+    clients.push_back(std::make_unique<RespClient>(RespClient::dial_tcp(port())));
+    const std::string r = clients.back()->call({"WATCH", "same"});
+    if (i < 3) {
+      EXPECT_EQ(r, "+OK\r\n") << i;
+    } else {
+      EXPECT_NE(r.find("(3 open: max_own_connections)"), std::string::npos) << r;
+    }
+  }
 }
 
 }  // namespace

@@ -244,6 +244,9 @@ class Client final : public ClientSession {
   // (that state is the server's, per connection); a blocking command waits on one.
   bool own_mode() const noexcept { return resp_ == 3 || db_ != 0; }
   Backend* own_connection(NodeId node, std::string& error);
+  // Once per backend: CONFIG GET maxclients on a shared connection, into
+  // BackendState::maxclients (what bounds clients' own connections, core/worker.h).
+  void learn_maxclients(NodeId node);
   void release_own(bool abandon);
   void open_own_now();
   void blocking(const Command& cmd, std::size_t argc);

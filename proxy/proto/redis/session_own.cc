@@ -160,9 +160,38 @@ void forget_blocked(std::uint64_t id) {
 
 }  // namespace
 
+void Client::learn_maxclients(NodeId node) {
+  const std::shared_ptr<BackendState>& st = pool_->states[node];
+  if (st->maxclients.load(std::memory_order_relaxed) != 0 || st->maxclients_asked.exchange(true))
+    return;
+  std::string error;
+  BackendConn* c = worker_.backend(pool_index_, node, error);
+  if (c == nullptr) {
+    st->maxclients_asked.store(false);  // asked again with the next connection of a client's own
+    return;
+  }
+  auto m = make_ref<Msg>();
+  m->parts.resize(1);
+  m->outstanding = 1;
+  m->then = [state = st](Msg& r) {
+    // *2 $10 maxclients $<n> <n>; an error (a backend user without CONFIG): -1, not asked again.
+    const std::vector<std::string_view> e = elements_of(r.parts[0].raw.view());
+    std::int64_t n = -1;
+    std::string_view v;
+    if (e.size() == 2 && e[1].starts_with("$")) {
+      v = e[1].substr(e[1].find("\r\n") + 2);
+      v = v.substr(0, v.find("\r\n"));
+      if (!parse_int(v, n) || n <= 0) n = -1;
+    }
+    state->maxclients.store(n, std::memory_order_relaxed);
+  };
+  c->send({"*3\r\n$6\r\nCONFIG\r\n$3\r\nGET\r\n$10\r\nmaxclients\r\n"}, m, 0);
+}
+
 Backend* Client::own_connection(NodeId node, std::string& error) {
   if (own_.size() <= node) own_.resize(node + 1, nullptr);
   if (own_[node] != nullptr) return own_[node];
+  learn_maxclients(node);
   BackendConn* c = worker_.dedicated_backend(pool_index_, node, error);
   if (c == nullptr) return nullptr;
   auto* b = static_cast<Backend*>(c);  // a redis pool's connections are redis::Backends
@@ -310,6 +339,7 @@ void Client::blocking(const Command& cmd, std::size_t argc) {
                true);
       return;
     }
+    learn_maxclients(node);
     BackendConn* c = worker_.dedicated_backend(pool_index_, node, error);
     if (c != nullptr) {
       b = static_cast<Backend*>(c);

@@ -196,6 +196,7 @@ void Client::watch(std::size_t argc) {
   if (dedicated_ == nullptr) {
     // A client with connections of its own WATCHes on its own one (it has the client's
     // database and protocol); else on one opened for the WATCH.
+    if (!own_mode()) learn_maxclients(node);
     BackendConn* b = own_mode() ? own_connection(node, error)
                                 : worker_.dedicated_backend(pool_index_, node, error);
     if (b == nullptr) {
