@@ -466,6 +466,48 @@ TEST_F(FleetE2E, BadValuesAreRefusedAndTheLastGoodMembershipStays) {
   set_log_file("", error);
 }
 
+// A state value whose routing ejects, or returns, a server that is none of its members is
+// refused: every proxy keeps routing by the last good epoch.
+TEST_F(FleetE2E, AStateNamingANonMemberIsRefused) {
+  start_redis(2);
+  const fs::path log_path = dir / "log";
+  std::string error;
+  ASSERT_TRUE(set_log_file(log_path.string(), error)) << error;
+  start_default_proxy(0, 2);
+  ASSERT_TRUE(within(5s, [&] { return settled(); }));
+  const fleet::PoolState good = state();
+  RespClient r(RespClient::dial_tcp(port(0)));
+  ASSERT_EQ(r.call({"SET", "b:1", "ok"}), "+OK\r\n");
+  auto c = etcd->client();
+  fleet::PoolState ghost = good;
+  ghost.epoch = good.epoch + 1;
+  ghost.target.ejected = {"ghost"};
+  c.put("/t/pools/cache/state", fleet::encode_state(ghost));
+  fleet::PoolState back = good;
+  back.epoch = good.epoch + 2;
+  back.phase = fleet::Phase::kSweep;
+  back.returning = "ghost";
+  back.returning_since = good.epoch;
+  back.previous = {good.target};
+  ASSERT_TRUE(within(5s, [&] {
+    std::ifstream in(log_path);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    return text.find("the state ejects 'ghost', which is none of its servers") != std::string::npos;
+  }));
+  EXPECT_EQ(pool(0)->fleet_epoch, good.epoch);
+  c.put("/t/pools/cache/state", fleet::encode_state(back));
+  ASSERT_TRUE(within(5s, [&] {
+    std::ifstream in(log_path);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    return text.find("the state returns 'ghost', which is none of its servers") !=
+           std::string::npos;
+  }));
+  EXPECT_EQ(pool(0)->fleet_epoch, good.epoch);
+  EXPECT_EQ(pool(0)->nodes, 2u);
+  EXPECT_EQ(r.call({"GET", "b:1"}), bulk("ok"));
+  set_log_file("", error);
+}
+
 // memcached pools take their servers from etcd the same way.
 TEST_F(FleetE2E, MemcachedPoolChangeIsAppliedByEveryProxy) {
   if (!have_program("memcached")) GTEST_SKIP() << "memcached missing: scripts/bootstrap.sh";

@@ -429,6 +429,19 @@ std::shared_ptr<const FleetPool> Agent::fleet_pool(const PoolConfig& pc, const V
     error = e.what();
     return nullptr;
   }
+  // An ejection names a member of its routing: a name absent from the servers would route as
+  // if every member were up while the state says one is out (a hand-edited or foreign value).
+  std::vector<const FleetRouting*> routings = {&fp->route};
+  for (const FleetRouting& r : fp->reads) routings.push_back(&r);
+  for (const FleetRouting* r : routings) {
+    for (const std::string& name : r->ejected) {
+      if (std::none_of(r->servers.begin(), r->servers.end(),
+                       [&](const ServerConfig& s) { return s.name == name; })) {
+        error = "the state ejects '" + name.substr(0, 64) + "', which is none of its servers";
+        return nullptr;
+      }
+    }
+  }
   return fp;
 }
 
@@ -446,6 +459,12 @@ bool Agent::publish(const PoolConfig& pc, const PoolState& st, bool ack) {
   std::string error;
   const View v = view_of(st);
   auto fp = fleet_pool(pc, v, error);
+  if (fp != nullptr && !st.returning.empty() &&
+      std::none_of(fp->route.servers.begin(), fp->route.servers.end(),
+                   [&](const ServerConfig& s) { return s.name == st.returning; })) {
+    error = "the state returns '" + st.returning.substr(0, 64) + "', which is none of its servers";
+    fp = nullptr;
+  }
   if (fp == nullptr) {
     note_refused(layout_.state(pc.name), applied_state_rev_[pc.name], error);
     return false;
