@@ -12,7 +12,7 @@
 #include "config/config.h"
 #include "control/command_line.h"
 #include "control/daemon.h"
-#include "control/log.h"
+#include "base/log.h"
 #include "control/proxy.h"
 #include "control/signals.h"
 #include "control/stats_port.h"

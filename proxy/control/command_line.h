@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "control/log.h"
+#include "base/log.h"
 
 namespace chash::proxy {
 

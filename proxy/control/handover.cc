@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "control/log.h"
+#include "base/log.h"
 
 namespace chash::proxy {
 

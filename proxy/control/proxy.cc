@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "chash/version.h"
-#include "control/log.h"
+#include "base/log.h"
 #include "control/sd_notify.h"
 #include "control/status.h"
 #include "net/socket.h"

@@ -6,7 +6,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "control/log.h"
+#include "base/log.h"
 
 namespace chash::proxy {
 

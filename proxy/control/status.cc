@@ -6,46 +6,10 @@
 
 #include "chash/version.h"
 #include "control/process_stats.h"
-#include "control/utf8.h"
+#include "base/text.h"
 
 namespace chash::proxy {
 
-namespace {
-
-// The string body both formats share: '"' and '\' backslashed, a byte outside valid UTF-8 as
-// the text \xNN (utf8.h), a control byte (< 0x20) as `control` writes it.
-template <class Control>
-std::string escape_string_body(std::string_view s, Control control) {
-  std::string out;
-  out.reserve(s.size());
-  each_utf8(
-      s,
-      [&](std::string_view t) {
-        const auto c = static_cast<unsigned char>(t[0]);
-        if (c == '"' || c == '\\') out += '\\';
-        if (c < 0x20) control(out, c);
-        else out += t;
-      },
-      [&](unsigned char c) { append_hex_byte(out, c, "\\\\"); });
-  return out;
-}
-
-}  // namespace
-
-std::string prometheus_label_escape(std::string_view s) {
-  return escape_string_body(s, [](std::string& out, unsigned char c) {
-    if (c == '\n') out += ' ';
-    else append_hex_byte(out, c, "\\\\");
-  });
-}
-
-std::string json_escape(std::string_view s) {
-  return escape_string_body(s, [](std::string& out, unsigned char c) {
-    char b[8];
-    std::snprintf(b, sizeof b, "\\u%04x", c);
-    out += b;
-  });
-}
 
 namespace {
 
@@ -54,7 +18,7 @@ std::uint64_t non_negative(std::int64_t v) noexcept {
 }
 
 void family(std::string& o, const char* name, const char* help, const char* type) {
-  o += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  prometheus_family(o, name, help, type);
 }
 
 void scalar(std::string& o, const char* name, const char* help, std::uint64_t v,
@@ -247,45 +211,8 @@ void process_metrics(std::string& o) {
         "gauge", p.start_time_seconds);
 }
 
-// The fleet's families (membership/fleet/agent.h), in this order.
-struct FleetFamily {
-  const char* name;
-  const char* help;
-  const char* type;
-};
-constexpr FleetFamily kFleetFamilies[] = {
-    {"chash_proxy_etcd_up", "1 while etcd answers this proxy (its lease is kept alive).", "gauge"},
-    {"chash_proxy_membership_revision",
-     "The pool's servers-key revision in etcd that this proxy routes by.", "gauge"},
-    {"chash_proxy_fleet_epoch", "The pool's fleet state epoch this proxy routes by.", "gauge"},
-    {"chash_proxy_fleet_members", "Live proxies serving the pool (registered under a lease).",
-     "gauge"},
-    {"chash_proxy_fleet_member_lag",
-     "Epochs a proxy of the fleet is behind the pool's state (0: it routes by the newest).",
-     "gauge"},
-    {"chash_proxy_fleet_ejected",
-     "1 for each server the fleet has ejected (a quorum sees it down).", "gauge"},
-    {"chash_proxy_fleet_leader", "1 while this proxy runs the fleet's rebalances and flushes.",
-     "gauge"},
-    {"chash_proxy_fleet_transitions_total", "Fleet state changes this proxy wrote.", "counter"},
-    {"chash_proxy_fleet_refused_total",
-     "Values in etcd refused (not JSON, bad server strings, an empty list); the last good one "
-     "stays.",
-     "counter"},
-};
-
 }  // namespace
 
-std::string render_fleet_metrics(const std::map<std::string, std::vector<std::string>>& samples) {
-  std::string o;
-  for (const FleetFamily& f : kFleetFamilies) {
-    const auto it = samples.find(f.name);
-    if (it == samples.end() || it->second.empty()) continue;
-    family(o, f.name, f.help, f.type);
-    for (const auto& line : it->second) o += std::string(f.name) + line + "\n";
-  }
-  return o;
-}
 
 namespace {
 

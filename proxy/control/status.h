@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/text.h"  // the escapes every render uses
 #include "core/metrics.h"
 #include "membership/topology.h"
 
@@ -21,10 +22,6 @@ namespace chash::proxy {
 // Every counter, the latency histogram (cumulative buckets in seconds, then _sum and _count)
 // and the per-backend series labelled {pool,backend}, each family with # HELP and # TYPE.
 std::string render_prometheus(const Metrics& metrics, const Topology& topology);
-
-// The fleet's families (membership/fleet/agent.h): samples by family name, each
-// "{labels} value", rendered with one # HELP and # TYPE per family, whatever agent made them.
-std::string render_fleet_metrics(const std::map<std::string, std::vector<std::string>>& samples);
 
 // {"version":V,"applied_version":A,"workers":W,"requests":R,"clients":C,"pools":[...]}\n
 std::string render_status_json(const Metrics& metrics, const Topology& topology,
@@ -37,12 +34,5 @@ std::string render_status_json(const Metrics& metrics, const Topology& topology,
 // did not have, while its warm-up window is open: misses read through from the previous owner),
 // else "up".
 const char* server_state(const Pool& pool, NodeId id, std::int64_t now_ms) noexcept;
-
-// Prometheus label value: '"' and '\' escaped, newlines as spaces, other control bytes and
-// bytes outside valid UTF-8 as the text \xNN (control/utf8.h).
-std::string prometheus_label_escape(std::string_view s);
-// JSON string body: '"' and '\' escaped, control bytes as \u00XX, bytes outside valid UTF-8
-// as the text \xNN: /status stays valid JSON whatever bytes a hot key or a reply holds.
-std::string json_escape(std::string_view s);
 
 }  // namespace chash::proxy

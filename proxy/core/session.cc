@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "control/log.h"
+#include "base/log.h"
 #include "core/worker.h"
 #include "net/socket.h"
 

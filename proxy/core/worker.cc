@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <future>
 
-#include "control/log.h"
+#include "base/log.h"
 #include "core/protocols.h"
 #include "core/session.h"
 #include "net/socket.h"

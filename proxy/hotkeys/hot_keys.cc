@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-#include "control/log.h"
+#include "base/log.h"
 
 namespace chash::proxy::hotkeys {
 

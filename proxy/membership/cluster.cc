@@ -9,8 +9,8 @@
 
 #include <algorithm>
 
-#include "control/log.h"
-#include "control/status.h"
+#include "base/log.h"
+#include "base/text.h"
 #include "membership/control_client.h"
 #include "proto/redis/resp.h"
 

@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include "control/log.h"
+#include "base/log.h"
 #include "membership/control_client.h"
 #include "membership/topology.h"
 #include "proto/redis/resp.h"

@@ -10,7 +10,7 @@
 #include <functional>
 #include <string>
 
-#include "control/log.h"
+#include "base/log.h"
 #include "core/protocols.h"
 #include "membership/probe_check.h"
 #include "membership/resolver.h"

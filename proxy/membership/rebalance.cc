@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "chash/internal/uri_decode.h"
-#include "control/log.h"
-#include "control/status.h"
+#include "base/log.h"
+#include "base/text.h"
 #include "membership/control_client.h"
 #include "proto/redis/resp.h"
 

@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "control/log.h"
+#include "base/log.h"
 #include "net/socket.h"
 
 namespace chash::proxy {

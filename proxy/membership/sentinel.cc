@@ -13,8 +13,8 @@
 #include <charconv>
 #include <set>
 
-#include "control/log.h"
-#include "control/status.h"
+#include "base/log.h"
+#include "base/text.h"
 #include "net/socket.h"
 #include "proto/redis/resp.h"
 

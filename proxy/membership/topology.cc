@@ -5,7 +5,7 @@
 #include <map>
 
 #include "chash/error.h"
-#include "control/log.h"
+#include "base/log.h"
 #include "net/socket.h"
 
 namespace chash::proxy {

@@ -11,7 +11,7 @@
 #include <regex>
 
 #include "certs_util.h"
-#include "control/log.h"
+#include "base/log.h"
 #include "etcd_util.h"
 #include "membership/fleet/state.h"
 #include "memcache_util.h"

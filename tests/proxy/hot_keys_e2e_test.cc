@@ -12,7 +12,7 @@
 #include "chash/error.h"
 #include "cluster_util.h"
 #include "config/config.h"
-#include "control/log.h"
+#include "base/log.h"
 #include "memcache_util.h"
 #include "redis_util.h"
 

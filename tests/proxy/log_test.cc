@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The log's logfmt lines (control/log.h): values quoted when they must be, and no raw control
 // or non-UTF-8 byte from a key or a server's reply reaching the log.
-#include "control/log.h"
+#include "base/log.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -16,7 +16,7 @@
 
 #include "config/config.h"
 #include "control/admin.h"
-#include "control/utf8.h"
+#include "base/utf8.h"
 #include "membership/topology.h"
 #include "net/event_loop.h"
 #include "net/socket.h"

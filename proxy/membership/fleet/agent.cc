@@ -12,8 +12,8 @@
 #include "chash/error.h"
 #include "chash/internal/uri_decode.h"
 #include "chash/version.h"
-#include "control/log.h"
-#include "control/status.h"
+#include "base/log.h"
+#include "base/text.h"
 #include "membership/fleet/ops.h"
 
 namespace chash::proxy::fleet {

@@ -7,7 +7,7 @@
 
 #include "config/config.h"
 #include "config/parse_util.h"
-#include "control/utf8.h"
+#include "base/utf8.h"
 
 namespace chash::proxy::fleet {
 

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "control/status.h"
+#include "base/text.h"
 
 namespace chash::proxy::fleet {
 
@@ -120,6 +120,49 @@ std::string EtcdSource::status_json() const {
   if (f == "{\"fleet\":[]}\n") return {};
   return f.substr(1, f.size() - 3);
 }
+
+namespace {
+
+// The fleet's families (Agent::metrics), in this order.
+struct FleetFamily {
+  const char* name;
+  const char* help;
+  const char* type;
+};
+constexpr FleetFamily kFleetFamilies[] = {
+    {"chash_proxy_etcd_up", "1 while etcd answers this proxy (its lease is kept alive).", "gauge"},
+    {"chash_proxy_membership_revision",
+     "The pool's servers-key revision in etcd that this proxy routes by.", "gauge"},
+    {"chash_proxy_fleet_epoch", "The pool's fleet state epoch this proxy routes by.", "gauge"},
+    {"chash_proxy_fleet_members", "Live proxies serving the pool (registered under a lease).",
+     "gauge"},
+    {"chash_proxy_fleet_member_lag",
+     "Epochs a proxy of the fleet is behind the pool's state (0: it routes by the newest).",
+     "gauge"},
+    {"chash_proxy_fleet_ejected",
+     "1 for each server the fleet has ejected (a quorum sees it down).", "gauge"},
+    {"chash_proxy_fleet_leader", "1 while this proxy runs the fleet's rebalances and flushes.",
+     "gauge"},
+    {"chash_proxy_fleet_transitions_total", "Fleet state changes this proxy wrote.", "counter"},
+    {"chash_proxy_fleet_refused_total",
+     "Values in etcd refused (not JSON, bad server strings, an empty list, a state naming a "
+     "non-member); the last good one stays.",
+     "counter"},
+};
+
+// The families with their samples (lines after the name: "{labels} value").
+std::string render_fleet_metrics(const std::map<std::string, std::vector<std::string>>& samples) {
+  std::string o;
+  for (const FleetFamily& f : kFleetFamilies) {
+    const auto it = samples.find(f.name);
+    if (it == samples.end() || it->second.empty()) continue;
+    prometheus_family(o, f.name, f.help, f.type);
+    for (const auto& line : it->second) o += std::string(f.name) + line + "\n";
+  }
+  return o;
+}
+
+}  // namespace
 
 std::string EtcdSource::prometheus() const {
   Agent::MetricLines lines;

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <atomic>
 
-#include "control/log.h"
+#include "base/log.h"
 #include "core/worker.h"
 #include "proto/redis/local_replies.h"
 

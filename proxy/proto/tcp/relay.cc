@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "control/log.h"
+#include "base/log.h"
 #include "core/worker.h"
 #include "net/socket.h"
 #include "proto/tcp/proxy_header.h"

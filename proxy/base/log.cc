@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "control/log.h"
+#include "base/log.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <ctime>
 #include <mutex>
 
-#include "control/utf8.h"
+#include "base/utf8.h"
 
 namespace chash::proxy {
 
