@@ -29,7 +29,7 @@ std::string quoted(std::string_view s) {
 }
 }  // namespace
 
-void validate_nodes(std::span<const Node> nodes) {
+void validate_nodes(std::span<const Node> nodes, std::uint32_t max_weight) {
   if (nodes.empty()) throw Error(ErrorCode::kEmptyNodeSet, "the node set is empty");
   if (nodes.size() > kMaxNodes) {
     throw Error(ErrorCode::kLimitExceeded, "too many nodes: " + std::to_string(nodes.size()) +
@@ -48,10 +48,10 @@ void validate_nodes(std::span<const Node> nodes) {
                                                  " bytes (at most " +
                                                  std::to_string(kMaxNodeNameBytes) + ")");
     }
-    if (n.weight > kMaxWeight) {
+    if (n.weight > max_weight) {
       throw Error(ErrorCode::kLimitExceeded, "node " + quoted(n.name) + " has weight " +
                                                  std::to_string(n.weight) + " (at most " +
-                                                 std::to_string(kMaxWeight) + ")");
+                                                 std::to_string(max_weight) + ")");
     }
     any_positive = any_positive || n.weight > 0;
   }

@@ -37,9 +37,13 @@ struct Node {
 };
 
 // Checks a node list against the rules every table shares: not empty, at most kMaxNodes, names
-// unique and at most kMaxNodeNameBytes, weights at most kMaxWeight, at least one positive weight.
-// Throws Error naming the offending node. O(n log n).
-void validate_nodes(std::span<const Node> nodes);
+// unique and at most kMaxNodeNameBytes, weights at most `max_weight` (kMaxWeight: chash's own
+// tables, which lay out points or slots per unit of weight; a preset whose peer takes larger
+// weights as ratios passes the peer's bound), at least one positive weight. Throws Error naming
+// the offending node. O(n log n).
+void validate_nodes(std::span<const Node> nodes, std::uint32_t max_weight = kMaxWeight);
+// nutcracker's bound on a server's weight: any positive int (conf.c, nc_atoi).
+inline constexpr std::uint32_t kNutcrackerMaxWeight = 0x7FFFFFFFu;
 
 // Convenience: nodes named by `names`, all with weight 1.
 std::vector<Node> make_nodes(std::span<const std::string> names);

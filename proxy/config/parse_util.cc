@@ -68,10 +68,14 @@ ServerConfig parse_server(std::string_view text, std::string_view what) {
   }
   const std::string_view w = addr.substr(c + 1);
   const auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), s.weight);
-  if (ec != std::errc() || p != w.data() + w.size() || s.weight == 0 || s.weight > kMaxWeight) {
+  // nutcracker's bound (any positive int): an existing nutcracker.yml reads unchanged. A pool
+  // routed by one of chash's own tables refuses a weight past kMaxWeight when it is built, naming
+  // the server (validate_nodes).
+  if (ec != std::errc() || p != w.data() + w.size() || s.weight == 0 ||
+      s.weight > kNutcrackerMaxWeight) {
     throw Error(ErrorCode::kParse, std::string(what) + ": weight '" + std::string(w.substr(0, 16)) +
                                        "' must be a whole number from 1 to " +
-                                       std::to_string(kMaxWeight));
+                                       std::to_string(kNutcrackerMaxWeight));
   }
   addr = addr.substr(0, c);
   s.address = parse_address(addr, what);

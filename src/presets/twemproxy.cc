@@ -269,7 +269,9 @@ struct Server {
 // string_compare (shorter name first, then bytewise) to find duplicates, and the pool keeps that
 // order: it numbers the modula slots and orders equal ketama points.
 std::vector<Server> nutcracker_servers(std::string_view preset, std::span<const Node> nodes) {
-  validate_nodes(nodes);
+  // nutcracker's weights are ratios (ketama shares) or slot counts kept as cumulative sums
+  // (modula, below): any positive int, as its conf.c takes — Debian's example config has 100000.
+  validate_nodes(nodes, kNutcrackerMaxWeight);
   std::vector<Server> servers;
   servers.reserve(nodes.size());
   std::uint64_t total = 0;

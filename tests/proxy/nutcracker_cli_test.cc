@@ -122,6 +122,24 @@ TEST_F(NutcrackerCli, TestConfCatchesAListenerClash) {
   EXPECT_EQ(r.status, 0) << r.output;
 }
 
+// The example config Debian's nutcracker package ships passes -t as nutcracker's own does — its
+// pool omega weighs a server 100000, past chash's own tables' 65,536 (the twemproxy presets take
+// nutcracker's weights as they are: tests/compat/vectors/twemproxy*__large_weights.tsv).
+TEST_F(NutcrackerCli, DebiansExampleConfigPasses) {
+  const std::string example = "/usr/share/doc/nutcracker/examples/nutcracker.yml";
+  ASSERT_TRUE(fs::exists(example)) << "scripts/bootstrap.sh installs nutcracker";
+  const Outcome r = run("-t -c " + example);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("ok (5 pools)"), std::string::npos) << r.output;
+  // A weight past 65,536 in a pool routed by chash's own ring is refused, naming the server.
+  std::ofstream(dir_ / "ring.yml") << "alpha:\n  listen: 127.0.0.1:" << port_
+                                   << "\n  algorithm: ring\n  servers:\n    - 127.0.0.1:1:100000 r1\n";
+  const Outcome ring = run("-t -c " + (dir_ / "ring.yml").string());
+  EXPECT_EQ(ring.status, 1) << ring.output;
+  EXPECT_NE(ring.output.find("has weight 100000 (at most 65536)"), std::string::npos)
+      << ring.output;
+}
+
 TEST_F(NutcrackerCli, VersionAndDescribeStats) {
   Outcome r = run("-V");
   EXPECT_EQ(r.status, 0);

@@ -14,10 +14,12 @@ std::uint32_t parse_weight(std::string_view text, const std::string& where) {
   std::uint32_t w = 0;
   const auto* end = text.data() + text.size();
   const auto [p, ec] = std::from_chars(text.data(), end, w);
-  if (ec != std::errc() || p != end || w > kMaxWeight) {
+  // Up to nutcracker's bound: the twemproxy presets take its weights as they are; chash's own
+  // tables refuse past kMaxWeight when built, naming the node.
+  if (ec != std::errc() || p != end || w > kNutcrackerMaxWeight) {
     throw Error(ErrorCode::kParse, where + ": weight \"" + std::string(text.substr(0, 32)) +
                                        "\" is not a whole number from 0 to " +
-                                       std::to_string(kMaxWeight));
+                                       std::to_string(kNutcrackerMaxWeight));
   }
   return w;
 }

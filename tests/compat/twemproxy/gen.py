@@ -309,6 +309,10 @@ def cases(tcp, default_port, unix):
          {}),
         ("mixed_named", [srv(tcp[0], 2), srv(tcp[1], 1, "shard-1"), srv(tcp[2], 1),
                          srv(tcp[3], 2, "s2")], {}),
+        # Debian's example nutcracker.yml (pool omega): a weight past chash's own 65,536, which
+        # nutcracker takes (any positive int) — ketama shares are ratios, modula one slot each.
+        ("large_weights", [srv(tcp[0], 100000), srv(tcp[1], 70000), srv(tcp[2], 1)],
+         {"hash": "hsieh"}),
         ("hash_tag_braces", five, {"hash_tag": "{}"}),
         ("hash_tag_colons", five, {"hash_tag": "::", "hash": "murmur"}),
     ]
