@@ -35,7 +35,8 @@
 # OUT=<markdown file; the raw rows go next to it as .tsv>, KEEP_TMP=1 (keep configs and logs).
 # bigkeys: BIG_KEYS=10000, BIG_REQUESTS=200 (per run), BIG_CLIENTS=4, BIG_ROUNDS=10,
 # BIG_WORKERS=1 (chash-proxy workers), BIG_REDIS_TESTS="mset mget del", BIG_MC_TESTS="get"
-# (set1 and get1 in either: single-key SET/GET, -d DATA_SIZE, the same alternation),
+# (set1 and get1 in either: single-key SET/GET, -d DATA_SIZE, the same alternation, pipelined
+# BIG_PIPELINE deep, default 1),
 # CHASH_PROXY_BEFORE=<a chash-proxy binary to measure beside this one>.
 # tls: TLS_REQUESTS=20000 (per run), TLS_ROUNDS=3, TLS_TESTS="get set", TLS_PIPELINES="1 16"
 # (chash-proxy with 1 worker; certificates made with openssl in the temp dir).
@@ -55,6 +56,7 @@ BIG_WORKERS=${BIG_WORKERS:-1}
 BIG_REDIS_TESTS=${BIG_REDIS_TESTS:-mset mget del}
 BIG_MC_TESTS=${BIG_MC_TESTS:-get}
 CHASH_PROXY_BEFORE=${CHASH_PROXY_BEFORE:-}
+BIG_PIPELINE=${BIG_PIPELINE:-1}
 TLS_REQUESTS=${TLS_REQUESTS:-20000}
 TLS_ROUNDS=${TLS_ROUNDS:-3}
 TLS_TESTS=${TLS_TESTS:-get set}
@@ -588,7 +590,7 @@ big_redis_once() {  # big_redis_once PORT TEST: one redis-benchmark run of BIG_K
   local value
   value=$(head -c "$DATA_SIZE" /dev/zero | tr '\0' x)
   case $t in
-    set1 | get1) args=(redis-benchmark -h "$HOST" -p "$port" -c "$BIG_CLIENTS" -n "$BIG_REQUESTS" -r "$KEYSPACE" -P 1 --csv -d "$DATA_SIZE" -t "${t%1}") ;;
+    set1 | get1) args=(redis-benchmark -h "$HOST" -p "$port" -c "$BIG_CLIENTS" -n "$BIG_REQUESTS" -r "$KEYSPACE" -P "$BIG_PIPELINE" --csv -d "$DATA_SIZE" -t "${t%1}") ;;
     mset) args+=(MSET); for ((i = 0; i < BIG_KEYS; i++)); do args+=("key:__rand_int__" "$value"); done ;;
     mget) args+=(MGET); for ((i = 0; i < BIG_KEYS; i++)); do args+=("key:__rand_int__"); done ;;
     del) args+=(DEL); for ((i = 0; i < BIG_KEYS; i++)); do args+=("key:__rand_int__"); done ;;
@@ -604,10 +606,11 @@ big_redis_once() {  # big_redis_once PORT TEST: one redis-benchmark run of BIG_K
 }
 
 big_mc_once() {  # big_mc_once PORT TEST: one mcbench run of BIG_KEYS-key gets (set1/get1: one key)
-  local port=$1 t=$2 errs mode=mget
+  local port=$1 t=$2 errs mode=mget pipeline=1
   [ "$t" = set1 ] && mode=set
   [ "$t" = get1 ] && mode=get
-  client mcbench - "$tmp/mcbench" -h "$HOST" -p "$port" -c "$BIG_CLIENTS" -n "$BIG_REQUESTS" -P 1 -t "$mode" \
+  [ "$mode" != mget ] && pipeline=$BIG_PIPELINE
+  client mcbench - "$tmp/mcbench" -h "$HOST" -p "$port" -c "$BIG_CLIENTS" -n "$BIG_REQUESTS" -P "$pipeline" -t "$mode" \
     -r "$KEYSPACE" -d "$DATA_SIZE" -k "$BIG_KEYS" -T "$LIMIT" || return 1
   read -r m_ops m_p50 m_p99 errs <"$tmp/client.out" || { why="no result from mcbench"; return 1; }
   m_n=$BIG_REQUESTS m_note=""

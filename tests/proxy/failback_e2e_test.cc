@@ -123,6 +123,35 @@ TEST_F(FailbackE2E, ReturningRedisServesNoStaleValue) {
   EXPECT_EQ(capped, 20);
 }
 
+// A transaction's writes while the owner is out land on the fallback and are noted as any write
+// is (at EXEC, not at queue time: a DISCARDed one sweeps nothing), so the returning server's older
+// copies are swept — they were not, and every key written so was read back stale after the return.
+TEST_F(FailbackE2E, ATransactionsWritesWhileTheOwnerIsOutAreSwept) {
+  start_redis("");
+  RespClient c(RespClient::dial_tcp(port()));
+  const auto k2 = keys_of(1, 12);
+  for (const auto& k : k2) ASSERT_EQ(c.call({"SET", k, "old"}), "+OK\r\n");
+  pause(redis[1]->pid());
+  ASSERT_TRUE(eventually([&] {
+    c.call({"GET", k2[0]});
+    return down(1);
+  }));
+  for (std::size_t i = 0; i < 10; ++i) {
+    ASSERT_EQ(c.call({"MULTI"}), "+OK\r\n");
+    ASSERT_EQ(c.call({"SET", k2[i], "new"}), "+QUEUED\r\n");
+    ASSERT_EQ(c.call({"EXEC"}), "*1\r\n+OK\r\n") << k2[i];
+  }
+  // Queued and discarded: nothing written, nothing to sweep (the value at n2 is the only one).
+  ASSERT_EQ(c.call({"MULTI"}), "+OK\r\n");
+  ASSERT_EQ(c.call({"SET", k2[10], "never"}), "+QUEUED\r\n");
+  ASSERT_EQ(c.call({"DISCARD"}), "+OK\r\n");
+  resume(redis[1]->pid());
+  ASSERT_TRUE(eventually([&] { return !down(1); }));
+  for (std::size_t i = 0; i < 10; ++i) EXPECT_EQ(c.call({"GET", k2[i]}), bulk("new")) << k2[i];
+  EXPECT_EQ(c.call({"GET", k2[10]}), bulk("old"));
+  EXPECT_EQ(c.call({"GET", k2[11]}), bulk("old"));
+}
+
 // A return leaves the keys noted just before the flip to be deleted on first use (the phase stays
 // kFlipped until the last is taken). A server that fails again meanwhile must still come back —
 // its new absence's sweep deletes those keys with the rest — and serve no stale value.

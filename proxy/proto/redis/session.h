@@ -357,6 +357,9 @@ class Client final : public ClientSession {
   std::string name_, lib_name_, lib_ver_;
 
   Transaction tx_;
+  // The keys the queued write commands touch, noted for safe failover (note_fallback_write)
+  // when EXEC sends them — never before: a DISCARDed write must not get a server's copy swept.
+  std::vector<std::string> tx_writes_;
   std::int64_t tx_slot_ = -1;     // cluster pools: the slot of the transaction's keys (-1: none)
   std::uint32_t read_turn_ = 0;   // spreads this client's reads over replicas
   // hot_invalidate()'s keys (or all) for the request being dispatched: new_msg() hands them to

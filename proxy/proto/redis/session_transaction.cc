@@ -151,6 +151,7 @@ void Client::run_transaction(const Command& cmd, std::size_t argc) {
       return;
     }
     tx_.reset();
+    tx_writes_.clear();
     release_dedicated();  // DISCARD unwatches every key
     watch_lost_ = false;
     tx_slot_ = -1;
@@ -237,6 +238,15 @@ void Client::queue_in_transaction(const Command& cmd, std::size_t argc) {
     reply_local(error_text(error), true);  // (the transaction is aborted)
     return;
   }
+  // A write to keys whose owner is ejected lands on the fallback: noted at EXEC, as a write
+  // outside a transaction is, so that the owner's older copy is swept before it returns.
+  if (node != kNoNode && !read_only(cmd) && pool_->config.auto_eject_hosts &&
+      pool_->config.failover_invalidate) {
+    std::string ignored;
+    if (find_keys(cmd, argc, ignored)) {
+      for (const std::uint32_t p : key_pos_) tx_writes_.emplace_back(parser_.arg(in_, p));
+    }
+  }
   reply_local("+QUEUED\r\n");
 }
 
@@ -249,6 +259,7 @@ void Client::exec() {
   }
   const auto finish = [&] {
     tx_.reset();
+    tx_writes_.clear();
     release_dedicated();  // EXEC unwatches every key
     watch_lost_ = false;
     tx_slot_ = -1;
@@ -287,6 +298,7 @@ void Client::exec() {
     finish();
     return;
   }
+  for (const std::string& k : tx_writes_) note_fallback_write(k, node);  // before it is sent
   const std::size_t n = tx_.size();
   m->merge = Merge::kLast;
   m->parts.resize(n + 2);
