@@ -358,6 +358,41 @@ TEST_F(WarmupE2E, RebalanceIsACompareAndSet) {
   EXPECT_NE(proxy->status_json().find("\"conflicts\":1"), std::string::npos);
 }
 
+// A transaction in the warm-up window migrates the moved keys it names before it runs: its read
+// finds the value (it read nil at the new owner), its write leaves no older copy at the previous
+// owner (one stayed there, for a later failover to read back). With WATCH it runs on the
+// client's own connection, as the owner has the keys.
+TEST_F(WarmupE2E, ATransactionMigratesItsMovedKeysFirst) {
+  proxy.start(dir, yaml({1, 2}));
+  RespClient c(RespClient::dial_tcp(port()));
+  std::map<std::string, int> before;
+  for (int i = 0; i < 200; ++i) {
+    const std::string k = "t" + std::to_string(i);
+    ASSERT_EQ(c.call({"SET", k, "v" + std::to_string(i)}), "+OK\r\n");
+    before[k] = owner(k);
+  }
+  reload(yaml({1, 2, 3}));
+  std::vector<std::string> to_n3;
+  for (const auto& [k, o] : before) {
+    if (owner(k) == 3) to_n3.push_back(k);
+  }
+  ASSERT_GE(to_n3.size(), 3u);
+  const std::string read = to_n3[0], written = to_n3[1], incr = to_n3[2];
+  ASSERT_EQ(c.call({"MULTI"}), "+OK\r\n");
+  ASSERT_EQ(c.call({"GET", read}), "+QUEUED\r\n");
+  ASSERT_EQ(c.call({"EXEC"}), "*1\r\n" + bulk("v" + read.substr(1)));
+  ASSERT_EQ(c.call({"MULTI"}), "+OK\r\n");
+  ASSERT_EQ(c.call({"SET", written, "new"}), "+QUEUED\r\n");
+  ASSERT_EQ(c.call({"APPEND", incr, "+"}), "+QUEUED\r\n");
+  const std::string r = c.call({"EXEC"});
+  EXPECT_EQ(r, "*2\r\n+OK\r\n:" + std::to_string(("v" + incr.substr(1) + "+").size()) + "\r\n");
+  EXPECT_EQ(on(3, {"GET", written}), bulk("new"));
+  EXPECT_EQ(on(3, {"GET", incr}), bulk("v" + incr.substr(1) + "+"));
+  for (const std::string& k : {read, written, incr}) {
+    EXPECT_EQ(on(before[k], {"EXISTS", k}), ":0\r\n") << k << ": a copy stayed at n" << before[k];
+  }
+}
+
 // The compare-and-delete behind every rebalance move tells a source copy that is gone (0: a
 // warm-up reader moved it, the target's restored copy is the one left) from one written since
 // (-1: the restored copy is taken back). Both answered -1 once, and the undo then deleted the

@@ -313,6 +313,11 @@ class Client final : public ClientSession {
   // `owner` now) that may hold it; 0 when it did not move or no warm-up runs.
   std::size_t moved(std::string_view key, NodeId owner, std::span<NodeId> olds) const;
   std::shared_ptr<WarmOp> warm_op(std::string_view key, NodeId owner, std::span<const NodeId> olds);
+  // EXEC during a warm-up window, on a shared connection: each moved key of tx_keys_ is migrated
+  // to `node` (session_warmup.cc "migrate k"), then `requests` (MULTI, the commands, EXEC) go
+  // to it as parts 0.. of `m`. False (nothing sent) when no key moved.
+  bool warm_transaction_then_send(NodeId node, const Ref<Msg>& m,
+                                  std::vector<std::string> requests);
   // Part `part` of `m` is `cmd` for one `key` (`request`, its bytes): when the key moved, the
   // warm-up answers it (true); else false and the caller sends it as usual. `shape` kArray: the
   // part of a split MGET.
@@ -357,9 +362,11 @@ class Client final : public ClientSession {
   std::string name_, lib_name_, lib_ver_;
 
   Transaction tx_;
-  // The keys the queued write commands touch, noted for safe failover (note_fallback_write)
-  // when EXEC sends them — never before: a DISCARDed write must not get a server's copy swept.
-  std::vector<std::string> tx_writes_;
+  // The keys the queued commands touch, and whether by a write. At EXEC the written ones are
+  // noted for safe failover (note_fallback_write) — never before: a DISCARDed write must not get
+  // a server's copy swept — and, while the pool warms up, every moved one is migrated to its
+  // owner first (warm_transaction_then_send).
+  std::vector<std::pair<std::string, bool>> tx_keys_;
   std::int64_t tx_slot_ = -1;     // cluster pools: the slot of the transaction's keys (-1: none)
   std::uint32_t read_turn_ = 0;   // spreads this client's reads over replicas
   // hot_invalidate()'s keys (or all) for the request being dispatched: new_msg() hands them to

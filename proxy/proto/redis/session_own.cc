@@ -565,7 +565,7 @@ void Client::local_select(std::size_t) {
 // name, the default user when it needs no password.
 void Client::local_reset(std::size_t) {
   tx_.reset();
-  tx_writes_.clear();
+  tx_keys_.clear();
   release_dedicated();
   watch_lost_ = false;
   tx_slot_ = -1;

@@ -151,7 +151,7 @@ void Client::run_transaction(const Command& cmd, std::size_t argc) {
       return;
     }
     tx_.reset();
-    tx_writes_.clear();
+    tx_keys_.clear();
     release_dedicated();  // DISCARD unwatches every key
     watch_lost_ = false;
     tx_slot_ = -1;
@@ -238,13 +238,14 @@ void Client::queue_in_transaction(const Command& cmd, std::size_t argc) {
     reply_local(error_text(error), true);  // (the transaction is aborted)
     return;
   }
-  // A write to keys whose owner is ejected lands on the fallback: noted at EXEC, as a write
-  // outside a transaction is, so that the owner's older copy is swept before it returns.
-  if (node != kNoNode && !read_only(cmd) && pool_->config.auto_eject_hosts &&
-      pool_->config.failover_invalidate) {
+  // Its keys, for EXEC: a write to keys whose owner is ejected lands on the fallback and is
+  // noted then, as a write outside a transaction is (the owner's older copy is swept before it
+  // returns); during a warm-up the moved ones are migrated to their owner first.
+  if (node != kNoNode) {
     std::string ignored;
     if (find_keys(cmd, argc, ignored)) {
-      for (const std::uint32_t p : key_pos_) tx_writes_.emplace_back(parser_.arg(in_, p));
+      const bool write = !read_only(cmd);
+      for (const std::uint32_t p : key_pos_) tx_keys_.emplace_back(parser_.arg(in_, p), write);
     }
   }
   reply_local("+QUEUED\r\n");
@@ -259,7 +260,7 @@ void Client::exec() {
   }
   const auto finish = [&] {
     tx_.reset();
-    tx_writes_.clear();
+    tx_keys_.clear();
     release_dedicated();  // EXEC unwatches every key
     watch_lost_ = false;
     tx_slot_ = -1;
@@ -298,11 +299,29 @@ void Client::exec() {
     finish();
     return;
   }
-  for (const std::string& k : tx_writes_) note_fallback_write(k, node);  // before it is sent
+  for (const auto& [k, write] : tx_keys_) {
+    if (write) note_fallback_write(k, node);  // before it is sent
+  }
   const std::size_t n = tx_.size();
   m->merge = Merge::kLast;
   m->parts.resize(n + 2);
   m->outstanding = static_cast<std::uint32_t>(n + 2);
+  // A warm-up: the moved keys go home first, so that a read in the transaction finds the value
+  // and a write leaves no older copy at a previous owner (a later failover would read it back).
+  // With WATCH or connections of the client's own the transaction must run on the client's own
+  // connection, which the migration steps cannot hold: there its keys are read as the owner
+  // has them (docs/PROXY.md, warm-up).
+  if (pool_->warming() && dedicated_ == nullptr && !own_mode() && !tx_keys_.empty()) {
+    std::vector<std::string> requests;
+    requests.reserve(n + 2);
+    requests.emplace_back(kMultiBytes);
+    for (std::size_t i = 0; i < n; ++i) requests.emplace_back(tx_.command(i));
+    requests.emplace_back(kExecBytes);
+    if (warm_transaction_then_send(node, m, std::move(requests))) {
+      finish();
+      return;
+    }
+  }
   b->send({kMultiBytes}, m, 0);
   for (std::size_t i = 0; i < n; ++i)
     b->send({tx_.command(i)}, m, static_cast<std::uint32_t>(i + 1));

@@ -18,8 +18,9 @@
 //                          key, then the command;
 // where "migrate k" is new: EXISTS k, old: DUMP k + PTTL k; absent at the new owner and present
 // at an old one: new: RESTORE k ttl payload (without REPLACE: a write that got there first
-// wins); then old: DEL k. Transactions are not warmed (their keys are read as the new owner has
-// them). Each step is a Msg of the proxy's own (`then`, no client); members are found again by
+// wins); then old: DEL k. A transaction (EXEC) migrates every moved key it names, then runs —
+// unless it runs on a connection of the client's own (WATCH, RESP3, SELECT): there its keys are
+// read as the new owner has them. Each step is a Msg of the proxy's own (`then`, no client); members are found again by
 // name at each step, so a reload in between cannot send a step to the wrong server. A race the
 // design accepts, as any read-through cache does: a DEL of a key at the very moment its value is
 // being copied to the new owner can be overtaken by the copy.
@@ -384,6 +385,43 @@ bool Client::warm_keys_then_forward(const Command& cmd, std::size_t argc, NodeId
   for (std::size_t i = first; i <= last && i < argc; i += step)
     key_pos_.push_back(static_cast<std::uint32_t>(i));
   return warm_positions_then_forward(node, m);
+}
+
+bool Client::warm_transaction_then_send(NodeId node, const Ref<Msg>& m,
+                                        std::vector<std::string> requests) {
+  if (!pool_->warming() || node == kNoNode) return false;
+  std::vector<std::shared_ptr<WarmOp>> ops;
+  NodeId olds[kMaxPreviousRoutings];
+  for (std::size_t i = 0; i < tx_keys_.size(); ++i) {
+    const std::string& key = tx_keys_[i].first;
+    bool seen = false;
+    for (std::size_t j = 0; j < i && !seen; ++j) seen = tx_keys_[j].first == key;
+    if (seen) continue;
+    const std::size_t n = moved(key, node, olds);
+    if (n > 0) ops.push_back(warm_op(key, node, std::span<const NodeId>(olds, n)));
+  }
+  if (ops.empty()) return false;
+  auto sent = std::make_shared<std::vector<std::string>>(std::move(requests));
+  auto left = std::make_shared<std::size_t>(ops.size());
+  const std::shared_ptr<WarmOp> lead = ops.front();  // the worker, the pool, the owner's name
+  for (const auto& o : ops) {
+    o->begin([o, lead, left, m, sent] {
+      o->migrate([lead, left, m, sent] {
+        if (--*left != 0) return;
+        std::string error;
+        BackendConn* b = lead->worker->backend_named(lead->pool_index, lead->owner, error);
+        for (std::size_t i = 0; i < sent->size(); ++i) {
+          const auto part = static_cast<std::uint32_t>(i);
+          if (b == nullptr) {
+            m->fail_part(part, error_reply("ERR backend " + lead->owner + ": " + error));
+          } else {
+            b->send({(*sent)[i]}, m, part);
+          }
+        }
+      });
+    });
+  }
+  return true;
 }
 
 bool Client::warm_positions_then_forward(NodeId node, const Ref<Msg>& m) {
