@@ -671,7 +671,9 @@ big_rounds() {
       count=$(printf '%s' "${runs[$name/$t]}" | grep -c .)
       us=$(proxy_us 0 "${cpu_ticks[$name/$t]}" $((count * BIG_REQUESTS)))
       IFS=$'\t' read -r mo m50 m99 mc <<<"$med"
-      row "$proto" "$target" "$workers" "$label" 1 "$mo" "$m50" "$m99" "$us" "$mc" "median of $count runs${failed[$name/$t]:+; some failed: ${failed[$name/$t]}}"
+      local depth=1
+      case $t in set1 | get1) depth=$BIG_PIPELINE ;; esac
+      row "$proto" "$target" "$workers" "$label" "$depth" "$mo" "$m50" "$m99" "$us" "$mc" "median of $count runs${failed[$name/$t]:+; some failed: ${failed[$name/$t]}}"
     done
   done
 }
