@@ -382,9 +382,15 @@ RingSpec parse_ring_spec(std::string_view text) {
           spec.key_hash = parse_key_hash(v);
           spec.hash = RingPositionHash::kKeyHash;
         } catch (const Error&) {
+          // Each name once: a position hash and a key hash may share one (murmur64a).
+          std::vector<std::string_view> names;
+          for (const HashName& h : kHashNames) names.push_back(h.name);
+          for (const KeyHash h : kAllKeyHashes) {
+            const std::string_view n = key_hash_name(h);
+            if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+          }
           std::string valid;
-          for (const HashName& h : kHashNames) valid += std::string(h.name) + ", ";
-          for (const KeyHash h : kAllKeyHashes) valid += std::string(key_hash_name(h)) + ", ";
+          for (const std::string_view n : names) valid += std::string(n) + ", ";
           valid.resize(valid.size() - 2);
           bad(name, "unknown hash " + shown(v) + " (valid: " + valid + ")");
         }

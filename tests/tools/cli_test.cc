@@ -264,6 +264,14 @@ TEST_F(Cli, ErrorsAreClearWithConventionalExitCodes) {
   r = run("route --algo ring --nodes-file " + bad.string(), "k\n");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("bad.txt:2"), std::string::npos) << r.err;
+  // An unreadable node list is bad input (1, as docs/CLI.md says), not a usage error (2).
+  r = run("route --algo ring --nodes-file " + (dir_ / "missing.txt").string(), "k\n");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot read nodes file"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("No such file or directory"), std::string::npos) << r.err;
+  r = run("route --ring hash=nope --nodes a", "k\n");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err.find("murmur64a"), r.err.rfind("murmur64a")) << "listed twice: " << r.err;
   const auto dup = write("dup.txt", "a\nb\na\n");
   r = run("route --algo ring --nodes-file " + dup.string(), "k\n");
   EXPECT_EQ(r.code, 1);

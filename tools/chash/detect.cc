@@ -252,8 +252,7 @@ void add_detect(CLI::App& app) {
       ->type_name("[NAME=]HOST:PORT");
   sub->add_option("--nodes-file", args->nodes.nodes_file,
                   "The node list in configuration order: 'NAME [WEIGHT]' per line (default: the "
-                  "nodes seen, sorted by name — order-sensitive mappings may then be missed)")
-      ->check(CLI::ExistingFile);
+                  "nodes seen, sorted by name — order-sensitive mappings may then be missed)");
   sub->add_option("--nodes", args->nodes.nodes, "The node list in configuration order, A,B,C");
   sub->add_option("--max-keys", args->max_keys,
                   "Read at most N observations (live: N in all, split evenly over the servers; "

@@ -199,8 +199,7 @@ void add_migrate(CLI::App& app) {
   sub->add_option("--reweight", args->reweight, "Set NAME=WEIGHT (repeatable; 0 drains)");
   sub->add_option("--down", args->down, "Mark NAME down: it keeps its place (repeatable)");
   sub->add_option("--after-nodes-file", args->after_nodes_file,
-                  "Compare with this node list instead")
-      ->check(CLI::ExistingFile);
+                  "Compare with this node list instead");
   sub->add_flag("--all-ranges", args->all_ranges, "List every moved range (table output)");
   sub->callback([args] { run_migrate(*args); });
 }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nodes.h"
 
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 
 #include "chash/error.h"
@@ -30,7 +32,10 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
 std::vector<Node> read_nodes_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kInvalidArgument, "cannot read nodes file " + path);
+  if (!in) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "cannot read nodes file " + path + ": " + std::strerror(errno));
+  }
   // Node files are small; refuse anything absurd before reading it all.
   in.seekg(0, std::ios::end);
   const auto size = in.tellg();

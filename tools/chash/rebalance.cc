@@ -760,8 +760,7 @@ void add_rebalance(CLI::App& app) {
                   "Remove (drain) node NAME: its keys move to their next owners (repeatable)");
   sub->add_option("--reweight", args->change.reweight, "Set NAME=WEIGHT (repeatable)");
   sub->add_option("--after-nodes-file", args->change.after_nodes_file,
-                  "The membership after the change, as a node list")
-      ->check(CLI::ExistingFile);
+                  "The membership after the change, as a node list");
   sub->add_option("--redis", args->redis,
                   "A Redis node's address, NAME=HOST:PORT (repeatable; every node before and "
                   "after needs one; MIGRATE is sent to HOST:PORT as the source node reaches it)");

@@ -29,8 +29,9 @@ void add_routing_flags(CLI::App* sub, RoutingSpec& spec, NodesArg& nodes) {
   ring->excludes(preset);
   ring->excludes(algo);
   sub->add_option("--nodes-file", nodes.nodes_file,
-                  "Node list: one 'NAME [WEIGHT]' per line; blank lines and # comments ignored")
-      ->check(CLI::ExistingFile);
+                  "Node list: one 'NAME [WEIGHT]' per line; blank lines and # comments ignored");
+  // Not CLI::ExistingFile: an unreadable file is bad input (exit 1, docs/CLI.md), not a usage
+  // error (2); the reader names the file and the reason.
   sub->add_option("--nodes", nodes.nodes, "Comma-separated node names (weight 1 each)");
   sub->add_option("--hash", spec.hash,
                   "Key hash: the peer's own setting for --preset (e.g. twemproxy's fnv1a_64), or "
