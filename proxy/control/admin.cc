@@ -23,6 +23,8 @@ const char* reason(int code) noexcept {
       return " Unauthorized";
     case 404:
       return " Not Found";
+    case 405:
+      return " Method Not Allowed";
     case 409:
       return " Conflict";
     case 431:
@@ -445,6 +447,16 @@ std::string AdminServer::respond(std::string_view req) const {
     std::string message;
     const bool ok = handlers_.fleet_edit(path.substr(7), query, message);
     return response(ok ? 200 : 409, kText, message + "\n");
+  }
+  // A known path asked with the other method: 405 with the one it takes (RFC 9110 15.5.6).
+  const bool post_path = path == "/reload" || path == "/flush" || path == "/rebalance" ||
+                         path.starts_with("/fleet/");
+  const bool get_path = path == "/" || path == "/ui" || path == "/ring.svg" ||
+                        path == "/metrics" || path == "/status" || path == "/fleet";
+  if ((post_path && method != "POST") || (get_path && method != "GET")) {
+    const std::string allow = post_path ? "POST" : "GET";
+    return response(405, kText, std::string(method.substr(0, 16)) + " " + std::string(path.substr(0, 64)) + ": use " + allow + "\n",
+                    "Allow: " + allow + "\r\n");
   }
   return response(404, kText,
                   "not found: GET / (or /ui), GET /ring.svg?pool=NAME, GET /metrics, "

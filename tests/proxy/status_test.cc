@@ -326,8 +326,15 @@ TEST(AdminTest, RoutesEachRequest) {
       http(404, "Not Found", "text/plain; version=0.0.4",
            "not found: GET / (or /ui), GET /ring.svg?pool=NAME, GET /metrics, GET /status, "
            "POST /reload, POST /flush, POST /rebalance, GET /fleet, POST /fleet/...\n");
-  EXPECT_EQ(admin.respond("GET /reload HTTP/1.1\r\n\r\n"), not_found);  // wrong method
-  EXPECT_EQ(admin.respond("POST /metrics HTTP/1.1\r\n\r\n"), not_found);
+  // A known path with the other method: 405 and the method it takes.
+  const auto wrong = [](const std::string& what, const std::string& allow) {
+    const std::string body = what + ": use " + allow + "\n";
+    return "HTTP/1.1 405 Method Not Allowed\r\nAllow: " + allow +
+           "\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  };
+  EXPECT_EQ(admin.respond("GET /reload HTTP/1.1\r\n\r\n"), wrong("GET /reload", "POST"));
+  EXPECT_EQ(admin.respond("POST /metrics HTTP/1.1\r\n\r\n"), wrong("POST /metrics", "GET"));
   EXPECT_EQ(admin.respond("GET /metricsx HTTP/1.1\r\n\r\n"), not_found);
   EXPECT_EQ(admin.respond("GET /ring.svg?pool=a HTTP/1.1\r\n\r\n"), not_found);  // no handler
   // A query string is ignored.
