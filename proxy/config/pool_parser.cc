@@ -2,6 +2,7 @@
 // chash-proxy — one pool section of the config: its keys by group (listen, protocol, routing,
 // auth, health, tcp, servers), then the checks that need the whole pool. Error texts are part
 // of the interface (tests/proxy/config_test.cc checks them).
+#include <unordered_map>
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -277,6 +278,7 @@ class PoolParser {
     if (!v.IsSequence() || v.size() == 0) {
       fail_at(ctx_.source, line, where_ + ": 'servers' must be a non-empty list");
     }
+    std::unordered_map<std::string, int> lines;  // name -> the line it was given at
     for (const auto& item : v) {
       const int sl = line_of(item);
       ServerConfig s;
@@ -288,6 +290,13 @@ class PoolParser {
         fail_at(ctx_.source, sl, where_ + ": " + e.what());
       }
       s.line = sl;
+      // Named at its own line, with the first one's (the router would refuse the list later,
+      // at the pool's line).
+      if (const auto [at, fresh] = lines.emplace(s.name, sl); !fresh) {
+        fail_at(ctx_.source, sl,
+                where_ + ": server name '" + s.name.substr(0, 80) + "' is given twice (line " +
+                    std::to_string(at->second) + " and line " + std::to_string(sl) + ")");
+      }
       p_.servers.push_back(std::move(s));
       server_tls_nodes_.push_back(
           item.IsMap() && item["server_tls"] ? std::optional(item["server_tls"]) : std::nullopt);

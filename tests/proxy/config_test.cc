@@ -97,10 +97,10 @@ TEST(ConfigTest, BadServerLinesNameTheirLine) {
   EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  redis: true\n  servers:\n   - 127.0.0.1:1:0\n")
                 .find("weight"),
             std::string::npos);
-  // Duplicate names are refused by the router build, at the pool's line.
+  // A duplicate name is refused at its own line, naming the first one's.
   EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  redis: true\n  servers:\n   - 127.0.0.1:1:1 s\n "
                      "  - 127.0.0.1:2:1 s\n")
-                .find("t.yml:1:"),
+                .find("t.yml:6: pool 'a': server name 's' is given twice (line 5 and line 6)"),
             std::string::npos);
 }
 
