@@ -4,42 +4,16 @@
 #include <algorithm>
 #include <vector>
 
+#include "chash/internal/did_you_mean.h"
+
 namespace chash::proxy::config_detail {
-
-namespace {
-
-// Edit distance, for "did you mean" on misspelt keys.
-std::size_t distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-}  // namespace
 
 void fail_at(const std::string& source, int line, const std::string& message) {
   throw Error(ErrorCode::kParse, source + ":" + std::to_string(line) + ": " + message);
 }
 
 std::string suggest(std::string_view key, std::span<const std::string_view> valid) {
-  std::string_view best;
-  std::size_t best_d = 3;
-  for (const auto v : valid) {
-    const std::size_t d = distance(key, v);
-    if (d < best_d) {
-      best_d = d;
-      best = v;
-    }
-  }
+  const std::string_view best = internal::nearest_name(key, valid);
   return best.empty() ? std::string() : " (did you mean '" + std::string(best) + "'?)";
 }
 

@@ -258,6 +258,15 @@ TEST_F(Cli, ErrorsAreClearWithConventionalExitCodes) {
   EXPECT_EQ(r.code, 2) << r.err;
   r = run("frobnicate");
   EXPECT_EQ(r.code, 2);
+  // A misspelt subcommand or flag gets the nearest name.
+  r = run("rout");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown subcommand 'rout' (did you mean 'route'?)"), std::string::npos)
+      << r.err;
+  r = run("route --algo ring --node a", "k\n");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown option '--node' (did you mean '--nodes'?)"), std::string::npos)
+      << r.err;
   r = run("route --algo ring --nodes a,,b", "k\n");
   EXPECT_EQ(r.code, 1);
   const auto bad = write("bad.txt", "a 1\nb twelve\n");
