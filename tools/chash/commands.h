@@ -41,6 +41,11 @@ void add_balance_flag(CLI::App* sub, RoutingSpec& spec);
 void require_routing(const RoutingSpec& spec, const NodesArg& nodes);
 void add_key_flags(CLI::App* sub, KeyInput& keys);
 void add_format_flag(CLI::App* sub, Format& format);
+// --format taking one of `choices` (any case): shown as "table|csv|json" in --help, refused as
+// "--format: 'yaml' is not one of table|csv|json" (not CLI11's enum map text).
+CLI::Option* add_format_option(CLI::App* sub, Format& format,
+                               std::vector<std::pair<std::string, Format>> choices,
+                               const std::string& help);
 
 void add_route(CLI::App& app);
 void add_slot(CLI::App& app);

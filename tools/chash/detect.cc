@@ -262,11 +262,9 @@ void add_detect(CLI::App& app) {
   sub->add_option("--threshold", args->threshold,
                   "Agreement a mapping needs to count as a match, 0..1 (default 0.99)");
   sub->add_option("--top", args->top, "How many candidates to print (default 5)");
-  sub->add_option("--format", args->format,
-                  "table (default) or json (a list, best first, of {route_args, agreement, keys})")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, Format>{{"table", Format::kTable}, {"json", Format::kJson}},
-          CLI::ignore_case));
+  add_format_option(sub, args->format, {{"table", Format::kTable}, {"json", Format::kJson}},
+                    "table (default) or json (a list, best first, of {route_args, agreement, "
+                    "keys})");
   sub->callback([args] { run_detect(*args); });
 }
 

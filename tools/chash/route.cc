@@ -74,12 +74,33 @@ void add_key_flags(CLI::App* sub, KeyInput& keys) {
   sub->add_option("--seed", keys.seed, "Seed of the synthetic keys (default 1)");
 }
 
+CLI::Option* add_format_option(CLI::App* sub, Format& format,
+                               std::vector<std::pair<std::string, Format>> choices,
+                               const std::string& help) {
+  std::string names;
+  for (const auto& c : choices) names += (names.empty() ? "" : "|") + c.first;
+  return sub
+      ->add_option_function<std::string>(
+          "--format",
+          [&format, choices, names](const std::string& v) {
+            for (const auto& [name, f] : choices) {
+              if (std::equal(name.begin(), name.end(), v.begin(), v.end(), [](char a, char b) {
+                    return a == static_cast<char>(std::tolower(static_cast<unsigned char>(b)));
+                  })) {
+                format = f;
+                return;
+              }
+            }
+            throw CLI::ValidationError("--format", "'" + v.substr(0, 40) + "' is not one of " + names);
+          },
+          help)
+      ->type_name(names);
+}
+
 void add_format_flag(CLI::App* sub, Format& format) {
-  sub->add_option("--format", format, "Output format: table, csv or json")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, Format>{
-              {"table", Format::kTable}, {"csv", Format::kCsv}, {"json", Format::kJson}},
-          CLI::ignore_case));
+  add_format_option(sub, format,
+                    {{"table", Format::kTable}, {"csv", Format::kCsv}, {"json", Format::kJson}},
+                    "Output format: table, csv or json");
 }
 
 void require_routing(const RoutingSpec& spec, const NodesArg& nodes) {
@@ -214,13 +235,10 @@ void add_route(CLI::App& app) {
   add_key_flags(sub, args->keys);
   sub->add_option("--replicas", args->replicas,
                   "Print the first R distinct nodes in preference order");
-  sub->add_option("--format", args->format,
-                  "table (default: one line per key, the contract), csv (key,node) or json (one "
-                  "object per line)")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, Format>{
-              {"table", Format::kTable}, {"csv", Format::kCsv}, {"json", Format::kJson}},
-          CLI::ignore_case));
+  add_format_option(sub, args->format,
+                    {{"table", Format::kTable}, {"csv", Format::kCsv}, {"json", Format::kJson}},
+                    "table (default: one line per key, the contract), csv (key,node) or json (one "
+                    "object per line)");
   sub->callback([args] { run_route(*args); });
 }
 
