@@ -258,6 +258,9 @@ TEST_F(Cli, ErrorsAreClearWithConventionalExitCodes) {
   EXPECT_EQ(r.code, 2) << r.err;
   r = run("frobnicate");
   EXPECT_EQ(r.code, 2);
+  r = run("route --algo ring --nodes a --format yaml", "k\n");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--format: 'yaml' is not one of table|csv|json"), std::string::npos) << r.err;
   // A misspelt subcommand or flag gets the nearest name.
   r = run("rout");
   EXPECT_EQ(r.code, 2);
