@@ -39,17 +39,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     namespace r = chash::proxy::redis;
     for (const auto& u : acl->users()) {
       (void)acl->authenticate(u.name, key);
-      for (const char* name : {"get", "set", "bitfield", "sort", "eval", "zunionstore", "migrate",
-                               "xread", "lmove", "mset"}) {
+      // Containers too: their subcommand (argv[1]) is resolved and checked with its own keys.
+      for (const char* name : {"get", "set", "bitfield", "sort", "sort_ro", "eval", "zunionstore",
+                               "migrate", "xread", "lmove", "mset", "config", "object", "xinfo",
+                               "xgroup", "client", "memory"}) {
         std::vector<std::string_view> argv{name};
         argv.insert(argv.end(), words.begin(), words.end());
+        const r::AclArgSpan args(argv);
         const int index = r::acl_command_index(name);
-        (void)r::acl_check(u, index, r::AclArgSpan(argv));
-        for (const auto& [pos, perms] : r::acl_keys(index, r::AclArgSpan(argv))) {
+        (void)r::acl_check(u, index, args);
+        (void)r::acl_sort_denial(u, index, args);
+        const int sub = r::acl_resolve_index(index, args);
+        for (const auto& [pos, perms] : r::acl_keys(sub >= 0 ? sub : index, args)) {
           if (pos >= argv.size()) __builtin_trap();  // a key outside the arguments
           (void)perms;
         }
       }
+      (void)r::acl_script_allowed(u);
       for (const auto& p : u.key_patterns) (void)r::glob_match(p.glob, key);
       for (const auto& s : u.selectors) {
         for (const auto& p : s.key_patterns) (void)r::glob_match(p.glob, key);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/protocols.h"
+#include "proto/redis/acl.h"
 #include "e2e_util.h"
 #include "redis_util.h"
 
@@ -240,7 +241,15 @@ TEST_F(AclE2E, DecidesAsRedisServerDoes) {
     for (const auto& cmd : commands) {
       std::string text;
       for (const auto& a : cmd) text += a + " ";
-      EXPECT_EQ(prx.call(cmd), ref.call(cmd)) << "as " << who << ": " << text;
+      const std::string want = ref.call(cmd);
+      if (cmd[0] == "EVAL" && want.rfind("-NOPERM", 0) != 0 && want.rfind("-NOAUTH", 0) != 0) {
+        // By design (docs/PROXY.md "ACL"): none of these users has ~* and +@all, so a script
+        // Redis would run is refused (its calls inside are not checked against the user).
+        EXPECT_EQ(prx.call(cmd), "-" + std::string(redis::kNopermScriptReply) + "\r\n")
+            << "as " << who << ": " << text;
+      } else {
+        EXPECT_EQ(prx.call(cmd), want) << "as " << who << ": " << text;
+      }
       ++compared;
     }
   }

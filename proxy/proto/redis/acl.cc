@@ -30,11 +30,15 @@ struct KeySpecAcl {
 };
 
 struct CommandAcl {
-  std::string_view name;
+  std::string_view name;  // "get", "config|get"
   std::uint32_t categories;
   bool no_auth;
   std::uint16_t first_spec;  // in kKeySpecs
   std::uint8_t spec_count;
+  std::int16_t arity;
+  bool noscript;
+  std::uint16_t first_sub;  // a container's subcommands: rows first_sub .. + sub_count
+  std::uint8_t sub_count;
 };
 
 #include "proto/redis/acl_table.inc"
@@ -79,10 +83,6 @@ int category_index(std::string_view name) noexcept {
   return -1;
 }
 
-bool is_subcommand(std::string_view lower_full) noexcept {
-  return std::binary_search(std::begin(kSubcommands), std::end(kSubcommands), lower_full);
-}
-
 int hex_value(char c) noexcept {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -120,7 +120,16 @@ void remove_password(AclUser& u, const PasswordHash& h, std::string_view rule) {
   u.passwords.erase(it);
 }
 
-// +cmd, -cmd, +@cat, -@cat, +cmd|sub, -cmd|sub.
+// acl.c ACLChangeSelectorPerm: a command's bit, and a container's every subcommand's with it;
+// the command's first-arg rules are dropped (ACLResetFirstArgsForCommand).
+void change_perm(AclSelector& u, std::size_t i, bool allow) {
+  u.commands.set(i, allow);
+  const CommandAcl& c = kCommandAcl[i];
+  for (std::size_t s = c.first_sub; s < c.first_sub + c.sub_count; ++s) u.commands.set(s, allow);
+  std::erase_if(u.first_args, [&](const auto& f) { return f.first == i; });
+}
+
+// +cmd, -cmd, +@cat, -@cat, +cmd|sub, -cmd|sub, +cmd|firstarg (acl.c ACLSetSelector).
 void command_rule(AclSelector& u, std::string_view rule) {
   const bool allow = rule[0] == '+';
   const std::string_view what = rule.substr(1);
@@ -129,32 +138,50 @@ void command_rule(AclSelector& u, std::string_view rule) {
     if (iequals(cat, "all")) {
       if (allow) u.commands.set();
       else u.commands.reset();
+      u.first_args.clear();  // ACLResetFirstArgs
       return;
     }
     const int c = category_index(cat);
     if (c < 0) throw AclError(std::string(rule), kUnknownName);
+    // ACLSetSelectorCommandBitsForCategory: every command and subcommand of the category; a
+    // container in it (they are all @slow; COMMAND is @connection too) brings its subcommands.
     for (std::size_t i = 0; i < std::size(kCommandAcl); ++i) {
-      if ((kCommandAcl[i].categories >> c) & 1u) u.commands.set(i, allow);
+      if ((kCommandAcl[i].categories >> c) & 1u) change_perm(u, i, allow);
     }
     return;
   }
   const std::string name = lowered(what);
   const std::size_t bar = name.find('|');
-  if (bar != std::string::npos) {
-    // A subcommand (`config|get`) or, in Redis 7.0, a first argument (`select|0`): both are of
-    // commands the proxy answers with "unsupported", so the rule changes nothing here.
-    if (bar == 0 || bar + 1 == name.size() || name.find('|', bar + 1) != std::string::npos ||
-        acl_command_index(std::string_view(name).substr(0, bar)) < 0) {
-      throw AclError(std::string(rule), kUnknownName);
-    }
-    if (!allow && !is_subcommand(name)) {
-      throw AclError(std::string(rule), kSyntax);  // Redis: first-args can only be allowed
-    }
+  if (bar == std::string::npos) {
+    const int i = acl_command_index(name);
+    if (i < 0) throw AclError(std::string(rule), kUnknownName);
+    change_perm(u, static_cast<std::size_t>(i), allow);
     return;
   }
-  const int i = acl_command_index(name);
-  if (i < 0) throw AclError(std::string(rule), kUnknownName);
-  u.commands.set(static_cast<std::size_t>(i), allow);
+  // `-x|y` names a subcommand or nothing (ACLLookupCommand is strict: `-select|0` is unknown).
+  const int full = acl_command_index(name);
+  if (!allow) {
+    if (full < 0) throw AclError(std::string(rule), kUnknownName);
+    change_perm(u, static_cast<std::size_t>(full), false);
+    return;
+  }
+  // `+x|y`: the command must exist, y not be empty; a container's subcommand y, or else (a
+  // command without subcommands) the deprecated first argument y.
+  const int parent = acl_command_index(std::string_view(name).substr(0, bar));
+  if (parent < 0) throw AclError(std::string(rule), kUnknownName);
+  if (bar + 1 == name.size()) throw AclError(std::string(rule), kSyntax);
+  if (acl_has_subcommands(parent)) {
+    if (full < 0) throw AclError(std::string(rule), kUnknownName);
+    change_perm(u, static_cast<std::size_t>(full), true);
+    return;
+  }
+  // ACLAddAllowedFirstArg: "select|0|x" is the first argument "0|x", as Redis splits it.
+  std::string arg = name.substr(bar + 1);
+  const auto p = static_cast<std::uint16_t>(parent);
+  for (const auto& f : u.first_args) {
+    if (f.first == p && f.second == arg) return;
+  }
+  u.first_args.emplace_back(p, std::move(arg));
 }
 
 // ACLStringHasSpaces: a pattern may not hold a space or a NUL.
@@ -214,8 +241,10 @@ void selector_rule(AclSelector& s, std::string_view rule) {
     // Pub/sub is not proxied: channel permissions have nothing to allow.
   } else if (r == "allcommands") {
     s.commands.set();
+    s.first_args.clear();
   } else if (r == "nocommands") {
     s.commands.reset();
+    s.first_args.clear();
   } else if ((rule[0] == '+' || rule[0] == '-') && rule.size() > 1) {
     command_rule(s, rule);
   } else {
@@ -280,6 +309,7 @@ void Acl::apply_rule(AclUser& u, std::string_view rule) {
     u.enabled = false;
     u.selectors.clear();
     u.commands.reset();
+    u.first_args.clear();
   } else {
     selector_rule(u, rule);  // the root selector's
   }
@@ -403,6 +433,8 @@ std::shared_ptr<const Acl> Acl::build(std::span<const std::string> lines,
     };
     all(u);
     for (AclSelector& s : u.selectors) all(s);
+    u.unrestricted = u.all_commands && u.all_keys;
+    for (const AclSelector& s : u.selectors) u.unrestricted |= s.all_commands && s.all_keys;
   };
   for (AclUser& u : acl->users_) finish(u);
   const AclUser* given = acl->find("default");
@@ -480,6 +512,56 @@ int acl_command_index(std::string_view lower_name) noexcept {
 bool acl_command_no_auth(int index) noexcept {
   return index >= 0 && static_cast<std::size_t>(index) < std::size(kCommandAcl) &&
          kCommandAcl[index].no_auth;
+}
+
+namespace {
+bool valid_index(int index) noexcept {
+  return index >= 0 && static_cast<std::size_t>(index) < std::size(kCommandAcl);
+}
+}  // namespace
+
+bool acl_has_subcommands(int index) noexcept {
+  return valid_index(index) && kCommandAcl[index].sub_count != 0;
+}
+
+int acl_subcommand_index(int index, std::string_view arg1) noexcept {
+  if (!acl_has_subcommands(index)) return index;
+  // The container's rows "name|sub" are sorted by sub: a binary search on the part after the
+  // '|', comparing arg1 in lower case (Redis looks subcommands up case-insensitively), with no
+  // copy of it.
+  const CommandAcl& c = kCommandAcl[index];
+  const std::size_t skip = c.name.size() + 1;
+  const auto less = [](std::string_view sub, std::string_view arg) {  // sub < lower(arg)
+    const std::size_t n = std::min(sub.size(), arg.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      const char a = lower(arg[i]);
+      if (sub[i] != a) return static_cast<unsigned char>(sub[i]) < static_cast<unsigned char>(a);
+    }
+    return sub.size() < arg.size();
+  };
+  std::size_t lo = c.first_sub, hi = c.first_sub + c.sub_count;
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (less(kCommandAcl[mid].name.substr(skip), arg1)) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < c.first_sub + c.sub_count && iequals(kCommandAcl[lo].name.substr(skip), arg1)) {
+    return static_cast<int>(lo);
+  }
+  return -1;
+}
+
+int acl_resolve_index(int index, const AclArgs& args) noexcept {
+  if (args.size() < 2) return index;  // lookupCommandLogic: argc == 1 is the container itself
+  return acl_subcommand_index(index, args[1]);
+}
+
+std::string_view acl_command_name(int index) noexcept {
+  return valid_index(index) ? kCommandAcl[index].name : std::string_view();
+}
+
+int acl_command_arity(int index) noexcept {
+  return valid_index(index) ? kCommandAcl[index].arity : 0;
 }
 
 std::uint32_t acl_command_categories(int index) noexcept {
@@ -712,8 +794,20 @@ void command_keys(int index, const AclArgs& argv, Visit&& visit) {
   }
 }
 
+// acl.c ACLSelectorCheckCmd's allowed_firstargs: a command whose bit is clear runs when its
+// first argument is one a `+cmd|arg` rule named (case-insensitive; never for subcommands).
+bool first_arg_allowed(const AclSelector& s, int index, const AclArgs& argv) noexcept {
+  if (argv.size() < 2 || s.first_args.empty()) return false;
+  for (const auto& [i, arg] : s.first_args) {
+    if (i == index && iequals(arg, argv[1])) return true;
+  }
+  return false;
+}
+
 AclVerdict selector_check(const AclSelector& s, int index, const AclArgs& argv) noexcept {
-  if (!acl_command_allowed(s, index)) return AclVerdict::kDeniedCommand;
+  if (!acl_command_allowed(s, index) && !first_arg_allowed(s, index, argv)) {
+    return AclVerdict::kDeniedCommand;
+  }
   if (s.all_keys) return AclVerdict::kAllowed;
   bool ok = true;
   command_keys(index, argv, [&](std::size_t pos, std::uint8_t perms) {
@@ -743,6 +837,11 @@ void acl_visit_keys(int index, const AclArgs& args, AclKeyVisit visit, void* ctx
 AclVerdict acl_check(const AclUser& user, int index, const AclArgs& args) noexcept {
   // acl.c ACLCheckAllUserCommandPerm: the first selector that allows it wins; otherwise a key
   // denial is more relevant than a command denial (both reply NOPERM, with different words).
+  // A container's subcommand is the command Redis checks (server.c processCommand looks it up
+  // before ACLCheckAllPerm); an unknown one is refused before the ACL (the session does that),
+  // here it is checked as the container.
+  const int sub = acl_resolve_index(index, args);
+  if (sub >= 0) index = sub;
   if (index < 0 || static_cast<std::size_t>(index) >= std::size(kCommandAcl)) {
     return AclVerdict::kDeniedCommand;
   }
@@ -754,6 +853,79 @@ AclVerdict acl_check(const AclUser& user, int index, const AclArgs& args) noexce
     if (v > worst) worst = v;
   }
   return worst;
+}
+
+namespace {
+
+// acl.c ACLSelectorHasUnrestrictedKeyAccess: allkeys, or the pattern "*" itself with (at
+// least) the access asked.
+bool unrestricted_keys(const AclSelector& s, std::uint8_t perms) noexcept {
+  if (s.all_keys) return true;
+  for (const AclKeyPattern& p : s.key_patterns) {
+    if (p.glob == "*" && (p.perms & perms) == perms) return true;
+  }
+  return false;
+}
+
+// acl.c ACLUserCheckCmdWithUnrestrictedKeyAccess: a selector that allows the command (and its
+// keys) and has unrestricted access of `perms` to the key space.
+bool full_key_access(const AclUser& u, int index, const AclArgs& args,
+                     std::uint8_t perms) noexcept {
+  if (selector_check(u, index, args) == AclVerdict::kAllowed && unrestricted_keys(u, perms)) {
+    return true;
+  }
+  for (const AclSelector& s : u.selectors) {
+    if (selector_check(s, index, args) == AclVerdict::kAllowed && unrestricted_keys(s, perms)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Redis's string2ll (util.c), as getLongFromObjectOrReply reads LIMIT's numbers.
+bool strict_long(std::string_view s) noexcept {
+  std::int64_t v = 0;
+  return parse_numkeys(s, v);
+}
+
+}  // namespace
+
+std::string_view acl_sort_denial(const AclUser& user, int index, const AclArgs& args) noexcept {
+  const std::string_view name = acl_command_name(index);
+  if (name != "sort" && name != "sort_ro") return {};
+  const bool readonly = name == "sort_ro";
+  // sort.c sortCommandGeneric's argument loop, up to the first BY with a pattern or GET; any
+  // other error first (syntax, LIMIT not a number) is the backend's to answer.
+  bool checked = false, full = false;
+  const auto denied = [&] {
+    if (!checked) {
+      full = full_key_access(user, index, args, kAclKeyRead);
+      checked = true;
+    }
+    return !full;
+  };
+  const std::size_t argc = args.size();
+  for (std::size_t j = 2; j < argc; ++j) {
+    const std::size_t left = argc - j - 1;
+    const std::string_view a = args[j];
+    if (is_word(a, "asc") || is_word(a, "desc") || is_word(a, "alpha")) continue;
+    if (is_word(a, "limit") && left >= 2) {
+      if (!strict_long(args[j + 1]) || !strict_long(args[j + 2])) return {};
+      j += 2;
+    } else if (!readonly && is_word(a, "store") && left >= 1) {
+      ++j;
+    } else if (is_word(a, "by") && left >= 1) {
+      // A pattern without '*' (BY nosort) only turns sorting off.
+      if (args[j + 1].find('*') != std::string_view::npos && denied()) return kSortByDenied;
+      ++j;
+    } else if (is_word(a, "get") && left >= 1) {
+      if (denied()) return kSortGetDenied;
+      ++j;
+    } else {
+      return {};  // syntax error
+    }
+  }
+  return {};
 }
 
 std::string noperm_command_reply(std::string_view lower_name) {

@@ -9,10 +9,14 @@
 // Each line is an aclfile line: `user <name>` then rules applied in order to a new user (off,
 // no password, no keys, no commands). Rules: on, off, nopass, resetpass, >pass, <pass, #hash,
 // !hash, ~pattern, %R~pattern, %W~pattern, %RW~pattern, allkeys, resetkeys, +cmd, -cmd,
-// +@category, -@category, allcommands, nocommands, reset, (...) selectors and clearselectors;
-// channel rules (&pattern, allchannels, resetchannels) and (skip-)sanitize-payload are accepted
-// and have no effect (pub/sub is not proxied); `+cmd|sub` / `-cmd|sub` only name subcommands of
-// server commands the proxy does not forward, and are accepted with no effect.
+// +@category, -@category, +cmd|sub, -cmd|sub, +cmd|firstarg, allcommands, nocommands, reset,
+// (...) selectors and clearselectors; channel rules (&pattern, allchannels, resetchannels) and
+// (skip-)sanitize-payload are accepted and have no effect (pub/sub is not proxied).
+// Subcommands are commands of their own, as in Redis 7.0 (server.c lookupCommand, acl.c
+// ACLSetSelector): `CONFIG GET` is checked as `config|get` (@admin @slow @dangerous), with its
+// own key specs (`OBJECT ENCODING k`: k at argument 2); `+config` / `-config` and a category
+// that includes the container set or clear every subcommand; `+select|0` allows SELECT with
+// that first argument only (Redis's deprecated first-arg rules).
 // Without a `user default` line the default user is Redis's: on nopass ~* +@all, with the
 // pool's client password (requirepass) when one is set.
 //
@@ -37,7 +41,8 @@
 namespace chash::proxy::redis {
 
 // Number of commands in the generated table (acl_table.inc), checked by a static_assert.
-inline constexpr std::size_t kAclMaxCommands = 256;
+// Subcommands (`config|get`) are rows of their own.
+inline constexpr std::size_t kAclMaxCommands = 512;
 
 using PasswordHash = std::array<unsigned char, 32>;  // SHA-256
 
@@ -61,6 +66,9 @@ struct AclSelector {
   std::bitset<kAclMaxCommands> commands;     // allowed, by index in the generated table
   // Every command of the table is allowed (set by Acl::build): the per-command lookup is skipped.
   bool all_commands = false;
+  // `+select|0`: a command (by index) allowed with this first argument (lower case) only, while
+  // its bit is clear (acl.c allowed_firstargs; checked only on the way to a denial).
+  std::vector<std::pair<std::uint16_t, std::string>> first_args;
 };
 
 struct AclUser : AclSelector {  // the root selector
@@ -69,6 +77,9 @@ struct AclUser : AclSelector {  // the root selector
   bool nopass = false;
   std::vector<PasswordHash> passwords;
   std::vector<AclSelector> selectors;  // (...) rules, tried after the root, in order
+  // Some selector allows every command and every key (~* +@all): scripts and functions may run
+  // (set by Acl::build; see acl_script_allowed).
+  bool unrestricted = false;
 };
 
 // A rule line that cannot be applied: `rule` is the offending token ("" for the line as a
@@ -119,6 +130,19 @@ class Acl {
 int acl_command_index(std::string_view lower_name) noexcept;
 // Whether every user may run it (Redis's no_auth flag: AUTH, HELLO, QUIT).
 bool acl_command_no_auth(int index) noexcept;
+// The command Redis runs for command `index` with first argument `arg1` (server.c
+// lookupCommandLogic): a container's subcommand (`config` + "GET" -> `config|get`, any case),
+// -1 when the container has no such subcommand (Redis: "unknown subcommand"), else `index`.
+int acl_subcommand_index(int index, std::string_view arg1) noexcept;
+// The same for a whole request: argv[1] only when there is one (`COMMAND` alone is `command`).
+class AclArgs;
+int acl_resolve_index(int index, const AclArgs& args) noexcept;
+// Whether command `index` is a container (CONFIG, CLIENT, OBJECT, XINFO ...).
+bool acl_has_subcommands(int index) noexcept;
+// The command's full name as Redis spells it in errors ("get", "config|get").
+std::string_view acl_command_name(int index) noexcept;
+// Redis's arity of command `index` (N exactly, -N at least N, the name included).
+int acl_command_arity(int index) noexcept;
 // May `selector` run command `index` (its command rules only)?
 inline bool acl_command_allowed(const AclSelector& s, int index) noexcept {
   return index >= 0 && (acl_command_no_auth(index) || s.all_commands ||
@@ -158,9 +182,30 @@ using AclKeyVisit = bool (*)(void* ctx, std::size_t position);
 void acl_visit_keys(int index, const AclArgs& args, AclKeyVisit visit, void* ctx) noexcept;
 
 enum class AclVerdict : std::uint8_t { kAllowed, kDeniedCommand, kDeniedKey };
-// May `user` run command `index` with `args`? Each selector in turn, the root first; when none
-// allows it, the most relevant denial (a key over the command, as Redis picks it).
+// May `user` run command `index` with `args`? A container's subcommand is checked (argv[1],
+// acl_resolve_index). Each selector in turn, the root first; when none allows it, the most
+// relevant denial (a key over the command, as Redis picks it).
 AclVerdict acl_check(const AclUser& user, int index, const AclArgs& args) noexcept;
+
+// SORT / SORT_RO that acl_check allowed: Redis 7.0 refuses a BY pattern with a '*' and any GET
+// to a user without read access to every key (sort.c sortCommandGeneric,
+// user_has_full_key_access), with these errors; "" when allowed, or when the arguments have
+// an error of another kind first (the backend answers that one).
+std::string_view acl_sort_denial(const AclUser& user, int index, const AclArgs& args) noexcept;
+inline constexpr std::string_view kSortByDenied =
+    "ERR BY option of SORT denied due to insufficient ACL permissions.";
+inline constexpr std::string_view kSortGetDenied =
+    "ERR GET option of SORT denied due to insufficient ACL permissions.";
+
+// A script or function (EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO) that acl_check
+// allowed: the proxy runs it on the backend as its own backend user, so the calls inside are not
+// checked against the client's user. It is allowed only to users that may run every command on
+// every key (a selector with ~* and +@all): for them Redis's checks inside the script pass
+// anyway. Others get kNopermScriptReply (docs/PROXY.md "ACL").
+inline bool acl_script_allowed(const AclUser& user) noexcept { return user.unrestricted; }
+inline constexpr std::string_view kNopermScriptReply =
+    "NOPERM this user has no permissions to run scripts or functions through chash-proxy (only "
+    "users with ~* and +@all may: a script's own calls are not checked against the user)";
 
 // Redis's glob (util.c stringmatchlen, case-sensitive): * ? [abc] [^a-z] and \x escapes.
 bool glob_match(std::string_view pattern, std::string_view text) noexcept;
