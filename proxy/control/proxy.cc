@@ -143,6 +143,16 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
       [this](const std::string& pool, bool complete) { etcd_->rebalanced(pool, complete); });
   failback_ = std::make_unique<FailbackSweeper>(
       [this] { return topology(); }, [this] { quiesce_workers(); }, [this] { republish(); });
+  // A single proxy's return: what its fallbacks took meanwhile goes home now, not on each key's
+  // next miss — until then only this process's warm-up routing reads it, and a restart would
+  // lose it (tests/chaos, mixed: a partition's return, then the proxy SIGKILLed).
+  failback_->set_in_hook([this](const std::string& pool) {
+    std::string message;
+    if (!rebalancer_->start(pool, 0, message)) {
+      log(LogLevel::kInfo, "rebalance after a return not started",
+          {{"pool", pool}, {"reason", message}});
+    }
+  });
   health_->set_return_hook([this](const Pool& pool, NodeId node) {
     // Safe return (membership/failback.h): a backend that missed writes is swept before it is in.
     // A fleet's pool: the fleet lets it back (membership/fleet/state.h), not this proxy alone.

@@ -84,6 +84,11 @@ bool AbsenceLog::take(std::string_view key) {
   return noted;
 }
 
+bool AbsenceLog::contains(std::string_view key) const {
+  std::lock_guard lock(mu_);
+  return keys_.count(std::string(key)) > 0;
+}
+
 std::vector<std::string> AbsenceLog::swap() {
   std::lock_guard lock(mu_);
   std::vector<std::string> out(keys_.begin(), keys_.end());
@@ -331,6 +336,7 @@ void FailbackSweeper::sweep(const Job& job) {
   // nothing was noted once every worker is past the flip.
   quiesce_();
   if (absence.empty()) absence.set_phase(AbsenceLog::Phase::kNormal);
+  if (in_hook_ && pc.warmup) in_hook_(pc.name);
 }
 
 }  // namespace chash::proxy

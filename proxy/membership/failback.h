@@ -52,6 +52,9 @@ class AbsenceLog {
   void note(std::string_view key, std::size_t limit);
   // kFlipped: true (and the key forgotten) when `key` was noted — the caller deletes it first.
   bool take(std::string_view key);
+  // Whether `key` is noted (the rebalance leaves such a key to its first request, see
+  // membership/rebalance.cc).
+  bool contains(std::string_view key) const;
   std::vector<std::string> swap();  // the noted keys, forgotten
   bool overflowed() const;
   bool empty() const;
@@ -85,6 +88,11 @@ class FailbackSweeper {
 
   // Thread-safe: backend `backend` of pool `pool` passed its probes; sweep it, then let it in.
   void returned(const std::string& pool, const std::string& backend);
+  // Called (on the sweeper's thread) once a returned backend of a warm-up pool is in: the values
+  // written at its keys' fallbacks meanwhile are readable only through this process's warm-up
+  // routing until moved home — Proxy starts the pool's rebalance, so that a restart of this
+  // proxy soon after does not leave them where nothing reads. Set before the first return.
+  void set_in_hook(std::function<void(const std::string& pool)> hook) { in_hook_ = std::move(hook); }
   // Thread-safe: empty backend `backend` (FLUSHDB / flush_all) and let it in (POST /flush).
   // False with `message` when there is no such backend.
   bool flush(const std::string& pool, const std::string& backend, std::string& message);
@@ -123,6 +131,7 @@ class FailbackSweeper {
   TopologyFn topology_;
   QuiesceFn quiesce_;
   PublishFn publish_;
+  std::function<void(const std::string& pool)> in_hook_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> jobs_;

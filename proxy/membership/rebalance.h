@@ -80,6 +80,7 @@ class Rebalancer {
     std::string state = "running";  // running, done, failed, stopped
     std::string error;
     std::uint64_t scanned = 0, moved = 0, skipped = 0, failed = 0, conflicts = 0;
+    std::uint64_t deferred = 0;  // left to their first request (Mover::Counts::deferred)
     double rate = 0;
     std::int64_t started_ms = 0, finished_ms = 0;
   };
