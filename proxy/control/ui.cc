@@ -409,10 +409,13 @@ std::string render_ui(const Topology& t, std::string_view status_json, const UiS
   const StatusIndex index(status_json);
   const double seconds =
       before != nullptr ? static_cast<double>(now.at_ms - before->at_ms) / 1e3 : 0;
+  std::size_t servers = 0;
+  for (const auto& pool : t.pools) servers += pool->servers.size();
+  const int refresh = ui_refresh_seconds(servers);
   std::string o =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta http-equiv=\"refresh\" content=\"" +
-      std::to_string(kUiRefreshSeconds) +
+      std::to_string(refresh) +
       "\"><meta name=\"viewport\" content=\"width=device-width\">"
       "<title>chash-proxy status</title><style>" +
       std::string(kStyle) + "</style></head>\n<body>\n<h1>chash-proxy <small>" +
@@ -422,7 +425,7 @@ std::string render_ui(const Topology& t, std::string_view status_json, const UiS
       number(index.top, "requests") + " requests · " +
       (before != nullptr ? "rates over the last " + fixed(seconds, 1) + " s"
                          : "rates from the next refresh") +
-      " · refreshes every " + std::to_string(kUiRefreshSeconds) +
+      " · refreshes every " + std::to_string(refresh) +
       " s · <a href=\"status\">/status</a> <a href=\"metrics\">/metrics</a></p>\n";
   const std::int64_t now_ms = now.at_ms;
   for (const auto& pool : t.pools) o += pool_section(*pool, now, before, seconds, index, now_ms);

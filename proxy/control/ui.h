@@ -31,6 +31,14 @@
 namespace chash::proxy {
 
 inline constexpr int kUiRefreshSeconds = 2;
+// The page's reload interval for `servers` members in all (pools summed): kUiRefreshSeconds up
+// to 256, then 2 s more per 256 more, at most 60 s — a 10,000-server page is 3.5 MB, and a tab
+// left open must not pull it every 2 s.
+constexpr int ui_refresh_seconds(std::size_t servers) noexcept {
+  if (servers <= 256) return kUiRefreshSeconds;
+  const std::size_t s = kUiRefreshSeconds * ((servers + 255) / 256);
+  return s > 60 ? 60 : static_cast<int>(s);
+}
 
 // The counters rates and recent latency are computed from, by pool and (pool, server) name.
 struct UiSample {

@@ -74,6 +74,11 @@ TEST(UiTest, EveryServerWithItsStateAndRole) {
   const std::string page = render_ui(*t, "", take_ui_sample(*t, now), nullptr);
   EXPECT_TRUE(page.starts_with("<!DOCTYPE html>"));
   EXPECT_NE(page.find("<meta http-equiv=\"refresh\" content=\"2\">"), std::string::npos);
+  // A large membership reloads less often (10,000 servers: a 3.5 MB page).
+  EXPECT_EQ(ui_refresh_seconds(256), 2);
+  EXPECT_EQ(ui_refresh_seconds(257), 4);
+  EXPECT_EQ(ui_refresh_seconds(1000), 8);
+  EXPECT_EQ(ui_refresh_seconds(10000), 60);
   EXPECT_NE(row(page, "r1").find(">up<"), std::string::npos) << row(page, "r1");
   EXPECT_NE(row(page, "r2").find(">ejected<"), std::string::npos) << row(page, "r2");
   EXPECT_NE(row(page, "r4").find(">warming<"), std::string::npos) << row(page, "r4");
