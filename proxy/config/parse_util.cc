@@ -52,6 +52,13 @@ ServerConfig parse_server(std::string_view text, std::string_view what) {
                                        std::to_string(kNutcrackerMaxWeight));
   }
   addr = addr.substr(0, c);
+  if (addr.find(':') == std::string_view::npos && addr.find('/') == std::string_view::npos) {
+    // "127.0.0.1:6379": the port was taken for the weight — nutcracker's form needs both.
+    throw Error(ErrorCode::kParse, std::string(what) + ": '" + std::string(text.substr(0, 80)) +
+                                       "' has no weight: write host:port:weight [name], as "
+                                       "nutcracker.yml does (e.g. '" +
+                                       std::string(text.substr(0, 80)) + ":1')");
+  }
   s.address = parse_address(addr, what);
   if (s.name.empty()) s.name = s.address.text();
   return s;

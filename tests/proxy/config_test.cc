@@ -97,6 +97,9 @@ TEST(ConfigTest, BadServerLinesNameTheirLine) {
   EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  redis: true\n  servers:\n   - 127.0.0.1:1:0\n")
                 .find("weight"),
             std::string::npos);
+  EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  servers:\n   - 127.0.0.1:6379\n")
+                .find("'127.0.0.1:6379' has no weight: write host:port:weight [name]"),
+            std::string::npos);
   // A duplicate name is refused at its own line, naming the first one's.
   EXPECT_NE(error_of("a:\n  listen: 127.0.0.1:9\n  redis: true\n  servers:\n   - 127.0.0.1:1:1 s\n "
                      "  - 127.0.0.1:2:1 s\n")

@@ -611,6 +611,15 @@ TEST_F(FleetE2E, ChashFleetShowsAndChangesTheFleet) {
   std::tie(rc, out) = shell(cli + "add" + conn + "nonsense");
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("refused"), std::string::npos) << out;
+  // A misspelt pool is named, not taken for a new one; a server without its weight says so.
+  std::tie(rc, out) = shell(cli + "add --etcd " + etcd->endpoints()[0] +
+                            " --prefix /t --pool cahce '" + spec(0) + "'");
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("pool 'cahce' has no servers in etcd"), std::string::npos) << out;
+  EXPECT_NE(out.find("did you mean 'cache'?"), std::string::npos) << out;
+  std::tie(rc, out) = shell(cli + "add" + conn + "127.0.0.1:6390");
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("'127.0.0.1:6390' has no weight"), std::string::npos) << out;
   std::tie(rc, out) = shell(cli + "status --etcd 127.0.0.1:1 --timeout 0.3");
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("Connection refused"), std::string::npos) << out;

@@ -249,6 +249,10 @@ void add_fleet(CLI::App& app) {
       "A fleet of chash-proxies fed by one etcd: its state, and membership changes "
       "(docs/FLEET.md)");
   fleet_cmd->require_subcommand(1);
+  // Its own exit codes (docs/CLI.md), not the routing commands' the top level lists.
+  fleet_cmd->footer(
+      "Exit codes: 0 done; 1 refused (a name given twice, no such server, the last server) or "
+      "etcd unreachable (the message names the endpoint and the reason); 2 usage error.");
   auto args = std::make_shared<FleetArgs>();
   auto guarded = [](auto f) {
     return [f] {

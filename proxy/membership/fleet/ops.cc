@@ -5,6 +5,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "chash/internal/did_you_mean.h"
 #include "config/config.h"
 #include "config/parse_util.h"
 #include "base/utf8.h"
@@ -76,7 +77,21 @@ EditResult edit_servers(etcd::Client& etcd, const Layout& layout, const std::str
         }
       }
     } else if (kind != EditKind::kSet) {
-      out.message = "pool '" + pool + "' has no servers in etcd yet (" + key + "): set-servers";
+      // Most likely a misspelt pool: name the ones etcd has (set-servers would create a new one).
+      std::set<std::string> known;
+      for (const auto& kv : etcd.range_prefix(layout.pools()).kvs) {
+        const std::string rest = kv.key.substr(std::min(kv.key.size(), layout.pools().size()));
+        if (const auto slash = rest.find('/'); slash != std::string::npos && slash > 0)
+          known.insert(rest.substr(0, slash));
+      }
+      out.message = "pool '" + pool + "' has no servers in etcd (" + key + ")";
+      if (!known.empty()) {
+        const std::vector<std::string_view> names(known.begin(), known.end());
+        const std::string_view near = internal::nearest_name(pool, names);
+        out.message += near.empty() ? "; pools there: " + joined({known.begin(), known.end()})
+                                    : "; did you mean '" + std::string(near) + "'?";
+      }
+      out.message += " (set-servers creates a pool)";
       return out;
     }
     std::vector<std::string> next = list;
