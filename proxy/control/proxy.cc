@@ -147,6 +147,11 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
   // next miss — until then only this process's warm-up routing reads it, and a restart would
   // lose it (tests/chaos, mixed: a partition's return, then the proxy SIGKILLed).
   failback_->set_in_hook([this](const std::string& pool) {
+    // A fleet's pool is the leader's to rebalance, in the fleet's commit phase.
+    const auto t = topology();
+    for (const auto& p : t->pools) {
+      if (p->config.name == pool && p->config.etcd != nullptr) return;
+    }
     std::string message;
     if (!rebalancer_->start(pool, 0, message)) {
       log(LogLevel::kInfo, "rebalance after a return not started",

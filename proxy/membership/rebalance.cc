@@ -110,8 +110,11 @@ class Mover {
                   " are one server (" + from_.server.address.text() + "): nothing moved between them";
         continue;
       }
+      // (A single proxy's return only: a fleet's returns are the fleet's phases, whose leader
+      // rebalances in commit.)
       const AbsenceLog& absence = pool_.states[o]->absence;
-      if (absence.phase() == AbsenceLog::Phase::kFlipped && absence.contains(k)) {
+      if (pool_.config.etcd == nullptr && absence.phase() == AbsenceLog::Phase::kFlipped &&
+          absence.contains(k)) {
         ++c.deferred;
         continue;
       }
