@@ -66,16 +66,20 @@ class FailbackE2E : public ::testing::Test {
     ::kill(p, SIGCONT);
     std::erase(stopped, p);
   }
+  // SIGSTOPs n2 and waits until a request for `key` (one of n2's) has got it ejected.
+  bool pause_until_ejected(RespClient& c, const std::string& key) {
+    pause(redis[1]->pid());
+    return eventually([&] {
+      c.call({"GET", key});  // a request must fail on it first
+      return down(1);
+    });
+  }
   // Runs the fail-and-return story on n2; returns (stale reads, misses, fresh reads) of its keys.
   std::tuple<int, int, int> fail_and_return(int writes) {
     RespClient c(RespClient::dial_tcp(port()));
     const auto k2 = keys_of(1, 40);
     for (const auto& k : k2) EXPECT_EQ(c.call({"SET", k, "old"}), "+OK\r\n");
-    pause(redis[1]->pid());
-    EXPECT_TRUE(eventually([&] {
-      c.call({"GET", k2[0]});  // a request must fail on it first
-      return down(1);
-    }));
+    EXPECT_TRUE(pause_until_ejected(c, k2[0]));
     for (int i = 0; i < writes && i < static_cast<int>(k2.size()); ++i) {
       EXPECT_EQ(c.call({"SET", k2[static_cast<std::size_t>(i)], "new"}), "+OK\r\n");
     }
@@ -131,11 +135,7 @@ TEST_F(FailbackE2E, AReturnMovesTheFallbacksValuesHome) {
   RespClient c(RespClient::dial_tcp(port()));
   const auto k2 = keys_of(1, 20);
   for (const auto& k : k2) ASSERT_EQ(c.call({"SET", k, "old"}), "+OK\r\n");
-  pause(redis[1]->pid());
-  ASSERT_TRUE(eventually([&] {
-    c.call({"GET", k2[0]});
-    return down(1);
-  }));
+  ASSERT_TRUE(pause_until_ejected(c, k2[0]));
   for (const auto& k : k2) ASSERT_EQ(c.call({"SET", k, "new"}), "+OK\r\n");
   resume(redis[1]->pid());
   ASSERT_TRUE(eventually([&] { return !down(1); }));
@@ -162,11 +162,7 @@ TEST_F(FailbackE2E, ATransactionsWritesWhileTheOwnerIsOutAreSwept) {
   RespClient c(RespClient::dial_tcp(port()));
   const auto k2 = keys_of(1, 12);
   for (const auto& k : k2) ASSERT_EQ(c.call({"SET", k, "old"}), "+OK\r\n");
-  pause(redis[1]->pid());
-  ASSERT_TRUE(eventually([&] {
-    c.call({"GET", k2[0]});
-    return down(1);
-  }));
+  ASSERT_TRUE(pause_until_ejected(c, k2[0]));
   for (std::size_t i = 0; i < 10; ++i) {
     ASSERT_EQ(c.call({"MULTI"}), "+OK\r\n");
     ASSERT_EQ(c.call({"SET", k2[i], "new"}), "+QUEUED\r\n");
@@ -202,11 +198,7 @@ TEST_F(FailbackE2E, AServerThatFailsAgainBeforeItsLastNotedKeyIsUsedReturnsAgain
   absence.note(k, 1000);
   absence.set_phase(AbsenceLog::Phase::kFlipped);
   RespClient c(RespClient::dial_tcp(port()));
-  pause(redis[1]->pid());
-  ASSERT_TRUE(eventually([&] {
-    c.call({"GET", keys_of(1, 1)[0]});
-    return down(1);
-  }));
+  ASSERT_TRUE(pause_until_ejected(c, keys_of(1, 1)[0]));
   resume(redis[1]->pid());
   ASSERT_TRUE(eventually([&] { return !down(1); })) << "kept out after its second absence";
   EXPECT_EQ(c.call({"GET", k}), "$-1\r\n");  // swept with the second absence's keys
@@ -239,11 +231,7 @@ TEST_F(FailbackE2E, OverflowKeepsTheServerOutUntilFlushed) {
   RespClient c(RespClient::dial_tcp(port()));
   const auto k2 = keys_of(1, 20);
   for (const auto& k : k2) ASSERT_EQ(c.call({"SET", k, "old"}), "+OK\r\n");
-  pause(redis[1]->pid());
-  ASSERT_TRUE(eventually([&] {
-    c.call({"GET", k2[0]});
-    return down(1);
-  }));
+  ASSERT_TRUE(pause_until_ejected(c, k2[0]));
   for (const auto& k : k2) ASSERT_EQ(c.call({"SET", k, "new"}), "+OK\r\n");
   resume(redis[1]->pid());
   ASSERT_TRUE(
