@@ -40,6 +40,8 @@ ROUTES = {
     "split": ("split", "keys grouped per backend, replies merged in order"),
     "keyspace": ("exact / merged", "one-server pools: forwarded; several: see below"),
     "broadcast": ("broadcast", "every backend; the replies must agree"),
+    "pubsub": ("pub/sub", "channels routed like keys on connections of the client's own; "
+                          "patterns on every backend; PUBSUB counts merged"),
     "local": ("answered locally", "connection state the proxy keeps"),
     "transaction": ("answered locally", "queued by the proxy, EXEC'd on the keys' backend"),
     "no": ("refused", None),

@@ -239,6 +239,15 @@ void ClientSession::reply_local(std::string reply, bool count_error, bool close_
   on_done();
 }
 
+void ClientSession::push_message(std::string bytes) {
+  auto m = make_ref<LocalReply>();
+  m->reply = std::move(bytes);
+  m->done = true;
+  pending_.push_back(std::move(m));
+  ++requests_queued_;  // emitted like a reply: hold_output() counts both
+  on_done();
+}
+
 void ClientSession::count_request() noexcept { ++requests_uncounted_; }
 
 void ClientSession::protocol_error(std::string reply) {

@@ -151,6 +151,8 @@ class ClientSession : public ClientConn {
   // An unparsable request: counts it, answers `reply` (may be empty) and closes after it; the
   // input buffer is freed at once. The caller resets its parser.
   void protocol_error(std::string reply);
+  // Queues bytes nobody asked for (a Pub/Sub message) after every earlier reply.
+  void push_message(std::string bytes);
   // Queues `r` (a forwarded request) at the back of the reply order.
   void push(const Ref<Reply>& r);
   // Counts one request received (process and pool); `fragments` > 1 counts a split request's

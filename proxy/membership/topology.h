@@ -129,6 +129,7 @@ struct PoolShared {
   std::atomic<std::uint64_t> client_eof{0};      // [client_eof] clients that closed
   std::atomic<std::uint64_t> client_err{0};      // [client_err] closed on a socket/protocol error
   std::atomic<std::uint64_t> output_limit_closes{0};  // closed past client_output_limit
+  std::atomic<std::uint64_t> pubsub_messages{0};      // Pub/Sub messages delivered to clients
   std::atomic<std::uint64_t> request_bytes{0};   // read from clients
   std::atomic<std::uint64_t> response_bytes{0};  // written to clients
   LatencyHistogram latency;                      // request parsed -> reply ready

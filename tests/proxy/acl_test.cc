@@ -240,6 +240,43 @@ TEST(AclRuleTest, ReadWriteKeyPermissions) {
   EXPECT_EQ(star.key_patterns.size(), 2u);
 }
 
+// Channel rules (acl.c ACLCheckChannelAgainstList): channels match &patterns as globs,
+// PSUBSCRIBE's patterns must equal one; a new user has none (acl-pubsub-default resetchannels);
+// the default user and allchannels / &* have all; a channel denial outranks a key denial.
+TEST(AclRuleTest, Channels) {
+  const auto acl = acl_of({
+      "user none on nopass ~* +@all",
+      "user news on nopass ~app:* +@all &news.* &alerts",
+      "user all on nopass ~* +@all allchannels",
+      "user star on nopass ~* +@all &*",
+      "user reset on nopass ~* +@all &x resetchannels",
+      "user sel on nopass ~* +get (~* +publish &team.*)",
+  });
+  const AclUser& none = *acl->find("none");
+  EXPECT_EQ(check(none, "PUBLISH c m"), AclVerdict::kDeniedChannel);
+  EXPECT_EQ(check(none, "SUBSCRIBE c"), AclVerdict::kDeniedChannel);
+  EXPECT_EQ(check(none, "UNSUBSCRIBE c"), AclVerdict::kAllowed);  // never checked
+  EXPECT_EQ(check(none, "PUBSUB CHANNELS"), AclVerdict::kAllowed);
+  EXPECT_EQ(check(none, "GET k"), AclVerdict::kAllowed);
+  const AclUser& news = *acl->find("news");
+  EXPECT_EQ(check(news, "PUBLISH news.eu m"), AclVerdict::kAllowed);
+  EXPECT_EQ(check(news, "SPUBLISH alerts m"), AclVerdict::kAllowed);
+  EXPECT_EQ(check(news, "PUBLISH sport m"), AclVerdict::kDeniedChannel);
+  EXPECT_EQ(check(news, "SUBSCRIBE news.a alerts"), AclVerdict::kAllowed);
+  EXPECT_EQ(check(news, "SSUBSCRIBE news.a sport"), AclVerdict::kDeniedChannel);
+  EXPECT_EQ(check(news, "PSUBSCRIBE news.*"), AclVerdict::kAllowed);
+  EXPECT_EQ(check(news, "PSUBSCRIBE news.eu"), AclVerdict::kDeniedChannel);  // literal only
+  EXPECT_EQ(check(news, "PSUBSCRIBE *"), AclVerdict::kDeniedChannel);
+  EXPECT_EQ(check(acl->default_user(), "PSUBSCRIBE *"), AclVerdict::kAllowed);
+  EXPECT_EQ(check(*acl->find("all"), "PSUBSCRIBE *"), AclVerdict::kAllowed);
+  EXPECT_EQ(check(*acl->find("star"), "PUBLISH any m"), AclVerdict::kAllowed);
+  EXPECT_EQ(check(*acl->find("reset"), "PUBLISH x m"), AclVerdict::kDeniedChannel);
+  const AclUser& sel = *acl->find("sel");
+  EXPECT_EQ(check(sel, "PUBLISH team.a m"), AclVerdict::kAllowed);  // the selector's channels
+  EXPECT_EQ(check(sel, "PUBLISH other m"), AclVerdict::kDeniedChannel);
+  EXPECT_THROW(acl_of({"user bad on nopass allchannels &x"}), AclError);
+}
+
 // Selectors: a command runs when the root or one selector allows it and all its keys.
 TEST(AclRuleTest, Selectors) {
   const auto acl = acl_of({

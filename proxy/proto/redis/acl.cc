@@ -237,8 +237,20 @@ void selector_rule(AclSelector& s, std::string_view rule) {
     s.key_patterns.clear();
   } else if (rule[0] == '~' || rule[0] == '%') {
     key_rule(s, rule);
-  } else if (r == "allchannels" || r == "resetchannels" || rule[0] == '&') {
-    // Pub/sub is not proxied: channel permissions have nothing to allow.
+  } else if (r == "allchannels" || r == "&*") {
+    s.all_channels = true;
+    s.channel_patterns.clear();
+  } else if (r == "resetchannels") {
+    s.all_channels = false;
+    s.channel_patterns.clear();
+  } else if (rule[0] == '&') {
+    // Redis answers the keys' words for a channel after allchannels too (both EISDIR).
+    if (s.all_channels) throw AclError(std::string(rule), kPatternAfterAll);
+    const std::string_view glob = rule.substr(1);
+    if (std::find(s.channel_patterns.begin(), s.channel_patterns.end(), glob) ==
+        s.channel_patterns.end()) {
+      s.channel_patterns.emplace_back(glob);
+    }
   } else if (r == "allcommands") {
     s.commands.set();
     s.first_args.clear();
@@ -300,12 +312,14 @@ void Acl::apply_rule(AclUser& u, std::string_view rule) {
   } else if (r == "clearselectors") {
     u.selectors.clear();
   } else if (r == "reset") {
-    // Redis 7.0: resetpass resetkeys resetchannels off clearselectors -@all (and allchannels
-    // when acl-pubsub-default says so; channels are not proxied).
+    // Redis 7.0: resetpass resetkeys resetchannels off clearselectors -@all (resetchannels:
+    // acl-pubsub-default's default).
     u.nopass = false;
     u.passwords.clear();
     u.all_keys = false;
     u.key_patterns.clear();
+    u.all_channels = false;
+    u.channel_patterns.clear();
     u.enabled = false;
     u.selectors.clear();
     u.commands.reset();
@@ -433,6 +447,10 @@ std::shared_ptr<const Acl> Acl::build(std::span<const std::string> lines,
     };
     all(u);
     for (AclSelector& s : u.selectors) all(s);
+    // Channels are not asked of a script's user: Redis 7.0's users have none unless given
+    // (acl-pubsub-default resetchannels), and requiring &* would refuse scripts to every ~* +@all
+    // user of an existing aclfile. A script's own PUBLISH is therefore not checked against the
+    // user's channel rules (docs/PROXY.md "ACL").
     u.unrestricted = u.all_commands && u.all_keys;
     for (const AclSelector& s : u.selectors) u.unrestricted |= s.all_commands && s.all_keys;
   };
@@ -445,6 +463,7 @@ std::shared_ptr<const Acl> Acl::build(std::span<const std::string> lines,
     apply_rule(d, "on");
     apply_rule(d, "nopass");
     apply_rule(d, "allkeys");
+    apply_rule(d, "allchannels");
     apply_rule(d, "+@all");
     if (default_password) {
       apply_rule(d, "resetpass");
@@ -804,17 +823,54 @@ bool first_arg_allowed(const AclSelector& s, int index, const AclArgs& argv) noe
   return false;
 }
 
+// The commands whose arguments are channels (Redis 7.0's CMD_PUBSUB with channel getkeys:
+// pubsub.c). UNSUBSCRIBE and friends name channels too but are never refused.
+enum class ChannelArgs : std::uint8_t { kNone, kFirst, kAll, kAllPatterns };
+ChannelArgs channel_args(int index) noexcept {
+  // Looked up once: these run for every command of a user without allchannels.
+  static const int publish = acl_command_index("publish"), spublish = acl_command_index("spublish"),
+                   subscribe = acl_command_index("subscribe"),
+                   ssubscribe = acl_command_index("ssubscribe"),
+                   psubscribe = acl_command_index("psubscribe");
+  if (index == publish || index == spublish) return ChannelArgs::kFirst;
+  if (index == subscribe || index == ssubscribe) return ChannelArgs::kAll;
+  if (index == psubscribe) return ChannelArgs::kAllPatterns;
+  return ChannelArgs::kNone;
+}
+
+// acl.c ACLCheckChannelAgainstList: a channel matches a pattern as a glob; a PSUBSCRIBE pattern
+// must be one of the user's patterns literally (a user allowed "news.*" may not subscribe "*").
+bool channels_allowed(const AclSelector& s, int index, const AclArgs& argv) noexcept {
+  const ChannelArgs kind = channel_args(index);
+  if (kind == ChannelArgs::kNone) return true;
+  const std::size_t last = kind == ChannelArgs::kFirst ? std::min<std::size_t>(argv.size(), 2)
+                                                       : argv.size();
+  for (std::size_t i = 1; i < last; ++i) {
+    const std::string_view channel = argv[i];
+    bool ok = false;
+    for (const std::string& p : s.channel_patterns) {
+      ok = kind == ChannelArgs::kAllPatterns ? p == channel : glob_match(p, channel);
+      if (ok) break;
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
 AclVerdict selector_check(const AclSelector& s, int index, const AclArgs& argv) noexcept {
   if (!acl_command_allowed(s, index) && !first_arg_allowed(s, index, argv)) {
     return AclVerdict::kDeniedCommand;
   }
-  if (s.all_keys) return AclVerdict::kAllowed;
-  bool ok = true;
-  command_keys(index, argv, [&](std::size_t pos, std::uint8_t perms) {
-    ok = acl_key_allowed(s, argv[pos], perms);
-    return ok;
-  });
-  return ok ? AclVerdict::kAllowed : AclVerdict::kDeniedKey;
+  if (!s.all_keys) {
+    bool ok = true;
+    command_keys(index, argv, [&](std::size_t pos, std::uint8_t perms) {
+      ok = acl_key_allowed(s, argv[pos], perms);
+      return ok;
+    });
+    if (!ok) return AclVerdict::kDeniedKey;
+  }
+  if (!s.all_channels && !channels_allowed(s, index, argv)) return AclVerdict::kDeniedChannel;
+  return AclVerdict::kAllowed;
 }
 
 }  // namespace

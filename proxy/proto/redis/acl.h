@@ -10,14 +10,16 @@
 // no password, no keys, no commands). Rules: on, off, nopass, resetpass, >pass, <pass, #hash,
 // !hash, ~pattern, %R~pattern, %W~pattern, %RW~pattern, allkeys, resetkeys, +cmd, -cmd,
 // +@category, -@category, +cmd|sub, -cmd|sub, +cmd|firstarg, allcommands, nocommands, reset,
-// (...) selectors and clearselectors; channel rules (&pattern, allchannels, resetchannels) and
-// (skip-)sanitize-payload are accepted and have no effect (pub/sub is not proxied).
+// (...) selectors and clearselectors, channel rules (&pattern, allchannels or &*, resetchannels:
+// PUBLISH, SPUBLISH, SUBSCRIBE and SSUBSCRIBE channels match them as globs, PSUBSCRIBE patterns
+// must equal one, as acl.c ACLCheckChannelAgainstList); (skip-)sanitize-payload are accepted
+// and have no effect.
 // Subcommands are commands of their own, as in Redis 7.0 (server.c lookupCommand, acl.c
 // ACLSetSelector): `CONFIG GET` is checked as `config|get` (@admin @slow @dangerous), with its
 // own key specs (`OBJECT ENCODING k`: k at argument 2); `+config` / `-config` and a category
 // that includes the container set or clear every subcommand; `+select|0` allows SELECT with
 // that first argument only (Redis's deprecated first-arg rules).
-// Without a `user default` line the default user is Redis's: on nopass ~* +@all, with the
+// Without a `user default` line the default user is Redis's: on nopass ~* &* +@all, with the
 // pool's client password (requirepass) when one is set.
 //
 // Categories and key specs are Redis's own, per command: proxy/proto/redis/acl_table.inc is
@@ -63,6 +65,10 @@ struct AclKeyPattern {
 struct AclSelector {
   bool all_keys = false;                     // ~* / allkeys
   std::vector<AclKeyPattern> key_patterns;   // unused when all_keys
+  // &pattern / allchannels (&*) / resetchannels: the Pub/Sub channels a user may publish to
+  // and subscribe to. A new user has none (Redis 7.0's acl-pubsub-default resetchannels).
+  bool all_channels = false;
+  std::vector<std::string> channel_patterns;  // unused when all_channels
   std::bitset<kAclMaxCommands> commands;     // allowed, by index in the generated table
   // Every command of the table is allowed (set by Acl::build): the per-command lookup is skipped.
   bool all_commands = false;
@@ -181,10 +187,11 @@ std::vector<std::pair<std::size_t, std::uint8_t>> acl_keys(int index, const AclA
 using AclKeyVisit = bool (*)(void* ctx, std::size_t position);
 void acl_visit_keys(int index, const AclArgs& args, AclKeyVisit visit, void* ctx) noexcept;
 
-enum class AclVerdict : std::uint8_t { kAllowed, kDeniedCommand, kDeniedKey };
+enum class AclVerdict : std::uint8_t { kAllowed, kDeniedCommand, kDeniedKey, kDeniedChannel };
 // May `user` run command `index` with `args`? A container's subcommand is checked (argv[1],
 // acl_resolve_index). Each selector in turn, the root first; when none allows it, the most
-// relevant denial (a key over the command, as Redis picks it).
+// relevant denial (a channel over a key over the command, as Redis picks it: acl.c's
+// ACL_DENIED_* order).
 AclVerdict acl_check(const AclUser& user, int index, const AclArgs& args) noexcept;
 
 // SORT / SORT_RO that acl_check allowed: Redis 7.0 refuses a BY pattern with a '*' and any GET
@@ -219,6 +226,8 @@ bool equal_hash(const PasswordHash& a, const PasswordHash& b) noexcept;
 std::string noperm_command_reply(std::string_view lower_name);
 inline constexpr std::string_view kNopermKeyReply =
     "NOPERM this user has no permissions to access one of the keys used as arguments";
+inline constexpr std::string_view kNopermChannelReply =
+    "NOPERM this user has no permissions to access one of the channels used as arguments";
 inline constexpr std::string_view kWrongPassReply =
     "WRONGPASS invalid username-password pair or user is disabled.";
 inline constexpr std::string_view kNoAuthReply = "NOAUTH Authentication required.";

@@ -31,11 +31,14 @@ constexpr Command broadcast(std::string_view n, std::int32_t arity) {
   return {n, Route::kBroadcast, arity, 0, 0, 0, Merge::kSame};
 }
 constexpr Command eval(std::string_view n) { return {n, Route::kEval, -3, 0, 0, 0}; }
+// Pub/Sub (proto/redis/session_pubsub.cc): channels routed like keys, patterns everywhere.
+constexpr Command pubsub(std::string_view n, std::int32_t arity) {
+  return {n, Route::kPubSub, arity, 0, 0, 0};
+}
 constexpr Command no(std::string_view n, std::string_view why) {
   return {n, Route::kUnsupported, -1, 0, 0, 0, Merge::kNone, why};
 }
 
-constexpr std::string_view kPubSub = "pub/sub is not proxied";
 constexpr std::string_view kServer = "it is a server command (ask the backends directly)";
 constexpr std::string_view kReplication = "it is part of replication (ask the backends directly)";
 constexpr std::string_view kCluster = "chash-proxy is not a Redis Cluster node";
@@ -165,12 +168,12 @@ constexpr auto kTable = std::to_array<Command>({
     spec("pfselftest", 1),
     {"ping", Route::kLocal, -1, 0, 0, 0},
     key("psetex", 4),
-    no("psubscribe", kPubSub),
+    pubsub("psubscribe", -2),
     no("psync", kReplication),
     key("pttl", 2),
-    no("publish", kPubSub),
-    no("pubsub", kPubSub),
-    no("punsubscribe", kPubSub),
+    pubsub("publish", 3),
+    pubsub("pubsub", -2),
+    pubsub("punsubscribe", -1),
     {"quit", Route::kLocal, -1, 0, 0, 0},
     keyspace("randomkey", 1, Merge::kNone),
     {"readonly", Route::kLocal, 1, 0, 0, 0},
@@ -213,17 +216,17 @@ constexpr auto kTable = std::to_array<Command>({
     spec("sort", -2),
     spec("sort_ro", -2),
     key("spop", -2),
-    no("spublish", kPubSub),
+    pubsub("spublish", 3),
     key("srandmember", -2),
     key("srem", -3),
     key("sscan", -3),
-    no("ssubscribe", kPubSub),
+    pubsub("ssubscribe", -2),
     key("strlen", 2),
-    no("subscribe", kPubSub),
+    pubsub("subscribe", -2),
     key("substr", 4),
     same("sunion", -2, 1, -1),
     same("sunionstore", -3, 1, -1),
-    no("sunsubscribe", kPubSub),
+    pubsub("sunsubscribe", -1),
     keyspace("swapdb", 3, Merge::kNone),
     no("sync", kReplication),
     spec("time", 1),
@@ -231,7 +234,7 @@ constexpr auto kTable = std::to_array<Command>({
     key("ttl", 2),
     key("type", 2),
     {"unlink", Route::kSplitKeys, -2, 1, -1, 1, Merge::kSum},
-    no("unsubscribe", kPubSub),
+    pubsub("unsubscribe", -1),
     {"unwatch", Route::kTransaction, 1, 0, 0, 0},
     no("wait", kReplication),
     {"watch", Route::kTransaction, -2, 1, -1, 1},

@@ -32,6 +32,8 @@ enum class Route : std::uint8_t {
   kLocal,         // answered by the proxy: PING, ECHO, QUIT, AUTH, COMMAND, CLIENT, HELLO ...
   kTransaction,   // MULTI, EXEC, DISCARD, WATCH (keys key_first..), UNWATCH:
                   // proto/redis/transaction.h
+  kPubSub,        // SUBSCRIBE, PUBLISH, PUBSUB ...: channels routed like keys on connections of
+                  // the client's own, patterns on every backend (proto/redis/session_pubsub.cc)
   kUnsupported,   // cannot be sharded: -ERR naming the command, the connection stays open
 };
 

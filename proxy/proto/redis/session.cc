@@ -288,12 +288,13 @@ std::string Backend::failure_reply(const std::string& why) const {
 void Backend::on_input() {
   // Complete every whole reply in the buffer, in order.
   for (;;) {
-    if (queue_.empty()) {
+    // A subscriber connection receives messages nobody asked for, whenever they come.
+    if (queue_.empty() && !subscriber_) {
       if (!nothing_unasked(parser_.start())) return;  // failed the connection
       break;
     }
     if (!parser_started_) {
-      const Reply* m = queue_.front().msg.get();
+      const Reply* m = queue_.empty() ? nullptr : queue_.front().msg.get();
       parser_.set_record_elements(m != nullptr &&
                                   records_elements(static_cast<const Msg*>(m)->merge));
       parser_started_ = true;
@@ -303,6 +304,17 @@ void Backend::on_input() {
     if (r == redis::ParseResult::kError) {
       fail(parser_.error());
       return;
+    }
+    if (subscriber_) {
+      const std::string_view raw = parser_.span().in(in_.view());
+      if (is_pubsub_message(raw)) {
+        if (owner_ != nullptr) owner_->pubsub_message(raw);
+        if (closed_) return;
+        parser_.next();
+        parser_started_ = false;
+        continue;
+      }
+      if (queue_.empty() && !nothing_unasked(parser_.start())) return;  // failed the connection
     }
     Pending p = take_front();
     if (queue_.empty()) blocking_ = false;  // the blocking request (the last sent) is answered
@@ -369,6 +381,7 @@ void Client::on_closing() {
   // A blocked request never answers: its connections close now (the server forgets it).
   release_blocking(true);  // forgets it for CLIENT UNBLOCK too
   release_own(true);
+  release_pubsub(true);
 }
 
 void Client::refresh_acl() {
@@ -411,7 +424,8 @@ bool Client::authenticate(std::string_view user, std::string_view password) {
 bool Client::permitted(const redis::Command& cmd, std::size_t argc) {
   if (user_ == nullptr) return true;  // no acl (an unauthenticated client never gets here)
   const AclUser& u = *user_;
-  if (u.all_commands && u.all_keys) return true;  // the root selector allows everything
+  // The root selector allows everything.
+  if (u.all_commands && u.all_keys && u.all_channels) return true;
   // The request's arguments, read in place (no copy).
   struct Args final : redis::AclArgs {
     Args(const RequestParser& p, std::string_view in, std::size_t n)
@@ -438,6 +452,9 @@ bool Client::permitted(const redis::Command& cmd, std::size_t argc) {
       return false;
     case redis::AclVerdict::kDeniedKey:
       reject(redis::kNopermKeyReply);
+      return false;
+    case redis::AclVerdict::kDeniedChannel:
+      reject(redis::kNopermChannelReply);
       return false;
   }
   // Scripts and functions run on the backend as the proxy's user: their calls inside are not
@@ -572,6 +589,15 @@ void Client::dispatch() {
     return;
   }
   if (!permitted(*cmd, argc)) return;
+  // A RESP2 connection in Pub/Sub mode reads only pushes: Redis allows it nothing else
+  // (server.c processCommand's CLIENT_PUBSUB check, after the ACL's).
+  if (resp_ == 2 && cmd->route != redis::Route::kPubSub && subscribed() && cmd->name != "ping" &&
+      cmd->name != "quit" && cmd->name != "reset") {
+    reject("ERR Can't execute '" + std::string(cmd->name) +
+           "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this "
+           "context");
+    return;
+  }
   // Before it is sent (or queued): a copy read under the old generation is never served again.
   if (pool_->config.hot_cache.enabled) hot_invalidate(*cmd, argc);
   if (tx_.active() && cmd->route != redis::Route::kTransaction && cmd->name != "quit") {
@@ -653,6 +679,9 @@ void Client::dispatch() {
       }
       split(*cmd);
       return;
+    case redis::Route::kPubSub:
+      pubsub(*cmd, argc);
+      return;
     case redis::Route::kUnsupported:
       return;  // handled above
   }
@@ -681,6 +710,7 @@ void Client::run_local(const redis::Command& cmd, std::size_t argc) {
 }
 
 void Client::local_ping(std::size_t argc) {
+  if (argc <= 2 && pubsub_ping(argc)) return;
   std::string out;
   if (argc == 1) redis::append_status(out, "PONG");
   else if (argc == 2) redis::append_bulk(out, parser_.arg(in_, 1));

@@ -103,6 +103,13 @@ class Backend final : public BackendSession {
     blocking_ = true;
     block_ms_ = block_ms;
   }
+  // A subscriber connection of `owner` (proto/redis/session_pubsub.cc): the message pushes it
+  // receives go to the owner as they come (dropped once it has none); the other replies answer
+  // its (un)subscribe requests in order.
+  void set_subscriber(Client* owner) noexcept {
+    owner_ = owner;
+    subscriber_ = true;
+  }
   // Closes now, whatever is in flight (a blocked request never answers): the client went away.
   void abandon() { BackendSession::abandon(); }
   void check_timeout(net::Clock::time_point now) override;
@@ -116,9 +123,15 @@ class Backend final : public BackendSession {
   ReplyParser parser_;
   bool parser_started_ = false;
   Client* owner_ = nullptr;
+  bool subscriber_ = false;  // set_subscriber
   bool blocking_ = false;  // a blocking request is in flight (expect_block)
   std::int64_t block_ms_ = 0;
 };
+
+// Whether `raw` (a whole RESP2 reply) is a Pub/Sub message push: message, pmessage, smessage.
+bool is_pubsub_message(std::string_view raw) noexcept;
+struct PubSubState;
+struct PubSubAt;
 
 // The client's reply for the kSame, kConcat, kMinInts and kScan merges of `m`'s parts (every
 // part a reply, none an error): proto/redis/session_keyspace.cc.
@@ -152,6 +165,9 @@ class Client final : public ClientSession {
   void hot_fill(std::string_view key, std::string_view reply, std::uint64_t stamp);
   // The protocol the client speaks (HELLO): 2 or 3.
   int resp() const noexcept { return resp_; }
+  // A message one of its subscriber connections received (proto/redis/session_pubsub.cc).
+  void pubsub_message(std::string_view raw);
+  enum class SubKind : std::uint8_t { kChannel, kPattern, kShard };
 
   // A backend answered kept part `part` of `m` with the error reply `raw` (proto/redis/
   // session_cluster.cc): a MOVED or ASK is followed to the node it names, a TRYAGAIN retried,
@@ -267,6 +283,33 @@ class Client final : public ClientSession {
   std::optional<std::string> hot_copy(std::string_view key);
   NodeId hot_read_target(NodeId node, std::string_view key, const Command& cmd);
   void hot_invalidate(const Command& cmd, std::size_t argc);
+
+  // Pub/Sub (proto/redis/session_pubsub.cc, docs/PROXY.md "Pub/Sub"). subscribed(): a channel,
+  // pattern or shard channel is (RESP2 then allows only the Pub/Sub commands, PING, QUIT, RESET).
+  void pubsub(const Command& cmd, std::size_t argc);
+  void subscribe(SubKind kind, std::size_t argc);
+  void unsubscribe(SubKind kind, std::size_t argc);
+  void pubsub_info(std::size_t argc);
+  bool pubsub_ping(std::size_t argc);  // answered when subscribed in RESP2
+  bool subscribed() const noexcept;
+  NodeId channel_node(std::string_view channel) const noexcept;
+  std::vector<NodeId> sub_targets(SubKind kind, std::string_view name) const;
+  // `throttled`: not again within a second of a refusal (the reconcile's retries).
+  Backend* sub_connection(NodeId node, std::string& error, bool throttled);
+  bool send_sub(NodeId node, std::string_view verb, std::string_view name,
+                std::function<void(bool)> done, std::string& error);
+  bool place_sub(SubKind kind, const std::string& name, NodeId node, const Ref<Reply>& reply,
+             std::string& error);
+  void unplace_sub(SubKind kind, const std::string& name, const PubSubAt& at,
+               const Ref<Reply>& reply);
+  void reconcile_subscriptions();
+  void arm_pubsub_timer();
+  // Closes the subscriber connections (abandoned: at once). `reply` (RESET's) waits until each
+  // server has said RESET on them.
+  void release_pubsub(bool abandon, const Ref<Reply>& reply = nullptr);
+  bool pubsub_conn_closed(Backend* b) noexcept;
+  void append_confirmation(std::string& out, std::string_view verb, const std::string* channel,
+                           std::size_t count) const;
 
   // Forwarded commands.
   void same_node(const Command& cmd, std::size_t argc);  // kKeysSameNode
@@ -394,6 +437,7 @@ class Client final : public ClientSession {
   Ref<Msg> blocking_msg_;
   std::shared_ptr<BlockedWait> blocking_wait_;
   bool blocked_counted_ = false;        // in PoolShared::blocked_clients
+  std::shared_ptr<PubSubState> pubsub_;  // null until the first SUBSCRIBE (session_pubsub.cc)
 };
 
 }  // namespace chash::proxy::redis

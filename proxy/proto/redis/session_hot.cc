@@ -128,6 +128,7 @@ void Client::hot_invalidate(const Command& cmd, std::size_t argc) {
       if (cmd.name == "exec") wrote_all();
       return;
     case Route::kLocal:
+    case Route::kPubSub:
     case Route::kUnsupported:
       return;
   }

@@ -570,6 +570,13 @@ void Client::local_reset(std::size_t) {
   watch_lost_ = false;
   tx_slot_ = -1;
   release_own(false);
+  Ref<Reply> reply;
+  if (pubsub_ != nullptr) {  // unsubscribed from everything, as Redis's RESET
+    reply = make_ref<LocalReply>();
+    reply->reply = "+RESET\r\n";
+    push(reply);
+    release_pubsub(false, reply);
+  }
   resp_ = 2;
   db_ = 0;
   name_.clear();
@@ -577,7 +584,8 @@ void Client::local_reset(std::size_t) {
   user_name_.clear();
   acl_ = nullptr;
   refresh_acl();
-  reply_local("+RESET\r\n");
+  if (reply == nullptr) reply_local("+RESET\r\n");
+  else if (reply->outstanding == 0) reply->finish_now();
 }
 
 }  // namespace chash::proxy::redis

@@ -92,6 +92,7 @@ NodeId Client::keys_node(const Command& cmd, std::size_t argc, std::string& erro
               "several backends";
       return kNoNode;
     case Route::kLocal:
+    case Route::kPubSub:  // PUBLISH: queue_in_transaction routes its channel
     case Route::kUnsupported:
       error = "ERR chash-proxy: this command has no keys to route";
       return kNoNode;
@@ -215,7 +216,21 @@ void Client::watch(std::size_t argc) {
 
 void Client::queue_in_transaction(const Command& cmd, std::size_t argc) {
   NodeId node = kNoNode;
-  if (cmd.route == Route::kLocal || cmd.name == "unwatch") {
+  if (cmd.route == Route::kPubSub) {
+    // PUBLISH / SPUBLISH run in the transaction when their channel lives on its backend; a
+    // subscription is connection state the proxy keeps, not the backend's.
+    if (cmd.name != "publish" && cmd.name != "spublish") {
+      reject("ERR chash-proxy: '" + std::string(cmd.name) +
+             "' cannot be queued in a transaction (send it before MULTI)");
+      return;
+    }
+    node = channel_node(parser_.arg(in_, 1));
+    if (tx_.node() != kNoNode && node != tx_.node() && !one_server()) {
+      reject("ERR chash-proxy: PUBLISH's channel lives on another backend than the "
+             "transaction's keys");
+      return;
+    }
+  } else if (cmd.route == Route::kLocal || cmd.name == "unwatch") {
     // Key-less commands a backend answers the same way go with the others; the rest are
     // answered by the proxy and cannot be part of what the backend executes.
     if (cmd.name != "ping" && cmd.name != "echo" && cmd.name != "unwatch") {
@@ -241,7 +256,7 @@ void Client::queue_in_transaction(const Command& cmd, std::size_t argc) {
   // Its keys, for EXEC: a write to keys whose owner is ejected lands on the fallback and is
   // noted then, as a write outside a transaction is (the owner's older copy is swept before it
   // returns); during a warm-up the moved ones are migrated to their owner first.
-  if (node != kNoNode) {
+  if (node != kNoNode && cmd.route != Route::kPubSub) {
     std::string ignored;
     if (find_keys(cmd, argc, ignored)) {
       const bool write = !read_only(cmd);
@@ -347,6 +362,7 @@ void Client::release_dedicated() {
 }
 
 void Client::dedicated_closed(Backend* b) noexcept {
+  if (pubsub_conn_closed(b)) return;  // placed again by the next reconcile (session_pubsub.cc)
   for (Backend*& own : own_) {
     if (own == b) own = nullptr;  // opened again on the next request for its backend
   }
