@@ -232,6 +232,7 @@ void ClientSession::reply_local(std::string reply, bool count_error, bool close_
   m->reply = std::move(reply);
   m->done = true;
   m->close_after = close_after;
+  m->silent = silent_ && !close_after;
   pending_.push_back(std::move(m));
   ++requests_queued_;
   pool_->shared->local_replies.fetch_add(1, std::memory_order_relaxed);
@@ -263,6 +264,7 @@ void ClientSession::protocol_error(std::string reply) {
 void ClientSession::push(const Ref<Reply>& r) {
   r->client = this;
   r->start = worker_.loop().now();
+  r->silent = silent_;
   pending_.push_back(r);
   ++requests_queued_;
 }
@@ -273,7 +275,7 @@ void ClientSession::on_done() {
   LatencyBatch latency;
   while (!pending_.empty() && pending_.front()->done) {
     Reply& m = *pending_.front();
-    m.emit(out_);
+    if (!m.silent) m.emit(out_);
     m.emitted = true;
     if (m.start != net::Clock::time_point{}) {
       if (now == net::Clock::time_point{}) now = net::Clock::now();

@@ -66,6 +66,7 @@ struct Reply : RefCounted {
   bool done = false;
   bool emitted = false;           // handed to the client's output queue
   bool close_after = false;       // quit / protocol error: close once this reply is written
+  bool silent = false;            // answered but not written (Redis's CLIENT REPLY OFF / SKIP)
   std::uint32_t outstanding = 0;  // parts still waiting for a backend
   net::Clock::time_point start;   // set for forwarded requests: a latency sample when written
   // A backend could not answer part `part`; `error` is a whole error reply of the protocol.
@@ -151,7 +152,9 @@ class ClientSession : public ClientConn {
   // An unparsable request: counts it, answers `reply` (may be empty) and closes after it; the
   // input buffer is freed at once. The caller resets its parser.
   void protocol_error(std::string reply);
-  // Queues bytes nobody asked for (a Pub/Sub message) after every earlier reply.
+  // Replies queued while set are silent (Reply::silent): a protocol sets it per request.
+  bool silent_ = false;
+  // Queues bytes nobody asked for (a Pub/Sub message) after every earlier reply; never silent.
   void push_message(std::string bytes);
   // Queues `r` (a forwarded request) at the back of the reply order.
   void push(const Ref<Reply>& r);

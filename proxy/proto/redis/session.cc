@@ -535,6 +535,8 @@ void Client::forward_one(NodeId node, const Ref<Msg>& m, std::uint16_t slot, std
 
 void Client::dispatch() {
   count_request();
+  silent_ = reply_off_ || skip_next_reply_;  // CLIENT REPLY OFF / SKIP
+  skip_next_reply_ = false;
   refresh_acl();
   const std::size_t argc = parser_.argc();
   const std::string_view name = parser_.arg(in_, 0);

@@ -438,6 +438,8 @@ class Client final : public ClientSession {
   std::shared_ptr<BlockedWait> blocking_wait_;
   bool blocked_counted_ = false;        // in PoolShared::blocked_clients
   std::shared_ptr<PubSubState> pubsub_;  // null until the first SUBSCRIBE (session_pubsub.cc)
+  // CLIENT REPLY OFF / SKIP (session_local.cc): the replies dispatch() silences.
+  bool reply_off_ = false, skip_next_reply_ = false;
 };
 
 }  // namespace chash::proxy::redis

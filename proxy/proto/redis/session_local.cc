@@ -140,19 +140,23 @@ void Client::local_client(std::size_t argc) {
   } else if (sub == "reply") {
     if (argc != 3) return wrong_args();
     const std::string v = lower(arg(2));
+    // Redis's CLIENT REPLY: OFF silences every reply from here, SKIP the next command's, ON
+    // answers +OK and speaks again. Pub/Sub messages and confirmations are pushes, always sent.
     if (v == "on") {
+      reply_off_ = false;
+      silent_ = false;
       reply_local(ok());
-    } else if (v == "off" || v == "skip") {
-      reply_local(error_text("ERR chash-proxy: CLIENT REPLY " + printable(arg(2)) +
-                             " is not supported (every request is answered)"),
-                  true);
+    } else if (v == "off") {
+      reply_off_ = true;
+    } else if (v == "skip") {
+      skip_next_reply_ = !reply_off_;
     } else {
       reply_local(error_text("ERR syntax error"), true);
     }
   } else {
     reply_local(error_text("ERR unsupported subcommand '" + printable(arg(1)) +
                            "' of CLIENT (chash-proxy answers SETNAME, GETNAME, SETINFO, ID, INFO, "
-                           "UNBLOCK, NO-EVICT, NO-TOUCH, REPLY ON)"),
+                           "UNBLOCK, NO-EVICT, NO-TOUCH, REPLY)"),
                 true);
   }
 }

@@ -437,6 +437,7 @@ void Client::subscribe(SubKind kind, std::size_t argc) {
   }
   auto reply = make_ref<LocalReply>();
   push(reply);
+  reply->silent = false;  // a push: sent whatever CLIENT REPLY says
   std::size_t next = 0;
   for (std::size_t i = 1; i < argc; ++i) {
     const std::string channel(parser_.arg(in_, i));
@@ -459,6 +460,7 @@ void Client::unsubscribe(SubKind kind, std::size_t argc) {
   const auto k = static_cast<std::size_t>(kind);
   auto reply = make_ref<LocalReply>();
   push(reply);
+  reply->silent = false;  // a push: sent whatever CLIENT REPLY says
   const auto drop = [&](const std::string& channel) {
     if (pubsub_ == nullptr) return;
     const auto it = pubsub_->subs[k].find(channel);
