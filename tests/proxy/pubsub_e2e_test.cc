@@ -139,7 +139,7 @@ std::vector<std::string> script(RespClient& sub, RespClient& pub) {
   both(sub, {"UNSUBSCRIBE", "ch1", "nope"}, 2);
   both(pub, {"PUBLISH", "ch1", "gone"}, 1);  // the pattern's receiver only
   t.push_back(sub.read_reply());
-  both(sub, {"UNSUBSCRIBE"}, 1);             // ch2
+  both(sub, {"UNSUBSCRIBE"}, 1);  // ch2
   both(sub, {"PUNSUBSCRIBE"}, 1);
   both(sub, {"UNSUBSCRIBE"}, 1);  // from nothing: a nil channel
   both(sub, {"SET", "k", "v"}, 1);
@@ -384,6 +384,104 @@ TEST_F(PubSubE2E, SubscriberConnectionsAreBoundedAndClosedWithTheClient) {
   EXPECT_TRUE(eventually([&] { return numsub(1, "x") == 1; }));
   EXPECT_EQ(fields(c->call({"SUBSCRIBE", "x"}))[0], "subscribe");
   EXPECT_EQ(client()->call({"PUBLISH", "x", "m"}), ":2\r\n");
+}
+
+}  // namespace
+}  // namespace chash::proxy::testing
+
+namespace chash::proxy::testing {
+namespace {
+
+// The keys of the invalidation pushes (RESP3 ">2 invalidate [keys]") or redirected messages
+// (RESP2 "message __redis__:invalidate [keys]") in `replies`.
+std::multiset<std::string> invalidated(const std::vector<std::string>& replies) {
+  std::multiset<std::string> keys;
+  for (const std::string& r : replies) {
+    const auto f = fields(r);
+    // fields() flattens the nested key array: [invalidate, 1(count), key] or
+    // [message, __redis__:invalidate, 1, key].
+    const std::size_t first = f.size() >= 2 && f[0] == "invalidate" ? 2 : 3;
+    if (f.empty() || (f[0] != "invalidate" && f[0] != "message")) continue;
+    for (std::size_t i = first; i < f.size(); ++i) keys.insert(f[i]);
+  }
+  return keys;
+}
+
+// Reads replies of `c` until `n` invalidated keys are in (or 5 s pass).
+std::multiset<std::string> read_invalidations(RespClient& c, std::size_t n) {
+  std::vector<std::string> got;
+  while (invalidated(got).size() < n) {
+    std::string r = c.read_reply();
+    if (r.empty()) break;
+    got.push_back(std::move(r));
+  }
+  return invalidated(got);
+}
+
+// CLIENT TRACKING through three backends: a RESP3 client gets the invalidation pushes of every
+// backend its reads went to; a RESP2 client's REDIRECT reaches a client subscribed to
+// __redis__:invalidate through every backend; OPTIN tracks only what CLIENT CACHING yes names.
+TEST_F(PubSubE2E, ClientTrackingInvalidatesAcrossBackends) {
+  proxy.start(dir, yaml({1, 2, 3}, "  hash: md5\n"), 2);
+  auto writer = client();
+  std::set<int> owners;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(writer->call({"SET", "t:" + std::to_string(i), "v"}), "+OK\r\n");
+    owners.insert(owner("t:" + std::to_string(i)));
+  }
+  ASSERT_EQ(owners.size(), 3u);
+  // RESP3, default mode.
+  auto r3 = client();
+  r3->call({"HELLO", "3"});
+  ASSERT_EQ(r3->call({"CLIENT", "TRACKING", "on"}), "+OK\r\n");
+  EXPECT_EQ(r3->call({"CLIENT", "GETREDIR"}), ":0\r\n");
+  for (int i = 0; i < 20; ++i)
+    ASSERT_EQ(r3->call({"GET", "t:" + std::to_string(i)}), "$1\r\nv\r\n");
+  for (int i = 0; i < 20; ++i) writer->call({"SET", "t:" + std::to_string(i), "w"});
+  auto keys = read_invalidations(*r3, 20);
+  EXPECT_EQ(keys.size(), 20u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(keys.count("t:" + std::to_string(i)), 1u) << i;
+  // RESP2 with REDIRECT to a subscriber of __redis__:invalidate.
+  auto listener = client();
+  const std::string id = listener->call({"CLIENT", "ID"});
+  ASSERT_EQ(fields(listener->call({"SUBSCRIBE", "__redis__:invalidate"}))[2], "1");
+  for (int s = 1; s <= 3; ++s) EXPECT_EQ(numsub(s, "__redis__:invalidate"), 1) << s;
+  auto r2 = client();
+  ASSERT_EQ(r2->call({"CLIENT", "TRACKING", "on", "REDIRECT", id.substr(1, id.size() - 3)}),
+            "+OK\r\n");
+  for (int i = 0; i < 20; ++i)
+    ASSERT_EQ(r2->call({"GET", "t:" + std::to_string(i)}), "$1\r\nw\r\n");
+  for (int i = 0; i < 20; ++i) writer->call({"DEL", "t:" + std::to_string(i)});
+  keys = read_invalidations(*listener, 20);
+  EXPECT_EQ(keys.size(), 20u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(keys.count("t:" + std::to_string(i)), 1u) << i;
+  // OPTIN: only the read after CLIENT CACHING yes is tracked.
+  auto opt = client();
+  opt->call({"HELLO", "3"});
+  ASSERT_EQ(opt->call({"CLIENT", "TRACKING", "on", "OPTIN"}), "+OK\r\n");
+  EXPECT_EQ(opt->call({"GET", "t:1"}), "_\r\n");
+  EXPECT_EQ(opt->call({"CLIENT", "CACHING", "yes"}), "+OK\r\n");
+  EXPECT_EQ(opt->call({"GET", "t:2"}), "_\r\n");
+  writer->call({"SET", "t:1", "x"});
+  writer->call({"SET", "t:2", "x"});
+  keys = read_invalidations(*opt, 1);
+  EXPECT_EQ(keys, (std::multiset<std::string>{"t:2"}));
+  EXPECT_EQ(opt->call({"PING"}), "+PONG\r\n");  // nothing else was on its way
+  // Redis's refusals, in its words.
+  auto e = client();
+  EXPECT_EQ(e->call({"CLIENT", "TRACKING", "on", "PREFIX", "a"}),
+            "-ERR PREFIX option requires BCAST mode to be enabled\r\n");
+  EXPECT_EQ(e->call({"CLIENT", "TRACKING", "on", "REDIRECT", "987654"}),
+            "-ERR The client ID you want redirect to does not exist\r\n");
+  EXPECT_EQ(e->call({"CLIENT", "CACHING", "yes"}),
+            "-ERR CLIENT CACHING can be called only when the client is in tracking mode with "
+            "OPTIN or OPTOUT mode enabled\r\n");
+  EXPECT_EQ(e->call({"CLIENT", "GETREDIR"}), ":-1\r\n");
+  EXPECT_EQ(e->call({"CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "t:"}), "+OK\r\n");
+  EXPECT_EQ(fields(e->call({"CLIENT", "TRACKINGINFO"})),
+            (std::vector<std::string>{"flags", "2", "on", "bcast", "redirect", "0", "prefixes", "1",
+                                      "t:"}));  // fields() shows a nested array's length first
+  EXPECT_EQ(e->call({"CLIENT", "TRACKING", "off"}), "+OK\r\n");
 }
 
 }  // namespace

@@ -744,12 +744,12 @@ struct GenericKeys {
   int store, count, first, step;
 };
 constexpr GenericKeys kGenericKeys[] = {
-    {"blmpop", 0, 2, 3, 1},      {"bzmpop", 0, 2, 3, 1},      {"eval", 0, 2, 3, 1},
-    {"eval_ro", 0, 2, 3, 1},     {"evalsha", 0, 2, 3, 1},     {"evalsha_ro", 0, 2, 3, 1},
-    {"fcall", 0, 2, 3, 1},       {"fcall_ro", 0, 2, 3, 1},    {"lmpop", 0, 1, 2, 1},
-    {"sintercard", 0, 1, 2, 1},  {"zdiff", 0, 1, 2, 1},       {"zdiffstore", 1, 2, 3, 1},
-    {"zinter", 0, 1, 2, 1},      {"zintercard", 0, 1, 2, 1},  {"zinterstore", 1, 2, 3, 1},
-    {"zmpop", 0, 1, 2, 1},       {"zunion", 0, 1, 2, 1},      {"zunionstore", 1, 2, 3, 1},
+    {"blmpop", 0, 2, 3, 1},     {"bzmpop", 0, 2, 3, 1},     {"eval", 0, 2, 3, 1},
+    {"eval_ro", 0, 2, 3, 1},    {"evalsha", 0, 2, 3, 1},    {"evalsha_ro", 0, 2, 3, 1},
+    {"fcall", 0, 2, 3, 1},      {"fcall_ro", 0, 2, 3, 1},   {"lmpop", 0, 1, 2, 1},
+    {"sintercard", 0, 1, 2, 1}, {"zdiff", 0, 1, 2, 1},      {"zdiffstore", 1, 2, 3, 1},
+    {"zinter", 0, 1, 2, 1},     {"zintercard", 0, 1, 2, 1}, {"zinterstore", 1, 2, 3, 1},
+    {"zmpop", 0, 1, 2, 1},      {"zunion", 0, 1, 2, 1},     {"zunionstore", 1, 2, 3, 1},
 };
 
 template <class Visit>
@@ -806,9 +806,9 @@ void command_keys(int index, const AclArgs& argv, Visit&& visit) {
   } else if (c.name == "sort" || c.name == "sort_ro") {
     sort_keys(argv, c.name == "sort_ro", visit);
   } else {
-    const auto* g = std::lower_bound(
-        std::begin(kGenericKeys), std::end(kGenericKeys), c.name,
-        [](const GenericKeys& k, std::string_view n) { return k.name < n; });
+    const auto* g =
+        std::lower_bound(std::begin(kGenericKeys), std::end(kGenericKeys), c.name,
+                         [](const GenericKeys& k, std::string_view n) { return k.name < n; });
     if (g != std::end(kGenericKeys) && g->name == c.name) generic_keys(*g, argv, visit);
   }
 }
@@ -843,8 +843,8 @@ ChannelArgs channel_args(int index) noexcept {
 bool channels_allowed(const AclSelector& s, int index, const AclArgs& argv) noexcept {
   const ChannelArgs kind = channel_args(index);
   if (kind == ChannelArgs::kNone) return true;
-  const std::size_t last = kind == ChannelArgs::kFirst ? std::min<std::size_t>(argv.size(), 2)
-                                                       : argv.size();
+  const std::size_t last =
+      kind == ChannelArgs::kFirst ? std::min<std::size_t>(argv.size(), 2) : argv.size();
   for (std::size_t i = 1; i < last; ++i) {
     const std::string_view channel = argv[i];
     bool ok = false;

@@ -288,8 +288,9 @@ std::string Backend::failure_reply(const std::string& why) const {
 void Backend::on_input() {
   // Complete every whole reply in the buffer, in order.
   for (;;) {
-    // A subscriber connection receives messages nobody asked for, whenever they come.
-    if (queue_.empty() && !subscriber_) {
+    // A subscriber connection receives messages nobody asked for, whenever they come; so may a
+    // client's own connection (RESP3 pushes: CLIENT TRACKING's invalidations).
+    if (queue_.empty() && !subscriber_ && owner_ == nullptr) {
       if (!nothing_unasked(parser_.start())) return;  // failed the connection
       break;
     }
@@ -305,10 +306,13 @@ void Backend::on_input() {
       fail(parser_.error());
       return;
     }
-    if (subscriber_) {
+    if (subscriber_ || owner_ != nullptr) {
       const std::string_view raw = parser_.span().in(in_.view());
-      if (is_pubsub_message(raw)) {
-        if (owner_ != nullptr) owner_->pubsub_message(raw);
+      if (subscriber_ ? is_pubsub_message(raw) : parser_.type() == '>') {
+        if (owner_ != nullptr) {
+          if (subscriber_) owner_->pubsub_message(raw);
+          else owner_->backend_push(raw);
+        }
         if (closed_) return;
         parser_.next();
         parser_started_ = false;
@@ -537,6 +541,9 @@ void Client::dispatch() {
   count_request();
   silent_ = reply_off_ || skip_next_reply_;  // CLIENT REPLY OFF / SKIP
   skip_next_reply_ = false;
+  // CLIENT CACHING yes|no applies to this command (session_tracking.cc caching_before).
+  tracking_.caching_now = tracking_.caching_next;
+  tracking_.caching_next = -1;
   refresh_acl();
   const std::size_t argc = parser_.argc();
   const std::string_view name = parser_.arg(in_, 0);

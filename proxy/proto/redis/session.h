@@ -124,12 +124,18 @@ class Backend final : public BackendSession {
   bool parser_started_ = false;
   Client* owner_ = nullptr;
   bool subscriber_ = false;  // set_subscriber
-  bool blocking_ = false;  // a blocking request is in flight (expect_block)
+  bool blocking_ = false;    // a blocking request is in flight (expect_block)
   std::int64_t block_ms_ = 0;
 };
 
 // Whether `raw` (a whole RESP2 reply) is a Pub/Sub message push: message, pmessage, smessage.
 bool is_pubsub_message(std::string_view raw) noexcept;
+// The server's ids of each client's subscriber connections, by server name: what a CLIENT
+// TRACKING REDIRECT to that client is on each backend (proto/redis/session_tracking.cc).
+// `server` null: all of the client's.
+void note_subscriber_id(std::uint64_t client, const PoolShared* pool, const std::string& server,
+                        std::int64_t backend_id);
+void forget_subscriber_ids(std::uint64_t client, const std::string* server);
 struct PubSubState;
 struct PubSubAt;
 
@@ -167,6 +173,9 @@ class Client final : public ClientSession {
   int resp() const noexcept { return resp_; }
   // A message one of its subscriber connections received (proto/redis/session_pubsub.cc).
   void pubsub_message(std::string_view raw);
+  // A RESP3 push one of its own connections received: CLIENT TRACKING's invalidations
+  // (proto/redis/session_tracking.cc).
+  void backend_push(std::string_view raw);
   enum class SubKind : std::uint8_t { kChannel, kPattern, kShard };
 
   // A backend answered kept part `part` of `m` with the error reply `raw` (proto/redis/
@@ -251,14 +260,14 @@ class Client final : public ClientSession {
   // `keyspace`: to keyspace_members() (DBSIZE, KEYS, FLUSH*), else to the routed nodes.
   // `own`: each on a connection of its own, closed once answered (SCRIPT KILL: the shared ones
   // wait behind a busy script).
-  void broadcast(Merge merge, std::string_view bytes = {}, bool keyspace = false,
-                 bool own = false);
+  void broadcast(Merge merge, std::string_view bytes = {}, bool keyspace = false, bool own = false);
   void info_forward(std::size_t argc);
 
   // Connections of the client's own and blocking commands (proto/redis/session_own.cc).
   // A RESP3 client or one that SELECTed another database has its own connection per backend
   // (that state is the server's, per connection); a blocking command waits on one.
-  bool own_mode() const noexcept { return resp_ == 3 || db_ != 0; }
+  // CLIENT TRACKING too (session_tracking.cc): the server tracks the keys a connection read.
+  bool own_mode() const noexcept { return resp_ == 3 || db_ != 0 || tracking_.on; }
   Backend* own_connection(NodeId node, std::string& error);
   // Once per backend: CONFIG GET maxclients on a shared connection, into
   // BackendState::maxclients (what bounds clients' own connections, core/worker.h).
@@ -299,9 +308,9 @@ class Client final : public ClientSession {
   bool send_sub(NodeId node, std::string_view verb, std::string_view name,
                 std::function<void(bool)> done, std::string& error);
   bool place_sub(SubKind kind, const std::string& name, NodeId node, const Ref<Reply>& reply,
-             std::string& error);
+                 std::string& error);
   void unplace_sub(SubKind kind, const std::string& name, const PubSubAt& at,
-               const Ref<Reply>& reply);
+                   const Ref<Reply>& reply);
   void reconcile_subscriptions();
   void arm_pubsub_timer();
   // Closes the subscriber connections (abandoned: at once). `reply` (RESET's) waits until each
@@ -310,6 +319,24 @@ class Client final : public ClientSession {
   bool pubsub_conn_closed(Backend* b) noexcept;
   void append_confirmation(std::string& out, std::string_view verb, const std::string* channel,
                            std::size_t count) const;
+
+  // Client-side caching (proto/redis/session_tracking.cc). The options of CLIENT TRACKING on,
+  // said on each connection of the client's own as it opens (tracking_opened); CLIENT CACHING's
+  // yes (1) / no (0) for the next command, sent before it on each connection it uses
+  // (caching_before).
+  struct Tracking {
+    bool on = false, bcast = false, optin = false, optout = false, noloop = false;
+    std::vector<std::string> prefixes;
+    std::uint64_t redirect = 0;  // the proxy's CLIENT ID of the client invalidations go to
+    int caching_next = -1, caching_now = -1;
+  };
+  void client_tracking(std::size_t argc);
+  void client_caching(std::size_t argc);
+  void client_tracking_info(bool getredir);
+  bool tracking_request(const std::string& server, std::string& out) const;
+  void tracking_opened(Backend* b, NodeId node);
+  void caching_before(BackendConn* b);
+  void send_quietly(BackendConn* b, std::string_view bytes);
 
   // Forwarded commands.
   void same_node(const Command& cmd, std::size_t argc);  // kKeysSameNode
@@ -410,8 +437,8 @@ class Client final : public ClientSession {
   // a server's copy swept — and, while the pool warms up, every moved one is migrated to its
   // owner first (warm_transaction_then_send).
   std::vector<std::pair<std::string, bool>> tx_keys_;
-  std::int64_t tx_slot_ = -1;     // cluster pools: the slot of the transaction's keys (-1: none)
-  std::uint32_t read_turn_ = 0;   // spreads this client's reads over replicas
+  std::int64_t tx_slot_ = -1;    // cluster pools: the slot of the transaction's keys (-1: none)
+  std::uint32_t read_turn_ = 0;  // spreads this client's reads over replicas
   // hot_invalidate()'s keys (or all) for the request being dispatched: new_msg() hands them to
   // its Msg, which bumps them again when answered (Msg::hot_written).
   std::vector<std::string> hot_pending_;
@@ -436,8 +463,9 @@ class Client final : public ClientSession {
   };
   Ref<Msg> blocking_msg_;
   std::shared_ptr<BlockedWait> blocking_wait_;
-  bool blocked_counted_ = false;        // in PoolShared::blocked_clients
+  bool blocked_counted_ = false;         // in PoolShared::blocked_clients
   std::shared_ptr<PubSubState> pubsub_;  // null until the first SUBSCRIBE (session_pubsub.cc)
+  Tracking tracking_;
   // CLIENT REPLY OFF / SKIP (session_local.cc): the replies dispatch() silences.
   bool reply_off_ = false, skip_next_reply_ = false;
 };

@@ -241,8 +241,8 @@ void Client::broadcast(Merge merge, std::string_view bytes, bool keyspace, bool 
   for (std::uint32_t part = 0; part < n; ++part) {
     std::string error;
     NodeId target = members[part];
-    BackendConn* b = own ? worker_.dedicated_backend(pool_index_, target, error)
-                         : connection(target, error);
+    BackendConn* b =
+        own ? worker_.dedicated_backend(pool_index_, target, error) : connection(target, error);
     if (b == nullptr) {
       if (!counted_error) count_forward_error();
       counted_error = true;

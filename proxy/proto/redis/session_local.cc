@@ -128,6 +128,15 @@ void Client::local_client(std::size_t argc) {
   } else if (sub == "unblock") {
     if (argc != 3 && argc != 4) return wrong_args();
     client_unblock(argc);  // session_own.cc
+  } else if (sub == "tracking") {
+    if (argc < 3) return wrong_args();
+    client_tracking(argc);  // session_tracking.cc
+  } else if (sub == "caching") {
+    if (argc != 3) return wrong_args();
+    client_caching(argc);
+  } else if (sub == "getredir" || sub == "trackinginfo") {
+    if (argc != 2) return wrong_args();
+    client_tracking_info(sub == "getredir");
   } else if (sub == "no-evict" || sub == "no-touch") {
     // Hints about the client's own connection's eviction / LRU touch: nothing to do here.
     if (argc != 3) return wrong_args();
@@ -156,7 +165,8 @@ void Client::local_client(std::size_t argc) {
   } else {
     reply_local(error_text("ERR unsupported subcommand '" + printable(arg(1)) +
                            "' of CLIENT (chash-proxy answers SETNAME, GETNAME, SETINFO, ID, INFO, "
-                           "UNBLOCK, NO-EVICT, NO-TOUCH, REPLY)"),
+                           "UNBLOCK, NO-EVICT, NO-TOUCH, REPLY, TRACKING, CACHING, GETREDIR, "
+                           "TRACKINGINFO)"),
                 true);
   }
 }

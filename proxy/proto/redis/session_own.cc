@@ -67,7 +67,8 @@ std::unordered_map<std::uint64_t, BlockedAt>& blocked_clients() {
   static std::unordered_map<std::uint64_t, BlockedAt> m;
   return m;
 }
-// The elements of an array reply as raw RESP values ("*2\r\n$1\r\nk\r\n$1\r\nv\r\n" -> {"$1\r\nk\r\n",
+// The elements of an array reply as raw RESP values ("*2\r\n$1\r\nk\r\n$1\r\nv\r\n" ->
+// {"$1\r\nk\r\n",
 // "$1\r\nv\r\n"}); empty for anything else.
 std::vector<std::string_view> elements_of(std::string_view reply) {
   ReplyParser p;
@@ -203,6 +204,7 @@ Backend* Client::own_connection(NodeId node, std::string& error) {
     append_command(select, {"SELECT", db});
     b->send_control(select);
   }
+  tracking_opened(b, node);  // CLIENT TRACKING on, when the client tracks
   own_[node] = b;
   return b;
 }
@@ -267,15 +269,16 @@ void Client::release_blocking(bool abandon) {
   // once it has answered, and a value it took is put back.
   m->client = nullptr;
   m->blocking = false;
-  m->then = [worker = &worker_, pool_index = pool_index_, server = wait->server,
-             name = wait->name, right = wait->right](Msg& r) {
+  m->then = [worker = &worker_, pool_index = pool_index_, server = wait->server, name = wait->name,
+             right = wait->right](Msg& r) {
     if (r.parts.empty() || r.parts[0].type == '-') return;
     const auto argv = restore_of(name, right, r.parts[0].raw.view());
     if (!argv.empty()) send_own(*worker, pool_index, server, argv);
   };
   wait->abandoned = true;
   if (wait->backend_id != 0) {
-    send_own(worker_, pool_index_, wait->server, {"CLIENT", "UNBLOCK", std::to_string(wait->backend_id)});
+    send_own(worker_, pool_index_, wait->server,
+             {"CLIENT", "UNBLOCK", std::to_string(wait->backend_id)});
   }
   b->drain();  // closes once the blocked request is answered
 }
@@ -396,7 +399,8 @@ void Client::blocking(const Command& cmd, std::size_t argc) {
       wait->backend_id = backend_id;
       // The client left before the id came: unblock it now (release_blocking).
       if (wait->abandoned) {
-        send_own(*worker, pool_index, wait->server, {"CLIENT", "UNBLOCK", std::to_string(backend_id)});
+        send_own(*worker, pool_index, wait->server,
+                 {"CLIENT", "UNBLOCK", std::to_string(backend_id)});
         return;
       }
     }
@@ -579,6 +583,8 @@ void Client::local_reset(std::size_t) {
   }
   resp_ = 2;
   db_ = 0;
+  tracking_ = Tracking{};  // RESET turns tracking off
+  reply_off_ = skip_next_reply_ = false;
   name_.clear();
   user_ = nullptr;
   user_name_.clear();

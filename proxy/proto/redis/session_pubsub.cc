@@ -137,7 +137,10 @@ std::vector<NodeId> Client::sub_targets(SubKind kind, std::string_view name) con
   if (one_server()) return {0};
   const Pool& pool = *pool_;
   const bool cluster = pool.config.is_cluster();
-  if (kind == SubKind::kPattern && !cluster) {
+  // __redis__:invalidate is where CLIENT TRACKING ... REDIRECT sends each backend's
+  // invalidations (session_tracking.cc): a listener needs it on every backend.
+  if ((kind == SubKind::kPattern && !cluster) ||
+      (kind == SubKind::kChannel && name == "__redis__:invalidate")) {
     std::vector<NodeId> all(pool.nodes);
     for (NodeId i = 0; i < pool.nodes; ++i) all[i] = i;
     return all;
@@ -174,6 +177,22 @@ Backend* Client::sub_connection(NodeId node, std::string& error, bool throttled)
   c.conn = b;
   c.retry_at = {};
   ++c.gen;
+  // The server's id for it: what another client's CLIENT TRACKING ... REDIRECT to this one
+  // becomes on this backend (session_tracking.cc). Asked first, so known by the time this
+  // client has read its first confirmation there.
+  auto ask = make_ref<Msg>();
+  ask->parts.resize(1);
+  ask->outstanding = 1;
+  ask->then = [weak = std::weak_ptr<PubSubState>(pubsub_), id = id_, pool = pool_->shared.get(),
+               server](Msg& r) {
+    std::int64_t backend_id = 0;
+    const std::string_view raw = r.parts[0].raw.view();
+    if (weak.expired() || r.parts[0].type != ':' || raw.size() < 3 ||
+        !parse_int(raw.substr(1, raw.size() - 3), backend_id))
+      return;
+    note_subscriber_id(id, pool, server, backend_id);
+  };
+  b->send({"*2\r\n$6\r\nCLIENT\r\n$2\r\nID\r\n"}, ask, 0);
   return b;
 }
 
@@ -343,6 +362,7 @@ void Client::release_pubsub(bool abandon, const Ref<Reply>& reply) {
   }
   ps.client = nullptr;
   pubsub_.reset();  // the callbacks of requests in flight find nothing (weak_ptr)
+  forget_subscriber_ids(id_, nullptr);
 }
 
 // A subscriber connection closed (failed, or the server went): its subscriptions are placed
@@ -354,6 +374,7 @@ bool Client::pubsub_conn_closed(Backend* b) noexcept {
     c.conn = nullptr;
     ++c.gen;
     pubsub_->dirty = true;
+    forget_subscriber_ids(id_, &server);
     return true;
   }
   return false;

@@ -26,7 +26,11 @@ void Client::reject(std::string_view error) {
 
 BackendConn* Client::connection(NodeId& node, std::string& error) {
   if (dedicated_ != nullptr && node == dedicated_node_) return dedicated_;
-  if (own_mode()) return own_connection(node, error);  // RESP3, SELECT: session_own.cc
+  if (own_mode()) {  // RESP3, SELECT, CLIENT TRACKING: session_own.cc
+    Backend* b = own_connection(node, error);
+    if (b != nullptr) caching_before(b);
+    return b;
+  }
   BackendConn* b = worker_.backend(pool_index_, node, error);
   if (b != nullptr || pool_->servers[node].role != ServerRole::kReplica) return b;
   // A replica that cannot be reached: out of the reads until its probe finds it again, and this
@@ -226,8 +230,9 @@ void Client::queue_in_transaction(const Command& cmd, std::size_t argc) {
     }
     node = channel_node(parser_.arg(in_, 1));
     if (tx_.node() != kNoNode && node != tx_.node() && !one_server()) {
-      reject("ERR chash-proxy: PUBLISH's channel lives on another backend than the "
-             "transaction's keys");
+      reject(
+          "ERR chash-proxy: PUBLISH's channel lives on another backend than the "
+          "transaction's keys");
       return;
     }
   } else if (cmd.route == Route::kLocal || cmd.name == "unwatch") {

@@ -20,10 +20,10 @@
 // at an old one: new: RESTORE k ttl payload (without REPLACE: a write that got there first
 // wins); then old: DEL k. A transaction (EXEC) migrates every moved key it names, then runs —
 // unless it runs on a connection of the client's own (WATCH, RESP3, SELECT): there its keys are
-// read as the new owner has them. Each step is a Msg of the proxy's own (`then`, no client); members are found again by
-// name at each step, so a reload in between cannot send a step to the wrong server. A race the
-// design accepts, as any read-through cache does: a DEL of a key at the very moment its value is
-// being copied to the new owner can be overtaken by the copy.
+// read as the new owner has them. Each step is a Msg of the proxy's own (`then`, no client);
+// members are found again by name at each step, so a reload in between cannot send a step to the
+// wrong server. A race the design accepts, as any read-through cache does: a DEL of a key at the
+// very moment its value is being copied to the new owner can be overtaken by the copy.
 #include <cstdio>
 
 #include "core/worker.h"
@@ -186,8 +186,7 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
                             [self, i](Msg& copied) {
                               // Not copied (the owner failed): the old copy is the only one.
                               if (copied.parts[0].type == '-') {
-                                self->shared->warmup_errors.fetch_add(1,
-                                                                      std::memory_order_relaxed);
+                                self->shared->warmup_errors.fetch_add(1, std::memory_order_relaxed);
                                 return;
                               }
                               self->shared->warmup_removed.fetch_add(1, std::memory_order_relaxed);
