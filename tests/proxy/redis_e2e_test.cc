@@ -433,6 +433,26 @@ TEST_F(ProxyE2E, ClientAuthWithConstantTimeCompare) {
   EXPECT_EQ(d.call({"GET", "k"}), bulk("v"));
 }
 
+// COMMAND GETKEYS / GETKEYSANDFLAGS are the server's command table's answers: the same bytes
+// through a pool of three as from a server (Redis's sort, functions and introspection units
+// call them).
+TEST_F(ProxyE2E, CommandGetkeysAnswersAsTheServer) {
+  start_proxy(yaml(""));
+  auto c = client();
+  RespClient direct(RespClient::dial_unix(servers_[0]->socket()));
+  const std::vector<std::vector<std::string>> cases = {
+      {"COMMAND", "GETKEYS", "SET", "k", "v"},
+      {"COMMAND", "GETKEYS", "SORT", "abc", "STORE", "def"},
+      {"COMMAND", "GETKEYS", "FCALL", "f", "2", "a", "b", "x"},
+      {"COMMAND", "GETKEYSANDFLAGS", "LMOVE", "a", "b", "LEFT", "RIGHT"},
+      {"COMMAND", "GETKEYS", "PING"},
+      {"COMMAND", "GETKEYS", "NOSUCH", "x"},
+      {"COMMAND", "GETKEYS", "GET"},
+  };
+  for (const auto& argv : cases) EXPECT_EQ(c.call(argv), direct.call(argv)) << argv[2];
+  EXPECT_EQ(c.call({"COMMAND", "GETKEYS", "MGET", "a", "b"}), "*2\r\n$1\r\na\r\n$1\r\nb\r\n");
+}
+
 class ProxyE2EBackendAuth : public ProxyE2E {
  protected:
   void SetUp() override {

@@ -201,9 +201,19 @@ void Client::local_command(std::size_t argc) {
     for (const Command& c : command_table()) {
       if (command_listed(c)) append_bulk(out, c.name);
     }
+  } else if ((sub == "getkeys" || sub == "getkeysandflags") && argc >= 3) {
+    // Where a command's keys are is the server's command table's answer (key specs, getkeys
+    // procs, flags): any backend gives it exactly, for every command it has.
+    auto m = new_msg();
+    NodeId node = 0;
+    while (!one_server() && node + 1 < pool_->nodes && !pool_->up(node)) ++node;
+    if (!usable_or_fail(node, "COMMAND GETKEYS", m, true)) return;
+    forward_one(node, m);
+    return;
   } else {
     reply_local(error_text("ERR unsupported subcommand '" + printable(parser_.arg(in_, 1)) +
-                           "' of COMMAND (chash-proxy answers COUNT, INFO, DOCS, LIST)"),
+                           "' of COMMAND (chash-proxy answers COUNT, INFO, DOCS, LIST, GETKEYS, "
+                           "GETKEYSANDFLAGS)"),
                 true);
     return;
   }
