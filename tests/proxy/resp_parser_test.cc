@@ -89,11 +89,37 @@ TEST(RequestParserTest, InlineCommandsAndEmptyLinesAndEmptyArrays) {
   EXPECT_EQ(args_of(p, buf), (std::vector<std::string>{"SET", "a", "b"}));
 }
 
+// Inline requests with quotes are split as redis-server's sdssplitargs splits them: "..." with
+// \xHH and \n-style escapes, '...' with \', adjacent quoted and bare parts joined; a closing
+// quote not followed by a space, or a missing one, is Redis's "unbalanced quotes in request".
+TEST(RequestParserTest, InlineQuotesAreSplitAsRedisDoes) {
+  RequestParser p;
+  std::string buf = "SET \"my key\" 'it\\'s' \"a\\x41\\n\" x\"y z\"\r\nGET k\r\n";
+  ASSERT_EQ(p.parse(buf), ParseResult::kDone);
+  EXPECT_EQ(args_of(p, buf),
+            (std::vector<std::string>{"SET", "my key", "it's", "aA\n", "xy z"}));
+  p.next();
+  buf.erase(0, p.start());
+  p.consume(p.start());
+  ASSERT_EQ(p.parse(buf), ParseResult::kDone);  // the next, plain, request after a quoted one
+  EXPECT_EQ(args_of(p, buf), (std::vector<std::string>{"GET", "k"}));
+  for (const std::string bad : {"set \"\"\"test-key\"\"\" v\r\n", "get \"k\r\n", "get 'k\r\n",
+                                "get \"k\"x\r\n"}) {
+    RequestParser q;
+    ASSERT_EQ(q.parse(bad), ParseResult::kError) << bad;
+    EXPECT_EQ(q.error(), "Protocol error: unbalanced quotes in request") << bad;
+  }
+}
+
 TEST(RequestParserTest, TenGigabyteBulkIsRefusedBeforeBuffering) {
   RequestParser p;  // default limit 64 MiB
   const std::string buf = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$10737418240\r\n";
   ASSERT_EQ(p.parse(buf), ParseResult::kError);
-  EXPECT_NE(p.error().find("larger than"), std::string::npos);
+  // Over redis-server's proto-max-bulk-len (512 MiB): its words.
+  EXPECT_EQ(p.error(), "Protocol error: invalid bulk length");
+  RequestParser q;
+  ASSERT_EQ(q.parse("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000000\r\n"), ParseResult::kError);
+  EXPECT_NE(q.error().find("larger than"), std::string::npos);  // the proxy's own bound
 }
 
 TEST(RequestParserTest, WholeRequestIsBoundedNotJustEachBulk) {

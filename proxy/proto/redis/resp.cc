@@ -10,6 +10,9 @@ namespace {
 
 // The longest "*<n>\r\n" / "$<n>\r\n" header we accept: a sign, 19 digits and CRLF.
 constexpr std::size_t kMaxHeaderBytes = 32;
+// redis-server's proto-max-bulk-len default: a longer bulk is "invalid bulk length" there,
+// whatever the proxy's own max_request_bytes says.
+constexpr std::int64_t kProtoMaxBulkLen = std::int64_t{512} << 20;
 
 // Finds the '\n' of a CRLF-terminated line starting at `from`; npos when not (yet) there.
 std::size_t find_lf(std::string_view buf, std::size_t from) noexcept {
@@ -66,12 +69,93 @@ void RequestParser::next() noexcept {
   state_ = State::kStart;
   args_.clear();
   inline_ = false;
+  decoded_ = false;
 }
 
 void RequestParser::consume(std::size_t n) noexcept {
   start_ -= n;
   pos_ -= n;
-  for (Span& s : args_) s.off -= n;
+  if (!decoded_) {
+    for (Span& s : args_) s.off -= n;
+  }
+}
+
+namespace {
+
+int hex_digit(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool split_space(char c) noexcept {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f' || c == '\0';
+}
+
+}  // namespace
+
+const char* RequestParser::split_quoted(std::string_view line) {
+  scratch_.clear();
+  std::size_t i = 0;
+  for (;;) {
+    while (i < line.size() && split_space(line[i])) ++i;
+    if (i >= line.size()) return nullptr;
+    const std::size_t begin = scratch_.size();
+    bool in_double = false, in_single = false;
+    for (;;) {
+      if (in_double) {
+        if (i >= line.size()) return "unbalanced quotes in request";  // closing quote missing
+        if (line[i] == '\\' && i + 3 < line.size() && line[i + 1] == 'x' &&
+            hex_digit(line[i + 2]) >= 0 && hex_digit(line[i + 3]) >= 0) {
+          scratch_ += static_cast<char>(hex_digit(line[i + 2]) * 16 + hex_digit(line[i + 3]));
+          i += 4;
+          continue;
+        }
+        if (line[i] == '\\' && i + 1 < line.size()) {
+          const char e = line[i + 1];
+          scratch_ += e == 'n'   ? '\n'
+                      : e == 'r' ? '\r'
+                      : e == 't' ? '\t'
+                      : e == 'b' ? '\b'
+                      : e == 'a' ? '\a'
+                                 : e;
+          i += 2;
+          continue;
+        }
+        if (line[i] == '"') {
+          // The closing quote must end the argument.
+          if (i + 1 < line.size() && !split_space(line[i + 1]))
+            return "unbalanced quotes in request";
+          ++i;
+          break;
+        }
+        scratch_ += line[i++];
+      } else if (in_single) {
+        if (i >= line.size()) return "unbalanced quotes in request";
+        if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == '\'') {
+          scratch_ += '\'';
+          i += 2;
+          continue;
+        }
+        if (line[i] == '\'') {
+          if (i + 1 < line.size() && !split_space(line[i + 1]))
+            return "unbalanced quotes in request";
+          ++i;
+          break;
+        }
+        scratch_ += line[i++];
+      } else {
+        if (i >= line.size() || split_space(line[i])) break;
+        if (line[i] == '"') in_double = true;
+        else if (line[i] == '\'') in_single = true;
+        else scratch_ += line[i];
+        ++i;
+      }
+    }
+    if (args_.size() >= limits_.max_args) return "too many arguments";
+    args_.push_back({begin, scratch_.size() - begin});
+  }
 }
 
 ParseResult RequestParser::parse_inline(std::string_view buf) {
@@ -83,8 +167,20 @@ ParseResult RequestParser::parse_inline(std::string_view buf) {
   if (lf - pos_ > limits_.max_inline_bytes) return fail("too big inline request");
   std::size_t line_end = lf;
   if (line_end > pos_ && buf[line_end - 1] == '\r') --line_end;
-  // Arguments separated by spaces/tabs. (redis-server also splits quoted strings; clients that
-  // need arbitrary bytes speak multibulk.)
+  const std::string_view line = buf.substr(pos_, line_end - pos_);
+  if (line.find_first_of("\"'") != std::string_view::npos) {
+    // Quoted arguments, as redis-server reads them (and refuses unbalanced ones in its words).
+    args_.clear();
+    if (const char* error = split_quoted(line)) {
+      args_.clear();
+      return fail(error);
+    }
+    decoded_ = true;
+    pos_ = lf + 1;
+    inline_ = true;
+    return ParseResult::kDone;
+  }
+  // Arguments separated by spaces/tabs (the common case: spans of the buffer, no copy).
   std::size_t i = pos_;
   while (i < line_end) {
     while (i < line_end && (buf[i] == ' ' || buf[i] == '\t')) ++i;
@@ -147,7 +243,8 @@ ParseResult RequestParser::parse(std::string_view buf) {
         }
         std::int64_t n = 0;
         if (lf - pos_ > kMaxHeaderBytes || lf < pos_ + 2 || buf[lf - 1] != '\r' ||
-            !parse_int(buf.substr(pos_ + 1, lf - 1 - (pos_ + 1)), n) || n < 0) {
+            !parse_int(buf.substr(pos_ + 1, lf - 1 - (pos_ + 1)), n) || n < 0 ||
+            n > kProtoMaxBulkLen) {
           return fail("invalid bulk length");
         }
         // Refuse before buffering: the whole request must fit max_request_bytes.

@@ -57,7 +57,7 @@ class RequestParser {
   // After kDone: the arguments (argv[0] is the command name) and the request's bytes.
   std::size_t argc() const noexcept { return args_.size(); }
   std::string_view arg(std::string_view buf, std::size_t i) const noexcept {
-    return args_[i].in(buf);
+    return args_[i].in(decoded_ ? std::string_view(scratch_) : buf);
   }
   const std::vector<Span>& args() const noexcept { return args_; }
   bool is_inline() const noexcept { return inline_; }
@@ -77,6 +77,9 @@ class RequestParser {
   enum class State : std::uint8_t { kStart, kBulkLen, kBulkData };
   ParseResult fail(std::string message);
   ParseResult parse_inline(std::string_view buf);
+  // An inline line with quotes, split as redis-server splits it (sds.c sdssplitargs) into
+  // scratch_; the error when its quotes are unbalanced (or it has too many arguments).
+  const char* split_quoted(std::string_view line);
 
   ParserLimits limits_;
   State state_ = State::kStart;
@@ -85,6 +88,8 @@ class RequestParser {
   std::size_t expected_args_ = 0;
   std::size_t bulk_len_ = 0;
   bool inline_ = false;
+  bool decoded_ = false;  // args_ are spans of scratch_ (a quoted inline request), not of buf
+  std::string scratch_;
   std::vector<Span> args_;
   std::string error_;
 };
