@@ -12,7 +12,7 @@ PEER_NODES ?= 10,100,1000
 PEER_KEYS ?= 100000
 PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build release install package wheel demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-resize bench-fleet bench-hotkeys bench-route soak chaos compat-vectors redis-suite twemproxy-suite clean
+.PHONY: all bootstrap build release install package wheel demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-resize bench-fleet bench-hotkeys bench-pubsub bench-route soak chaos compat-vectors redis-suite twemproxy-suite clean
 
 all: build
 
@@ -178,6 +178,14 @@ bench-fleet: release
 	cmake --build build-release -j $(JOBS) --target chash-proxy
 	CHASH_PROXY=$(CURDIR)/build-release/chash-proxy python3 bench/fleet/run.py \
 	  --out $(CURDIR)/build-release/bench-fleet $(FLEET_FLAGS)
+
+# Pub/Sub fan-out (docs/BENCHMARKS.md): messages/s to 1, 10 and 50 subscribers through chash-proxy
+# and directly, alternated in one run. ~1 minute. Knobs: PUBSUB_FLAGS="--messages 100000 --rounds 5"
+PUBSUB_FLAGS ?=
+bench-pubsub: release
+	cmake --build build-release -j $(JOBS) --target chash-proxy
+	python3 bench/pubsub/run.py --chash-proxy $(CURDIR)/build-release/chash-proxy \
+	  --out $(CURDIR)/build-release/bench-pubsub $(PUBSUB_FLAGS)
 
 # Hot keys (docs/HOTKEYS.md): one key at 30% of a Zipf load, cache off / hot_cache / hot_reads.
 HOTKEYS_FLAGS ?=

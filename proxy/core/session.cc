@@ -249,6 +249,23 @@ void ClientSession::push_message(std::string bytes) {
   on_done();
 }
 
+void ClientSession::push_message(std::string_view head, const net::ChunkRef& chunk,
+                                 std::string_view body) {
+  if (closed_ || closing_) return;
+  if (!pending_.empty()) {  // after the replies still owed
+    std::string bytes(head);
+    bytes.append(body);
+    push_message(std::move(bytes));
+    return;
+  }
+  if (!head.empty()) out_.append(head);
+  out_.append(chunk, body);
+  if (!output_scheduled_) {
+    output_scheduled_ = true;
+    worker_.schedule_output(this);
+  }
+}
+
 void ClientSession::count_request() noexcept { ++requests_uncounted_; }
 
 void ClientSession::protocol_error(std::string reply) {

@@ -156,6 +156,10 @@ class ClientSession : public ClientConn {
   bool silent_ = false;
   // Queues bytes nobody asked for (a Pub/Sub message) after every earlier reply; never silent.
   void push_message(std::string bytes);
+  // The same for `head` then `body` (held in `chunk`, a backend's read chunk): with no reply
+  // owed before it, straight to the output with no copy of a large body and no Reply of its own
+  // (a subscriber's usual case: a fan-out's every message passes here).
+  void push_message(std::string_view head, const net::ChunkRef& chunk, std::string_view body);
   // Queues `r` (a forwarded request) at the back of the reply order.
   void push(const Ref<Reply>& r);
   // Counts one request received (process and pool); `fragments` > 1 counts a split request's

@@ -131,6 +131,20 @@ TEST_F(ClientsE2E, RedisPy) {
   EXPECT_NE(out.find("\ndone\n"), std::string::npos) << out;
 }
 
+// redis-py's Pub/Sub API and its client-side caching (CLIENT TRACKING REDIRECT to a listener
+// subscribed to __redis__:invalidate) through three backends (docs/PROXY.md "Pub/Sub",
+// "Client-side caching").
+TEST_F(ClientsE2E, RedisPyPubSubAndClientSideCaching) {
+  for (const auto& s : redis_) {
+    testing::RespClient c(testing::RespClient::dial_unix(s->socket()));
+    ASSERT_EQ(c.call({"CONFIG", "SET", "notify-keyspace-events", "K$"}), "+OK\r\n");
+  }
+  auto [out, rc] = run(python_script("redis_py_pubsub.py") + " " + std::to_string(redis_port_));
+  EXPECT_EQ(rc, 0) << out << "(scripts/bootstrap.sh installs python3-redis)";
+  EXPECT_NE(out.find("ok invalidations\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\ndone\n"), std::string::npos) << out;
+}
+
 TEST_F(ClientsE2E, Pymemcache) {
   auto [out, rc] = drive(python_script("pymemcache_client.py"), memcache_port_);
   EXPECT_EQ(rc, 0) << out << "(scripts/bootstrap.sh installs python3-pymemcache)";

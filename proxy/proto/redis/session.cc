@@ -286,6 +286,16 @@ std::string Backend::failure_reply(const std::string& why) const {
 }
 
 void Backend::on_input() {
+  // Pub/Sub messages passed on in this read, counted once for the read (a fan-out's every
+  // message passes here: an atomic add each would be shared by every worker).
+  std::uint64_t delivered = 0;
+  struct Count {
+    std::uint64_t& n;
+    PoolShared& pool;
+    ~Count() {
+      if (n != 0) pool.pubsub_messages.fetch_add(n, std::memory_order_relaxed);
+    }
+  } count{delivered, *pool_->shared};
   // Complete every whole reply in the buffer, in order.
   for (;;) {
     // A subscriber connection receives messages nobody asked for, whenever they come; so may a
@@ -310,8 +320,8 @@ void Backend::on_input() {
       const std::string_view raw = parser_.span().in(in_.view());
       if (subscriber_ ? is_pubsub_message(raw) : parser_.type() == '>') {
         if (owner_ != nullptr) {
-          if (subscriber_) owner_->pubsub_message(raw);
-          else owner_->backend_push(raw);
+          if (!subscriber_) owner_->backend_push(raw);
+          else if (owner_->pubsub_message(in_.slice(parser_.start(), raw.size()))) ++delivered;
         }
         if (closed_) return;
         parser_.next();

@@ -171,8 +171,9 @@ class Client final : public ClientSession {
   void hot_fill(std::string_view key, std::string_view reply, std::uint64_t stamp);
   // The protocol the client speaks (HELLO): 2 or 3.
   int resp() const noexcept { return resp_; }
-  // A message one of its subscriber connections received (proto/redis/session_pubsub.cc).
-  void pubsub_message(std::string_view raw);
+  // A message one of its subscriber connections received, in that connection's read chunk
+  // (proto/redis/session_pubsub.cc); false when it was not delivered (not subscribed any more).
+  bool pubsub_message(const net::Slice& raw);
   // A RESP3 push one of its own connections received: CLIENT TRACKING's invalidations
   // (proto/redis/session_tracking.cc).
   void backend_push(std::string_view raw);

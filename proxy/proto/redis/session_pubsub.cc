@@ -518,8 +518,9 @@ void Client::unsubscribe(SubKind kind, std::size_t argc) {
 
 // A message a subscriber connection received: to the client while it is subscribed to its
 // channel (or pattern), as a push frame for RESP3.
-void Client::pubsub_message(std::string_view raw) {
-  if (pubsub_ == nullptr) return;
+bool Client::pubsub_message(const net::Slice& message) {
+  if (pubsub_ == nullptr) return false;
+  const std::string_view raw = message.bytes;
   std::size_t k = 0, off = 0;
   if (raw.starts_with(kMessage)) {
     k = 0;
@@ -532,11 +533,11 @@ void Client::pubsub_message(std::string_view raw) {
     off = kSMessage.size();
   }
   std::string_view name;
-  if (!bulk_at(raw, off, name) || !pubsub_->subs[k].contains(name)) return;
-  std::string out(raw);
-  if (resp_ == 3) out[0] = '>';
-  pool_->shared->pubsub_messages.fetch_add(1, std::memory_order_relaxed);
-  push_message(std::move(out));
+  if (!bulk_at(raw, off, name) || !pubsub_->subs[k].contains(name)) return false;
+  // RESP3: the same array as a push frame.
+  if (resp_ == 3) push_message(">", message.chunk, raw.substr(1));
+  else push_message({}, message.chunk, raw);
+  return true;
 }
 
 bool is_pubsub_message(std::string_view raw) noexcept {
