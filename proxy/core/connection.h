@@ -51,6 +51,11 @@ class BackendConn : public net::Pollable {
   // Opened to an address the backend no longer has (a Sentinel failover moved its master,
   // BackendState::address_epoch): the worker drains it and connects afresh.
   virtual bool stale() const { return false; }
+  // Whether the oldest request in flight is a script (EVAL, FCALL ...) sent at least `after`
+  // ago: the server may be busy with it (Worker::backend's bypass).
+  virtual bool busy_with_script(net::Clock::time_point, std::chrono::milliseconds) const {
+    return false;
+  }
   // A connection of one client's own (Worker::dedicated_backend): counted apart, and its
   // failures are that client's, never the backend's (no ejection for them: the shared
   // connections and the probes judge the backend). Called before start().

@@ -67,6 +67,7 @@ struct Reply : RefCounted {
   bool emitted = false;           // handed to the client's output queue
   bool close_after = false;       // quit / protocol error: close once this reply is written
   bool silent = false;            // answered but not written (Redis's CLIENT REPLY OFF / SKIP)
+  bool script = false;            // a script or function call (BackendConn::busy_with_script)
   std::uint32_t outstanding = 0;  // parts still waiting for a backend
   net::Clock::time_point start;   // set for forwarded requests: a latency sample when written
   // A backend could not answer part `part`; `error` is a whole error reply of the protocol.
@@ -256,6 +257,11 @@ class BackendSession : public BackendConn {
   std::uint64_t address_epoch() const noexcept { return epoch_; }
   void on_event(std::uint32_t events) override;
   void mark_own() override;
+  bool busy_with_script(net::Clock::time_point now,
+                        std::chrono::milliseconds after) const override {
+    return !queue_.empty() && queue_.front().msg != nullptr && queue_.front().msg->script &&
+           now - queue_.front().sent >= after;
+  }
   const std::string& name() const noexcept { return state_->name; }
 
  protected:

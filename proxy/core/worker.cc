@@ -260,11 +260,21 @@ void Worker::tick() {
   loop_.add_timer(std::chrono::milliseconds(20), [this] { tick(); });
 }
 
-BackendConn* Worker::backend(std::size_t pool_index, NodeId node, std::string& error) {
+BackendConn* Worker::backend(std::size_t pool_index, NodeId node, std::string& error,
+                             bool bypass_busy) {
   WorkerPool& wp = pools_[pool_index];
   auto& slots = wp.backends[node];
-  if (slots.empty()) slots.assign(wp.pool->config.server_connections, nullptr);
-  BackendConn*& slot = slots[wp.next_conn++ % slots.size()];
+  // server_connections shared connections, and after them (made on first need) the one that
+  // bypasses a connection waiting on a script.
+  const std::size_t n = std::max<std::size_t>(wp.pool->config.server_connections, 1);
+  if (slots.empty()) slots.assign(n, nullptr);
+  std::size_t index = wp.next_conn++ % n;
+  if (bypass_busy && slots[index] != nullptr &&
+      slots[index]->busy_with_script(loop_.now(), kScriptBypassAfter)) {
+    if (slots.size() == n) slots.push_back(nullptr);
+    index = n;
+  }
+  BackendConn*& slot = slots[index];
   if (slot != nullptr && slot->stale()) {
     // The backend's master moved (membership/sentinel.h): finish what is in flight there, send the
     // rest to the new address.

@@ -28,6 +28,11 @@ namespace chash::proxy {
 // a few proxies' workers, their probes, an operator's redis-cli. The limit is never below half
 // of maxclients (a small server still takes some).
 inline constexpr std::int64_t kOwnReserve = 32;
+// Worker::backend: how long a shared connection waits on a script before clients with nothing
+// in flight bypass it. Short: a server busy with a script answers nobody before its
+// busy-reply-threshold (5 s by default) anyway, and -BUSY once past it; a command that only took
+// this long meanwhile costs one more connection, once.
+inline constexpr std::chrono::milliseconds kScriptBypassAfter{20};
 // How many connections of clients' own backend `state` may have open at once (-1: no limit):
 // max_own_connections, and at most its maxclients less kOwnReserve once the server has said.
 std::int64_t own_connection_limit(const PoolConfig& config, const BackendState& state) noexcept;
@@ -103,7 +108,12 @@ class Worker {
   }
   // A connection to backend `node` of pool `pool_index` (connecting if needed); nullptr when a
   // connection cannot even be started (the error says why).
-  BackendConn* backend(std::size_t pool_index, NodeId node, std::string& error);
+  // `bypass_busy`: the caller has nothing in flight (no order to keep with its earlier
+  // requests), so while the shared connection waits on a script for longer than
+  // kScriptBypassAfter its request goes on a second shared connection instead, which a server
+  // busy with the script answers at once (-BUSY), as it answers its other clients.
+  BackendConn* backend(std::size_t pool_index, NodeId node, std::string& error,
+                       bool bypass_busy = false);
   // The same for the member named `name` of the pool as this worker routes it now (warm-up
   // steps name members, not ids: a reload between two steps renumbers them).
   BackendConn* backend_named(std::size_t pool_index, std::string_view name, std::string& error);

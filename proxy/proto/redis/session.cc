@@ -491,6 +491,7 @@ bool Client::permitted(const redis::Command& cmd, std::size_t argc) {
 
 Ref<Msg> Client::new_msg() {
   auto m = make_ref<Msg>();
+  m->script = dispatching_script_;
   if (!hot_pending_.empty() || hot_pending_all_) {
     m->hot_pool = pool_->shared;
     m->hot_written = std::move(hot_pending_);
@@ -549,6 +550,7 @@ void Client::forward_one(NodeId node, const Ref<Msg>& m, std::uint16_t slot, std
 
 void Client::dispatch() {
   count_request();
+  dispatching_script_ = false;
   silent_ = reply_off_ || skip_next_reply_;  // CLIENT REPLY OFF / SKIP
   skip_next_reply_ = false;
   // CLIENT CACHING yes|no applies to this command (session_tracking.cc caching_before).
@@ -561,6 +563,7 @@ void Client::dispatch() {
                                   ? last_command_
                                   : redis::find_command(name);
   if (cmd != nullptr) last_command_ = cmd;
+  dispatching_script_ = cmd != nullptr && cmd->route == redis::Route::kEval;
   // Redis's order (server.c processCommand): unknown command, arity, NOAUTH, then the ACL.
   // Inside MULTI each of these errors also aborts the transaction (reject()), as in Redis.
   if (cmd == nullptr) {

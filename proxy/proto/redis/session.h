@@ -467,6 +467,7 @@ class Client final : public ClientSession {
   bool blocked_counted_ = false;         // in PoolShared::blocked_clients
   std::shared_ptr<PubSubState> pubsub_;  // null until the first SUBSCRIBE (session_pubsub.cc)
   Tracking tracking_;
+  bool dispatching_script_ = false;  // the request being dispatched is EVAL, FCALL ... (Reply::script)
   // CLIENT REPLY OFF / SKIP (session_local.cc): the replies dispatch() silences.
   bool reply_off_ = false, skip_next_reply_ = false;
 };

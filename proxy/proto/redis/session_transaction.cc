@@ -31,7 +31,9 @@ BackendConn* Client::connection(NodeId& node, std::string& error) {
     if (b != nullptr) caching_before(b);
     return b;
   }
-  BackendConn* b = worker_.backend(pool_index_, node, error);
+  // A client with nothing else in flight (its request being dispatched is the newest in
+  // pending_) need not queue behind another client's long script: Worker::backend bypasses it.
+  BackendConn* b = worker_.backend(pool_index_, node, error, pending_.size() <= 1);
   if (b != nullptr || pool_->servers[node].role != ServerRole::kReplica) return b;
   // A replica that cannot be reached: out of the reads until its probe finds it again, and this
   // read goes to its master.
