@@ -34,6 +34,9 @@ PACKAGES=(
   help2man lintian dpkg-dev fakeroot file  # make package: chash(1)/chash-proxy(8) from --help, the .deb checked by lintian
   man-db bash-completion          # the package test renders the man pages (man -l) and loads the completions
   prometheus                      # the dashboard test: Prometheus scrapes a proxy; promtool checks
+  openjdk-17-jdk-headless junit5  # bindings/java: javac, jar, the JNI headers; its tests on JUnit 5's console launcher
+  libguava-java libspymemcached-java  # bindings/java's drop-ins are checked against the real Guava and spymemcached
+  golang-go golang-github-golang-groupcache-dev  # bindings/go (cgo) and groupcache's consistenthash, its drop-in's peer
 )
 
 missing=()
