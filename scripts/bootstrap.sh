@@ -46,15 +46,19 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
-# The Node.js clients the proxy tests drive (ioredis, node-redis; tests/clients/node): node and
-# npm come with the machine (Node 20), the packages from the lockfile, once.
+# The npm packages, from their lockfiles, once: the Node.js clients the proxy tests drive
+# (ioredis, node-redis; tests/clients/node), and the Node binding's build and test tools
+# (node-addon-api, node-gyp, the peer hashring; bindings/node). node and npm come with the machine
+# (Node 20, its headers in /usr/include/node).
 install_node_clients() {
-  local dir
-  dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/clients/node"
-  if [ ! -d "$dir/node_modules" ] && command -v npm >/dev/null 2>&1; then
-    echo "bootstrap: npm ci in $dir" >&2
-    npm ci --prefix "$dir" --no-audit --no-fund >/dev/null
-  fi
+  local root dir
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  for dir in "$root/tests/clients/node" "$root/bindings/node"; do
+    if [ ! -d "$dir/node_modules" ] && command -v npm >/dev/null 2>&1; then
+      echo "bootstrap: npm ci in $dir" >&2
+      npm ci --prefix "$dir" --no-audit --no-fund >/dev/null
+    fi
+  done
 }
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -30,7 +30,8 @@ static inline int chash_route_packed(const chash_router* router, const char* pac
     return CHASH_ERR_INVALID_ARGUMENT;
   }
   for (size_t base = 0; base < count; base += CHASH_PACKED_CHUNK) {
-    size_t n = count - base < CHASH_PACKED_CHUNK ? count - base : CHASH_PACKED_CHUNK;
+    const size_t chunk = CHASH_PACKED_CHUNK;
+    size_t n = count - base < chunk ? count - base : chunk;
     for (size_t i = 0; i < n; ++i) {
       int32_t from = offsets[base + i], to = offsets[base + i + 1];
       if (from < 0 || to < from || (size_t)to > packed_len) return CHASH_ERR_INVALID_ARGUMENT;
