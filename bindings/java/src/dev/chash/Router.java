@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.chash;
 
+import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -23,7 +25,9 @@ import java.util.Objects;
  * <p>A router is immutable: any number of threads may route through it at once. Membership
  * changes ({@link #withNode}, {@link #withoutNode}, {@link #withWeight}) return a new router and
  * leave this one routing as before. {@link #close()} frees the native router; it must not race
- * with calls on the same router, and a closed router throws {@link IllegalStateException}.
+ * with calls on the same router, and a closed router throws {@link IllegalStateException}. A
+ * router that is never closed is freed after it becomes unreachable (a {@link Cleaner}); close()
+ * frees it now.
  *
  * <p>String keys are hashed as their UTF-8 bytes ({@code key.getBytes(UTF_8)}: an unpaired
  * surrogate is {@code '?'}), which is what Guava's {@code hashString(key, UTF_8)}, spymemcached and
@@ -34,13 +38,35 @@ public final class Router implements AutoCloseable {
     NativeLibrary.load();
   }
 
-  private volatile long handle;
+  // Frees routers nobody closed. The state it cleans is Handle, which does not refer to the Router.
+  private static final Cleaner CLEANER = Cleaner.create();
+
+  private static final class Handle implements Runnable {
+    volatile long value;
+
+    Handle(long value) {
+      this.value = value;
+    }
+
+    @Override
+    public void run() {
+      long h = value;
+      value = 0;
+      if (h != 0) {
+        nativeFree(h);
+      }
+    }
+  }
+
+  private final Handle handle;
+  private final Cleaner.Cleanable cleanable;
   // The node names by index, decoded once: route() answers with an index from C and a lookup here,
   // so no Java string is made per key.
   private final String[] names;
 
   private Router(long handle) {
-    this.handle = handle;
+    this.handle = new Handle(handle);
+    this.cleanable = CLEANER.register(this, this.handle);
     this.names = nodeNames(handle);
   }
 
@@ -77,7 +103,13 @@ public final class Router implements AutoCloseable {
   /** The owner's index in {@link #nodes()}, or -1 when the key cannot be routed. */
   public int routeIndex(byte[] key) {
     Objects.requireNonNull(key, "key");
-    return nativeRoute(live(), key);
+    try {
+      return nativeRoute(live(), key);
+    } finally {
+      // The Cleaner must not free the router while C is reading it: keep this reachable until
+      // the call returns (here and after every native call that takes the handle).
+      Reference.reachabilityFence(this);
+    }
   }
 
   /** The owners of {@code keys}, in order (null for a key that cannot be routed). */
@@ -99,7 +131,11 @@ public final class Router implements AutoCloseable {
     Objects.requireNonNull(keys, "keys");
     KeyPack pack = KeyPack.of(keys);
     int[] out = new int[keys.length];
-    nativeRouteBatch(live(), pack.bytes, pack.offsets, keys.length, out);
+    try {
+      nativeRouteBatch(live(), pack.bytes, pack.offsets, keys.length, out);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
     return out;
   }
 
@@ -113,7 +149,12 @@ public final class Router implements AutoCloseable {
       throw new IllegalArgumentException("replicas: n must be >= 0, not " + n);
     }
     int[] out = new int[Math.min(n, names.length)];
-    int count = nativeRouteN(live(), key.getBytes(StandardCharsets.UTF_8), out);
+    int count;
+    try {
+      count = nativeRouteN(live(), key.getBytes(StandardCharsets.UTF_8), out);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
     List<String> result = new ArrayList<>(count);
     for (int i = 0; i < count; i++) {
       result.add(names[out[i]]);
@@ -128,17 +169,29 @@ public final class Router implements AutoCloseable {
 
   /** A new router with {@code name} appended with {@code weight}; this one is unchanged. */
   public Router withNode(String name, int weight) {
-    return new Router(nativeAddNode(live(), utf8(name), weight));
+    try {
+      return new Router(nativeAddNode(live(), utf8(name), weight));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
   }
 
   /** A new router without {@code name} (later nodes move down one index); this one is unchanged. */
   public Router withoutNode(String name) {
-    return new Router(nativeRemoveNode(live(), utf8(name)));
+    try {
+      return new Router(nativeRemoveNode(live(), utf8(name)));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
   }
 
   /** A new router where {@code name} has {@code weight} (0 drains it where weights count). */
   public Router withWeight(String name, int weight) {
-    return new Router(nativeSetWeight(live(), utf8(name), weight));
+    try {
+      return new Router(nativeSetWeight(live(), utf8(name), weight));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
   }
 
   /** The node names in index order. */
@@ -149,12 +202,20 @@ public final class Router implements AutoCloseable {
   /** Node {@code index}'s weight. */
   public int weight(int index) {
     Objects.checkIndex(index, names.length);
-    return nativeWeight(live(), index);
+    try {
+      return nativeWeight(live(), index);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
   }
 
   /** One line a person reads: "preset ketama", "maglev (xxh3)". */
   public String describe() {
-    return nativeDescribe(live());
+    try {
+      return nativeDescribe(live());
+    } finally {
+      Reference.reachabilityFence(this);
+    }
   }
 
   /** The presets libchash has, e.g. "ketama", "guava", "node-hashring". */
@@ -169,20 +230,16 @@ public final class Router implements AutoCloseable {
 
   @Override
   public void close() {
-    long h = handle;
-    handle = 0;
-    if (h != 0) {
-      nativeFree(h);
-    }
+    cleanable.clean(); // runs Handle.run at most once, whoever calls first
   }
 
   @Override
   public String toString() {
-    return handle == 0 ? "Router(closed)" : "Router(" + describe() + ", " + names.length + " nodes)";
+    return handle.value == 0 ? "Router(closed)" : "Router(" + describe() + ", " + names.length + " nodes)";
   }
 
   private long live() {
-    long h = handle;
+    long h = handle.value;
     if (h == 0) {
       throw new IllegalStateException("chash: this Router is closed");
     }
