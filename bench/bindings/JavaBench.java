@@ -6,6 +6,7 @@
 // loop (single calls), the binding's batch. Each round's answers are compared, so a fast wrong
 // answer cannot pass. Prints one table row per peer and node count (least ns per key of the rounds).
 import com.google.common.hash.Hashing;
+import dev.chash.Keys;
 import dev.chash.compat.GuavaConsistentHash;
 import dev.chash.compat.SpyKetamaLocator;
 import java.net.InetSocketAddress;
@@ -87,23 +88,6 @@ public final class JavaBench {
     }
   }
 
-  static MemcachedNode node(InetSocketAddress address) {
-    return (MemcachedNode) java.lang.reflect.Proxy.newProxyInstance(
-        JavaBench.class.getClassLoader(), new Class<?>[] {MemcachedNode.class},
-        (proxy, method, args) -> {
-          switch (method.getName()) {
-            case "getSocketAddress":
-              return address;
-            case "hashCode":
-              return System.identityHashCode(proxy);
-            case "equals":
-              return proxy == args[0];
-            default:
-              throw new UnsupportedOperationException(method.getName());
-          }
-        });
-  }
-
   public static void main(String[] args) {
     int count = args.length > 0 ? Integer.parseInt(args[0]) : 100_000;
     String[] keys = keys(count);
@@ -129,7 +113,7 @@ public final class JavaBench {
       for (int i = 0; i < n; i++) {
         InetSocketAddress a = new InetSocketAddress("10.0." + (i / 250) + "." + (i % 250 + 1), 11211);
         addrs.add(a);
-        nodes.add(node(a));
+        nodes.add(Keys.spyNode(a));
       }
       if (n > 117) {
         // SpyKetamaLocator routes with the libketama preset, which keeps libketama's limit.

@@ -15,7 +15,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 jar=$(ls "$build"/bindings/java/chash-[0-9]*.jar | head -1)
-cp="$jar:/usr/share/java/guava.jar:/usr/share/java/spymemcached.jar"
+# chash-tests.jar: the tests' spymemcached node helper (dev.chash.Keys), shared with the bench.
+cp="$jar:$build/bindings/java/chash-tests.jar:/usr/share/java/guava.jar:/usr/share/java/spymemcached.jar"
 javac -d "$tmp/java" -cp "$cp" "$here/JavaBench.java"
 
 # Go in GOPATH mode over the build tree's link to bindings/go and Debian's groupcache source.

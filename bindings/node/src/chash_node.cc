@@ -177,7 +177,7 @@ class NativeRouter : public Napi::ObjectWrap<NativeRouter> {
   ~NativeRouter() override { chash_router_free(router_); }
 
  private:
-  // The router, or a TypeError when closed.
+  // The router, or nullptr with an Error pending when it was closed.
   const chash_router* Live(Napi::Env env) {
     if (router_ == nullptr) Napi::Error::New(env, "chash: this router is closed").ThrowAsJavaScriptException();
     return router_;

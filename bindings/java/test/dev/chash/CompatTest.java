@@ -58,27 +58,6 @@ class CompatTest {
     }
   }
 
-  // A MemcachedNode as the locator sees one: it asks nothing but the socket address (the rest of
-  // the interface is I/O the locator never calls, and fails loudly if it does).
-  static MemcachedNode node(InetSocketAddress address) {
-    return (MemcachedNode) java.lang.reflect.Proxy.newProxyInstance(
-        CompatTest.class.getClassLoader(), new Class<?>[] {MemcachedNode.class},
-        (proxy, method, args) -> {
-          switch (method.getName()) {
-            case "getSocketAddress":
-              return address;
-            case "hashCode":
-              return System.identityHashCode(proxy);
-            case "equals":
-              return proxy == args[0];
-            case "toString":
-              return "node " + address;
-            default:
-              throw new UnsupportedOperationException(method.getName());
-          }
-        });
-  }
-
   static List<InetSocketAddress> servers(int n) {
     List<InetSocketAddress> out = new ArrayList<>();
     for (int i = 0; i < n; i++) {
@@ -98,7 +77,7 @@ class CompatTest {
     List<InetSocketAddress> addrs = servers(n);
     List<MemcachedNode> nodes = new ArrayList<>();
     for (InetSocketAddress a : addrs) {
-      nodes.add(node(a));
+      nodes.add(Keys.spyNode(a));
     }
     KetamaNodeLocator peer = new KetamaNodeLocator(nodes, DefaultHashAlgorithm.KETAMA_HASH);
     int[] expect = new int[KEYS];

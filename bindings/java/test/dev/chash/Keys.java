@@ -4,11 +4,16 @@ package dev.chash;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import net.spy.memcached.MemcachedNode;
 
-/** The tests' key set, and `chash route` run on it for the reference answers. */
+/**
+ * The tests' key set, `chash route` run on it for the reference answers, and spymemcached nodes
+ * for its KetamaNodeLocator (the tests and bench/bindings/JavaBench.java).
+ */
 public final class Keys {
   private Keys() {}
 
@@ -62,5 +67,28 @@ public final class Keys {
       throw new IOException("chash route " + args + " failed: exit " + p.exitValue());
     }
     return List.of(text.split("\n"));
+  }
+
+  /**
+   * A spymemcached MemcachedNode as KetamaNodeLocator sees one: it asks nothing but the socket
+   * address (the rest of the interface is I/O the locator never calls; it fails loudly if called).
+   */
+  public static MemcachedNode spyNode(InetSocketAddress address) {
+    return (MemcachedNode) java.lang.reflect.Proxy.newProxyInstance(
+        Keys.class.getClassLoader(), new Class<?>[] {MemcachedNode.class},
+        (proxy, method, args) -> {
+          switch (method.getName()) {
+            case "getSocketAddress":
+              return address;
+            case "hashCode":
+              return System.identityHashCode(proxy);
+            case "equals":
+              return proxy == args[0];
+            case "toString":
+              return "node " + address;
+            default:
+              throw new UnsupportedOperationException(method.getName());
+          }
+        });
   }
 }
