@@ -312,7 +312,11 @@ class NativeRouter : public Napi::ObjectWrap<NativeRouter> {
     Napi::Env env = info.Env();
     const chash_router* r = Live(env);
     if (r == nullptr) return env.Undefined();
-    return Napi::Number::New(env, chash_router_node_weight(r, info[0].ToNumber().Uint32Value()));
+    if (!info[0].IsNumber()) {
+      ThrowType(env, "chash: weight(index) takes a node index");
+      return env.Undefined();
+    }
+    return Napi::Number::New(env, chash_router_node_weight(r, info[0].As<Napi::Number>().Uint32Value()));
   }
 
   Napi::Value Describe(const Napi::CallbackInfo& info) {

@@ -77,6 +77,7 @@ test('changes return new routers and leave the old one', () => {
   assert.deepStrictEqual(added.routeAll(keys), fresh.routeAll(keys));
   assert.deepStrictEqual(removed.nodes, ['10.0.0.1:11211', '10.0.0.3:11211', '10.0.0.4:11211']);
   assert.strictEqual(added.weight(4), 2);
+  assert.throws(() => added.weight('4'), TypeError);
   const after = removed.routeAll(keys);
   let moved = 0;
   for (let i = 0; i < keys.length; i++) {
