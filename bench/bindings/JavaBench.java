@@ -115,12 +115,6 @@ public final class JavaBench {
         addrs.add(a);
         nodes.add(Keys.spyNode(a));
       }
-      if (n > 117) {
-        // SpyKetamaLocator routes with the libketama preset, which keeps libketama's limit.
-        System.out.printf("| Java | spymemcached KetamaNodeLocator | %d | – | not measured: "
-            + "SpyKetamaLocator takes at most 117 servers | | | |%n", n);
-        continue;
-      }
       KetamaNodeLocator peer = new KetamaNodeLocator(nodes, DefaultHashAlgorithm.KETAMA_HASH);
       java.util.Map<MemcachedNode, Integer> index = new java.util.IdentityHashMap<>();
       for (int i = 0; i < n; i++) {

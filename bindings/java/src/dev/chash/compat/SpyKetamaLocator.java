@@ -18,12 +18,11 @@ import java.util.List;
  * }
  * }</pre>
  *
- * Why libchash's "libketama" preset: spymemcached names a server's points
- * {@code "<address>-<i>"}, where the address is {@code String.valueOf(socketAddress)} without
- * its leading '/' ("10.0.0.1:11211", or "host/10.0.0.1:11211" for a resolved host name), and puts
- * 160 points per server, four from each MD5 — the original libketama's ring over servers named
- * that way. (chash's "ketama-spy" is libmemcached's spymemcached mode, which keeps the '/', as
- * spymemcached did before 2.x.) Immutable and thread-safe.
+ * It routes with libchash's "spymemcached" preset, whose node names are the strings spymemcached
+ * hashes for a server's points (before "-i"): {@code String.valueOf(socketAddress)} without its
+ * leading '/', "10.0.0.1:11211" or "host/10.0.0.1:11211" for a resolved host name
+ * ({@link #nodeKey}). Weighted locators (a weights map) are not covered. Immutable and
+ * thread-safe.
  */
 public final class SpyKetamaLocator implements AutoCloseable {
   private final Router router;
@@ -35,7 +34,7 @@ public final class SpyKetamaLocator implements AutoCloseable {
     for (InetSocketAddress a : servers) {
       names.add(nodeKey(a));
     }
-    this.router = Router.preset("libketama", names);
+    this.router = Router.preset("spymemcached", names);
     this.servers = servers.toArray(new InetSocketAddress[0]);
   }
 
