@@ -56,7 +56,10 @@ install_node_clients() {
   for dir in "$root/tests/clients/node" "$root/bindings/node"; do
     if [ ! -d "$dir/node_modules" ] && command -v npm >/dev/null 2>&1; then
       echo "bootstrap: npm ci in $dir" >&2
-      npm ci --prefix "$dir" --no-audit --no-fund >/dev/null
+      # --ignore-scripts: bindings/node's own install script builds the addon, which needs this
+      # tree's libchash_c; the CMake build runs node-gyp with it (bindings/node/CMakeLists.txt).
+      # No dependency of either directory needs an install script.
+      npm ci --prefix "$dir" --no-audit --no-fund --ignore-scripts >/dev/null
     fi
   done
 }
