@@ -12,7 +12,7 @@ PEER_NODES ?= 10,100,1000
 PEER_KEYS ?= 100000
 PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build release install package wheel demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-resize bench-fleet bench-hotkeys bench-pubsub bench-route soak chaos compat-vectors redis-suite twemproxy-suite clean
+.PHONY: all bootstrap build bindings bench-bindings release install package wheel demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-resize bench-fleet bench-hotkeys bench-pubsub bench-route soak chaos compat-vectors redis-suite twemproxy-suite clean
 
 all: build
 
@@ -23,6 +23,13 @@ build: bootstrap
 	@echo "make: $@ starts at $$(date +%T)"
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The Java, Go and Node bindings over libchash_c (bindings/, docs/BINDINGS.md) in the normal tree:
+# build/bindings/java/chash-VERSION.jar and libchash_jni.so, the Go packages vetted,
+# bindings/node/build/Release/chash.node. `make test` runs their tests (ctest -L bindings).
+bindings: bootstrap
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHASH_BUILD_BINDINGS=ON $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS) --target bindings chash-cli
 
 release: bootstrap
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCHASH_BUILD_TESTS=OFF $(CMAKE_FLAGS) >/dev/null
@@ -47,6 +54,7 @@ package: bootstrap
 	@echo "make: $@ starts at $$(date +%T)"
 	cmake -S . -B build-deb -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
 	  -DCHASH_BUILD_TESTS=OFF -DCHASH_BUILD_BENCH=OFF -DCHASH_BUILD_EXAMPLES=OFF -DCHASH_PYTHON=OFF \
+	  -DCHASH_BUILD_BINDINGS=OFF \
 	  -DCMAKE_C_FLAGS="$$($(DEB_FLAGS) CPPFLAGS) $$($(DEB_FLAGS) CFLAGS | sed 's/ *-g\b//; s/ *-O2\b//')" \
 	  -DCMAKE_CXX_FLAGS="$$($(DEB_FLAGS) CPPFLAGS) $$($(DEB_FLAGS) CXXFLAGS | sed 's/ *-g\b//; s/ *-O2\b//')" \
 	  -DCMAKE_EXE_LINKER_FLAGS="$$($(DEB_FLAGS) LDFLAGS)" \
@@ -134,6 +142,13 @@ bench-peers: release
 	cmake -S . -B build-release -DCHASH_BUILD_BENCH=ON >/dev/null
 	cmake --build build-release -j $(JOBS) --target chash_peers
 	BUILD=$(CURDIR)/build-release bash bench/peers/run.sh $(PEER_NODES) $(PEER_KEYS)
+
+# Each binding next to its native peer in one process, alternating (bench/bindings/run.sh;
+# docs/BENCHMARKS.md "Bindings"): Java vs Guava and spymemcached, Go vs groupcache, Node vs
+# hashring, at 10, 100 and 1000 nodes on BINDINGS_KEYS keys. A RelWithDebInfo tree, as `make test`'s.
+BINDINGS_KEYS ?= 100000
+bench-bindings: bindings
+	BUILD=$(CURDIR)/$(BUILD) bash bench/bindings/run.sh $(BINDINGS_KEYS)
 
 # `chash route` as a whole process on a 2M-key file (bench/route/run.sh; BASELINE=<other chash>
 # alternates with another binary and compares outputs).

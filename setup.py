@@ -99,6 +99,7 @@ class CMakeBuild(build_ext):
             "-DCHASH_BUILD_EXAMPLES=OFF",
             "-DCHASH_BUILD_TOOLS=OFF",
             "-DCHASH_BUILD_PROXY=OFF",
+            "-DCHASH_BUILD_BINDINGS=OFF",
             "-DCHASH_INSTALL=OFF",
         ] + shlex.split(os.environ.get("CHASH_CMAKE_ARGS", ""))
         self.spawn(args)

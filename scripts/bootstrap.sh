@@ -34,6 +34,9 @@ PACKAGES=(
   help2man lintian dpkg-dev fakeroot file  # make package: chash(1)/chash-proxy(8) from --help, the .deb checked by lintian
   man-db bash-completion          # the package test renders the man pages (man -l) and loads the completions
   prometheus                      # the dashboard test: Prometheus scrapes a proxy; promtool checks
+  openjdk-17-jdk-headless junit5  # bindings/java: javac, jar, the JNI headers; its tests on JUnit 5's console launcher
+  libguava-java libspymemcached-java  # bindings/java's drop-ins are checked against the real Guava and spymemcached
+  golang-go golang-github-golang-groupcache-dev  # bindings/go (cgo) and groupcache's consistenthash, its drop-in's peer
 )
 
 missing=()
@@ -43,15 +46,22 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
-# The Node.js clients the proxy tests drive (ioredis, node-redis; tests/clients/node): node and
-# npm come with the machine (Node 20), the packages from the lockfile, once.
+# The npm packages, from their lockfiles, once: the Node.js clients the proxy tests drive
+# (ioredis, node-redis; tests/clients/node), and the Node binding's build and test tools
+# (node-addon-api, node-gyp, the peer hashring; bindings/node). node and npm come with the machine
+# (Node 20, its headers in /usr/include/node).
 install_node_clients() {
-  local dir
-  dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/clients/node"
-  if [ ! -d "$dir/node_modules" ] && command -v npm >/dev/null 2>&1; then
-    echo "bootstrap: npm ci in $dir" >&2
-    npm ci --prefix "$dir" --no-audit --no-fund >/dev/null
-  fi
+  local root dir
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  for dir in "$root/tests/clients/node" "$root/bindings/node"; do
+    if [ ! -d "$dir/node_modules" ] && command -v npm >/dev/null 2>&1; then
+      echo "bootstrap: npm ci in $dir" >&2
+      # --ignore-scripts: bindings/node's own install script builds the addon, which needs this
+      # tree's libchash_c; the CMake build runs node-gyp with it (bindings/node/CMakeLists.txt).
+      # No dependency of either directory needs an install script.
+      npm ci --prefix "$dir" --no-audit --no-fund --ignore-scripts >/dev/null
+    fi
+  done
 }
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -611,6 +611,17 @@ struct LibketamaKey {
   }
 };
 
+// spymemcached's KETAMA_HASH of a key: MD5 of all its bytes (KeyUtil.getKeyBytes: the key's UTF-8),
+// first four digest bytes little-endian — libketama's hash without the cut at a NUL.
+struct SpymemcachedKey {
+  std::uint32_t operator()(std::string_view key) const noexcept {
+    return hash::ketama_point(hash::md5(key), 0);
+  }
+  void batch(std::span<const std::string_view> keys, std::uint64_t* out) const noexcept {
+    md5_positions(keys, out, ketama_cut);
+  }
+};
+
 void check_nodes(std::string_view preset, std::span<const Node> nodes, std::string_view zero_why) {
   validate_nodes(nodes);
   for (const Node& n : nodes) {
@@ -705,4 +716,63 @@ std::unique_ptr<Preset> make_libketama(std::string_view name, std::span<const No
       LibketamaKey{});
 }
 
+// ---- spymemcached (net.spy.memcached.KetamaNodeLocator) -------------------------------------------
+
+// spymemcached 2.12's KetamaNodeLocator as KetamaConnectionFactory builds it: KETAMA_HASH, the
+// SPYMEMCACHED key format, no weights map. setKetamaNodes gives every server numReps / 4 = 40 MD5s
+// of "<address>-<k>", k < 40, four points from each (ketamaNodePositionsAtIteration: digest bytes
+// 4h..4h+3, little-endian), where the address is String.valueOf(the InetSocketAddress) without
+// its leading '/' ("10.0.0.1:11211", "host/10.0.0.1:11211"): that string is the node's name here.
+// Unlike libketama (the same points from floorf(pct * 40 * n) digests, 39 at 61 servers) the count
+// is always 40, there is no server limit, and the points go into a TreeMap<Long, MemcachedNode>
+// server by server, so of two servers on one point the later keeps it. getPrimary takes the first
+// point >= the key's hash, wrapping to the first.
+std::unique_ptr<Preset> make_spymemcached(std::string_view name, std::span<const Node> nodes,
+                                          const PresetOptions& options) {
+  reject_options(name, options, /*hash=*/false, /*hash_tag=*/false, /*vnodes=*/false);
+  validate_nodes(nodes);
+  for (const Node& n : nodes) {
+    if (n.weight != 1) {
+      throw Error(ErrorCode::kUnsupported,
+                  "preset spymemcached: server \"" + n.name.substr(0, 128) + "\" has weight " +
+                      std::to_string(n.weight) +
+                      "; KetamaNodeLocator without a weights map gives every server 160 points: "
+                      "give every server weight 1");
+    }
+  }
+  constexpr std::uint32_t kDigests = 40;  // DefaultKetamaNodeLocatorConfiguration: 160 / 4
+  std::vector<RingTable::Point> points;
+  points.reserve(nodes.size() * kDigests * 4);
+  std::string point;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    for (std::uint32_t k = 0; k < kDigests; ++k) {
+      point = nodes[i].name;  // KetamaNodeKeyFormatter: address + "-" + repetition
+      point += '-';
+      point += std::to_string(k);
+      const hash::Md5Digest md5 = hash::md5(point);
+      for (int h = 0; h < 4; ++h) {
+        points.push_back({hash::ketama_point(md5, h), static_cast<NodeId>(i)});
+      }
+    }
+  }
+  // TreeMap.put replaces: of equal positions the last written (the later server) stays alone.
+  std::stable_sort(points.begin(), points.end(),
+                   [](const RingTable::Point& a, const RingTable::Point& b) {
+                     return a.position < b.position;
+                   });
+  std::vector<RingTable::Point> kept;
+  kept.reserve(points.size());
+  for (const RingTable::Point& p : points) {
+    if (!kept.empty() && kept.back().position == p.position) {
+      kept.back() = p;
+    } else {
+      kept.push_back(p);
+    }
+  }
+  return make_ring_preset(
+      RingTable::from_points(std::move(kept), nodes.size(), RingSuccessor::kGreaterOrEqual),
+      SpymemcachedKey{});
+}
+
 }  // namespace chash::presets
+

@@ -26,6 +26,8 @@ constexpr Entry kPresets[] = {
       "libmemcached 1.1.4 weighted ketama, MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY"},
      presets::make_libmemcached},
     {{"libketama", "libketama (the original, last.fm)"}, presets::make_libketama},
+    {{"spymemcached", "spymemcached 2.12 KetamaNodeLocator (KetamaConnectionFactory, no weights)"},
+     presets::make_spymemcached},
     {{"libmemcached-consistent",
       "libmemcached 1.1.4 MEMCACHED_DISTRIBUTION_CONSISTENT (unweighted)"},
      presets::make_libmemcached},

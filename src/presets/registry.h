@@ -13,11 +13,14 @@ namespace chash::presets {
 using Factory = std::unique_ptr<Preset> (*)(std::string_view name, std::span<const Node> nodes,
                                             const PresetOptions& options);
 
-// libmemcached.cc: ketama, ketama-spy, libmemcached-consistent, libmemcached-modula; libketama.
+// libmemcached.cc: ketama, ketama-spy, libmemcached-consistent, libmemcached-modula; libketama;
+// spymemcached.
 std::unique_ptr<Preset> make_libmemcached(std::string_view, std::span<const Node>,
                                           const PresetOptions&);
 std::unique_ptr<Preset> make_libketama(std::string_view, std::span<const Node>,
                                        const PresetOptions&);
+std::unique_ptr<Preset> make_spymemcached(std::string_view, std::span<const Node>,
+                                          const PresetOptions&);
 // twemproxy.cc: twemproxy, twemproxy-modula.
 std::unique_ptr<Preset> make_twemproxy(std::string_view, std::span<const Node>,
                                        const PresetOptions&);

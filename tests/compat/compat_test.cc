@@ -227,7 +227,7 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CompatVectors);
 
 TEST(PresetRegistryTest, EveryPresetIsListedWithItsPeer) {
   const auto list = preset_list();
-  EXPECT_EQ(list.size(), 25u);
+  EXPECT_EQ(list.size(), 26u);
   for (const auto& p : list) EXPECT_FALSE(p.peer.empty()) << p.name;
 }
 

@@ -26,6 +26,7 @@ run ./uhashring/generate.sh
 run ./node-hashring/generate.sh
 run ./redis-cluster/generate.sh
 run ./groupcache/generate.sh
+run ./spymemcached/generate.sh
 run ./articles/generate.sh
 if [ -n "${KETAMA_SRC:-}" ]; then run ./libketama/generate.sh "$KETAMA_SRC"; else echo "== skip libketama (set KETAMA_SRC)"; fi
 if [ -n "${HASH_RING_SRC:-}" ]; then run ./hash_ring/generate.sh "$HASH_RING_SRC"; else echo "== skip hash_ring (set HASH_RING_SRC)"; fi

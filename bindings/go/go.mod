@@ -1,0 +1,3 @@
+module chash.dev/chash
+
+go 1.19

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+package dev.chash;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.junit.jupiter.api.Test;
+
+/** dev.chash.Router: routing as `chash route` does, batches, replicas, changes, errors. */
+class RouterTest {
+  static final List<String> NODES =
+      List.of("10.0.0.1:11211", "10.0.0.2:11211", "10.0.0.3:11211", "10.0.0.4:11211");
+
+  @Test
+  void routesAsTheCliOnEveryKind() throws Exception {
+    String[] keys = Keys.make(20_000);
+    String nodes = String.join(",", NODES);
+    try (Router ketama = Router.preset("ketama", NODES);
+        Router maglev = Router.builder().algorithm("maglev").nodes(NODES).build();
+        Router ring = Router.builder().ring("points={name}#VN{i}; vnodes=150; hash=guava-long")
+            .nodes(NODES).build()) {
+      assertArrayEquals(Keys.cli(List.of("--preset", "ketama", "--nodes", nodes), keys)
+          .toArray(new String[0]), ketama.routeAll(keys));
+      assertArrayEquals(Keys.cli(List.of("--algo", "maglev", "--nodes", nodes), keys)
+          .toArray(new String[0]), maglev.routeAll(keys));
+      String[] viaCli = Keys.cli(List.of("--ring", "points={name}#VN{i}; vnodes=150; "
+          + "hash=guava-long", "--nodes", nodes), keys).toArray(new String[0]);
+      for (int i = 0; i < keys.length; i++) {
+        assertEquals(viaCli[i], ring.route(keys[i]), keys[i]);
+        assertEquals(viaCli[i], ring.route(keys[i].getBytes(StandardCharsets.UTF_8)));
+      }
+    }
+  }
+
+  @Test
+  void batchEqualsSingleCallsAcrossChunksAndEmptyKeys() {
+    String[] keys = Keys.make(1000);
+    keys[5] = "";
+    keys[700] = "";
+    try (Router r = Router.builder().algorithm("ring").hash("md5").nodes(NODES).build()) {
+      int[] batch = r.routeAllIndexes(keys);
+      for (int i = 0; i < keys.length; i++) {
+        assertEquals(r.routeIndex(keys[i]), batch[i], keys[i]);
+        assertEquals(NODES.get(batch[i]), r.route(keys[i]));
+      }
+      assertEquals(0, r.routeAll(new String[0]).length);
+      assertThrows(NullPointerException.class, () -> r.routeAll(new String[] {"a", null}));
+    }
+  }
+
+  @Test
+  void keysThatCannotBeRoutedAreNull() {
+    try (Router r = Router.preset("nginx-ip-hash", "a", "b")) {
+      assertNull(r.route("not an address"));
+      assertEquals(-1, r.routeIndex("not an address"));
+      assertArrayEquals(new int[] {-1, r.routeIndex("10.1.2.3")},
+          r.routeAllIndexes(new String[] {"nope", "10.1.2.3"}));
+      assertTrue(r.route("10.1.2.3") != null);
+    }
+  }
+
+  @Test
+  void replicasAreDistinctAndStartWithTheOwner() {
+    try (Router r = Router.preset("ketama", NODES)) {
+      for (String key : Keys.make(200)) {
+        List<String> rep = r.replicas(key, 3);
+        assertEquals(3, rep.size());
+        assertEquals(r.route(key), rep.get(0));
+        assertEquals(3, new HashSet<>(rep).size());
+        assertEquals(4, r.replicas(key, 10).size());
+      }
+      assertEquals(0, r.replicas("k", 0).size());
+      assertThrows(IllegalArgumentException.class, () -> r.replicas("k", -1));
+    }
+  }
+
+  @Test
+  void membershipChangesReturnNewRoutersAndLeaveTheOldOne() {
+    String[] keys = Keys.make(5000);
+    try (Router r = Router.preset("ketama", NODES)) {
+      String[] before = r.routeAll(keys);
+      try (Router added = r.withNode("10.0.0.5:11211", 2);
+          Router fresh = Router.builder().preset("ketama").nodes(NODES)
+              .node("10.0.0.5:11211", 2).build();
+          Router removed = r.withoutNode("10.0.0.2:11211");
+          Router ring = Router.builder().algorithm("ring").nodes(NODES).build();
+          Router drained = ring.withWeight("10.0.0.3:11211", 0)) {
+        assertArrayEquals(fresh.routeAll(keys), added.routeAll(keys));
+        assertEquals(5, added.nodes().size());
+        assertEquals(2, added.weight(4));
+        assertEquals(List.of("10.0.0.1:11211", "10.0.0.3:11211", "10.0.0.4:11211"),
+            removed.nodes());
+        int moved = 0;
+        for (int i = 0; i < keys.length; i++) {
+          // Consistent hashing: only the removed node's keys move; no key goes to the drained one.
+          if (!before[i].equals("10.0.0.2:11211")) {
+            assertEquals(before[i], removed.route(keys[i]));
+          } else {
+            moved++;
+          }
+          assertNotEquals("10.0.0.3:11211", drained.route(keys[i]));
+        }
+        assertTrue(moved > 0);
+        assertEquals(0, drained.weight(2));
+        // ketama cannot drain (libmemcached reads weight 0 as 1): refused, with the reason.
+        assertTrue(assertThrows(ChashException.class, () -> r.withWeight(NODES.get(2), 0))
+            .getMessage().contains("weight 0"));
+      }
+      assertArrayEquals(before, r.routeAll(keys), "the old router routes as before");
+    }
+  }
+
+  @Test
+  void badSpecsAndNodesThrowWithLibchashsMessage() {
+    ChashException e = assertThrows(ChashException.class, () -> Router.preset("ketamaa", NODES));
+    assertEquals("CHASH_ERR_PARSE", e.status());
+    assertEquals(7, e.code());
+    assertTrue(e.getMessage().contains("ketamaa"), e.getMessage());
+    assertEquals("CHASH_ERR_EMPTY_NODE_SET",
+        assertThrows(ChashException.class, () -> Router.preset("ketama")).status());
+    assertEquals("CHASH_ERR_DUPLICATE_NODE",
+        assertThrows(ChashException.class, () -> Router.preset("ketama", "a", "a")).status());
+    assertThrows(ChashException.class, () -> Router.builder().build());
+    assertThrows(ChashException.class,
+        () -> Router.builder().algorithm("ring").option("vnodes", "many").node("a").build());
+    assertThrows(ChashException.class,
+        () -> Router.builder().algorithm("ring").option("no-such-flag", "1").node("a").build());
+    assertThrows(ChashException.class,
+        () -> Router.builder().ring("points={name; hash=nope").node("a").build());
+    assertThrows(IllegalArgumentException.class, () -> Router.builder().algorithm("ring")
+        .node("a", -1).build());
+    assertThrows(NullPointerException.class, () -> Router.builder().node(null));
+    try (Router r = Router.preset("ketama", NODES)) {
+      assertEquals("CHASH_ERR_UNKNOWN_NODE",
+          assertThrows(ChashException.class, () -> r.withoutNode("nope")).status());
+      assertEquals("CHASH_ERR_DUPLICATE_NODE",
+          assertThrows(ChashException.class, () -> r.withNode(NODES.get(0))).status());
+      assertThrows(NullPointerException.class, () -> r.route((String) null));
+      assertThrows(IndexOutOfBoundsException.class, () -> r.weight(4));
+    }
+  }
+
+  @Test
+  void aClosedRouterThrowsInsteadOfCrashing() {
+    Router r = Router.preset("ketama", NODES);
+    r.close();
+    r.close();
+    assertThrows(IllegalStateException.class, () -> r.route("k"));
+    assertThrows(IllegalStateException.class, () -> r.routeAll(new String[] {"k"}));
+    assertThrows(IllegalStateException.class, () -> r.withNode("x"));
+  }
+
+  @Test
+  void nodeNamesAreBytesAndRoundTrip() {
+    List<String> names = List.of("ü-node", "節点", "with space", "a\0b");
+    try (Router r = Router.builder().algorithm("rendezvous").nodes(names).build()) {
+      assertEquals(names, r.nodes());
+      assertTrue(names.contains(r.route("k")));
+    }
+    assertEquals("CHASH_ERR_INVALID_ARGUMENT", assertThrows(ChashException.class,
+        () -> Router.builder().algorithm("ring").node("a").node("").build()).status());
+  }
+
+  @Test
+  void threadsShareOneRouter() throws Exception {
+    String[] keys = Keys.make(20_000);
+    try (Router r = Router.preset("ketama", NODES)) {
+      int[] expect = r.routeAllIndexes(keys);
+      ExecutorService pool = Executors.newFixedThreadPool(4);
+      List<Future<int[]>> results = new ArrayList<>();
+      for (int t = 0; t < 4; t++) {
+        results.add(pool.submit(() -> {
+          int[] got = new int[keys.length];
+          for (int i = 0; i < keys.length; i++) {
+            got[i] = r.routeIndex(keys[i]);
+          }
+          return got;
+        }));
+      }
+      for (Future<int[]> f : results) {
+        assertArrayEquals(expect, f.get());
+      }
+      pool.shutdown();
+    }
+  }
+
+  @Test
+  void describesItselfAndTheLibrary() {
+    assertTrue(Router.version().matches("\\d+\\.\\d+\\.\\d+"), Router.version());
+    assertTrue(Router.presets().containsAll(List.of("ketama", "guava", "libketama")));
+    try (Router r = Router.preset("ketama", NODES)) {
+      assertTrue(r.describe().contains("ketama"), r.describe());
+      assertTrue(r.toString().contains("4 nodes"));
+    }
+  }
+}
