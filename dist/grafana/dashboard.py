@@ -256,6 +256,9 @@ def build():
                   (rate("chash_proxy_client_errors_total", P, "pool"), "{{pool}} errors"),
                   (rate("chash_proxy_client_output_limit_total", P, "pool"),
                    "{{pool}} over the output limit")])
+    d.timeseries("Pub/Sub messages/s", "Pub/Sub messages and keyspace notifications delivered "
+                 "to subscribed clients (docs/PROXY.md, Pub/Sub).", "short",
+                 [(rate("chash_proxy_pubsub_messages_total", P, "pool"), "{{pool}}")])
     d.timeseries("Hostile or failed clients/s", "Clients closed for malformed requests, failed "
                  "AUTH, failed TLS handshakes.", "short",
                  [(f"sum(rate(chash_proxy_protocol_errors_total{{{S}}}[{RATE}]))",
