@@ -302,7 +302,14 @@ TEST_F(TransactionE2E, HandshakeCommandsAnsweredLocally) {
   EXPECT_EQ(c.call({"CLIENT", "NO-EVICT", "on"}), "+OK\r\n");
   EXPECT_EQ(c.call({"CLIENT", "NO-TOUCH", "off"}), "+OK\r\n");
   EXPECT_EQ(c.call({"CLIENT", "REPLY", "ON"}), "+OK\r\n");
-  EXPECT_EQ(c.call({"CLIENT", "REPLY", "OFF"}).substr(0, 18), "-ERR chash-proxy: ");
+  // CLIENT REPLY OFF / SKIP silence replies as Redis does; ON answers again.
+  c.send({"CLIENT", "REPLY", "OFF"});
+  c.send({"SET", "silenced", "1"});
+  EXPECT_EQ(c.call({"CLIENT", "REPLY", "ON"}), "+OK\r\n");
+  EXPECT_EQ(c.call({"GET", "silenced"}), "$1\r\n1\r\n");
+  c.send({"CLIENT", "REPLY", "SKIP"});
+  c.send({"GET", "silenced"});
+  EXPECT_EQ(c.call({"PING"}), "+PONG\r\n");
   EXPECT_EQ(c.call({"CLIENT", "KILL", "x"}).substr(0, 27), "-ERR unsupported subcommand");
   EXPECT_EQ(c.call({"SELECT", "0"}), "+OK\r\n");
   EXPECT_EQ(c.call({"SELECT", "16"}), "-ERR DB index is out of range\r\n");

@@ -311,7 +311,12 @@ void Backend::on_input() {
       parser_started_ = true;
     }
     const redis::ParseResult r = parser_.parse(in_.view());
-    if (r == redis::ParseResult::kNeedMore) break;
+    if (r == redis::ParseResult::kNeedMore) {
+      // Nothing of a reply read yet (an idle connection of a client's own is parsed for pushes
+      // with nothing queued): the next reply's first byte decides again what it records.
+      if (!parser_.in_progress()) parser_started_ = false;
+      break;
+    }
     if (r == redis::ParseResult::kError) {
       fail(parser_.error());
       return;
