@@ -67,9 +67,8 @@ void add_balance_flag(CLI::App* sub, RoutingSpec& spec) {
                   "factor x the average passes the next key to its next choice (0 = off)");
 }
 
-void add_key_flags(CLI::App* sub, KeyInput& keys) {
-  sub->add_option("--keys-file", keys.keys_file,
-                  "Read keys from FILE, one per line (default: stdin)");
+void add_key_flags(CLI::App* sub, KeyInput& keys, const char* keys_file_help) {
+  sub->add_option("--keys-file", keys.keys_file, keys_file_help);
   sub->add_option("--synthetic", keys.synthetic, "Use N synthetic keys instead of reading any");
   sub->add_option("--seed", keys.seed, "Seed of the synthetic keys (default 1)");
 }
