@@ -960,10 +960,30 @@ std::string Agent::build_status() const {
   for (const auto& r : last_refused_) {
     refused.push_back({{"key", r.key}, {"revision", r.revision}, {"reason", r.why}});
   }
+  // Each endpoint as the main and the watch connection last heard it (the later word wins):
+  // requests stay with the endpoint that answers, so another one's word may be old or none.
+  std::vector<etcd::Client::EndpointStatus> heard = client_->endpoint_status();
+  const auto watched = watch_client_->endpoint_status();
+  for (std::size_t i = 0; i < heard.size() && i < watched.size(); ++i) {
+    if (watched[i].at_ms > heard[i].at_ms) heard[i] = watched[i];
+  }
+  json endpoints = json::array();
+  for (const auto& e : heard) {
+    endpoints.push_back({{"endpoint", e.endpoint},
+                         {"state", e.state > 0   ? "up"
+                                   : e.state < 0 ? "down"
+                                                 : "unknown"},
+                         {"error", e.error},
+                         {"at_ms", e.at_ms}});
+  }
   const auto leader = kvs_.find(layout_.leader());
   json o = {{"id", reg_.id},
             {"prefix", layout_.prefix},
-            {"etcd", {{"up", up_.load()}, {"endpoints", m_->endpoints}, {"error", etcd_error_}}},
+            {"etcd",
+             {{"up", up_.load()},
+              {"endpoints", m_->endpoints},
+              {"endpoint_status", endpoints},
+              {"error", etcd_error_}}},
             {"revision", revision_},
             {"leader", leader == kvs_.end() ? "" : leader->second.value},
             {"lease", lease_},
