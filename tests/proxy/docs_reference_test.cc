@@ -67,6 +67,7 @@ TEST(DocsReference, EveryConfigKeyHasARowWithItsDefault) {
   std::set<std::string> documented;
   for (const auto& r : rows) {
     ASSERT_EQ(r.size(), 3u) << "a row of key | meaning | default: " << r[0];
+    EXPECT_NE(r[2].find_first_not_of(' '), std::string::npos) << r[0] << " has no default";
     for (const std::string& n : names(r[0])) documented.insert(n);
   }
   std::set<std::string> accepted;
