@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "config/config.h"
 #include "config/parse_util.h"
 #include "e2e_util.h"
 #include "etcd_util.h"
@@ -82,6 +83,55 @@ TEST(DocsReference, EveryConfigKeyHasARowWithItsDefault) {
   for (const std::string& k : documented) {
     EXPECT_TRUE(accepted.contains(k))
         << "docs/PROXY.md's configuration table names '" << k << "', which the parser refuses";
+  }
+}
+
+// The numeric defaults, as the parser leaves them in a config that sets nothing, are the ones
+// the table gives.
+TEST(DocsReference, NumericDefaultsAreTheParsers) {
+  const ProxyConfig c = parse_config(
+      "p:\n  listen: 127.0.0.1:0\n  redis: true\n  servers:\n    - 127.0.0.1:1:1 a\n", "t.yml");
+  const PoolConfig& p = c.pools.at(0);
+  const std::vector<std::pair<std::string, std::uint64_t>> defaults = {
+      {"backlog", static_cast<std::uint64_t>(p.backlog)},
+      {"server_connections", p.server_connections},
+      {"server_failure_limit", p.server_failure_limit},
+      {"server_retry_timeout", p.server_retry_timeout_ms},
+      {"rise", p.rise},
+      {"redis_db", static_cast<std::uint64_t>(p.redis_db)},
+      {"max_pipeline", p.max_pipeline},
+      {"max_own_connections", p.max_own_connections},
+      {"client_output_limit", p.client_output_limit},
+      {"max_blocked_clients", p.max_blocked_clients},
+      {"idle_timeout", p.idle_timeout_ms},
+      {"health_check_interval", p.health_check_interval_ms},
+      {"hash_balance_factor", p.hash_balance_factor},
+      {"replica_max_lag", p.replica_max_lag_ms},
+      {"cluster_refresh", p.cluster_refresh_ms},
+      {"cluster_max_redirects", p.cluster_max_redirects},
+      {"warmup_window", p.warmup_window_ms},
+      {"failover_ttl", p.failover_ttl_ms},
+      {"failover_track_keys", p.failover_track_keys},
+      {"chash_proxy.drain_timeout", c.drain_timeout_ms},
+      {"chash_proxy.stats_interval", c.stats_interval_ms},
+  };
+  const auto rows = rows_after(doc("PROXY.md"), "## Configuration");
+  for (const auto& [key, value] : defaults) {
+    bool found = false;
+    for (const auto& r : rows) {
+      if (r.size() != 3 || !names(r[0]).contains(key)) continue;
+      found = true;
+      // The default cell lists the row's keys' defaults in order; this one's value is in it.
+      std::set<std::string> numbers;
+      static const std::regex number("[0-9]+");
+      for (auto it = std::sregex_iterator(r[2].begin(), r[2].end(), number);
+           it != std::sregex_iterator(); ++it) {
+        numbers.insert(it->str());
+      }
+      EXPECT_TRUE(numbers.contains(std::to_string(value)))
+          << key << ": the parser's default is " << value << ", the table says '" << r[2] << "'";
+    }
+    EXPECT_TRUE(found) << key;
   }
 }
 
