@@ -223,7 +223,7 @@ body{font:14px/1.4 "DejaVu Sans",Helvetica,Arial,sans-serif;margin:16px 24px;col
 h1{font-size:20px;margin:0 0 4px} h2{font-size:17px;margin:0 0 6px} h3{font-size:14px;margin:12px 0 4px}
 small{color:#666;font-weight:normal}
 .summary{color:#444;margin:0 0 14px}
-section.pool{background:#fff;border:1px solid #ddd;border-radius:6px;padding:12px 16px;margin:0 0 16px}
+section.pool,section.fleet{background:#fff;border:1px solid #ddd;border-radius:6px;padding:12px 16px;margin:0 0 16px}
 .scroll{overflow-x:auto}
 .cols{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}
 .cols>.hot{flex:1 1 360px;min-width:0} .cols>figure{flex:0 1 560px;min-width:0}

@@ -326,6 +326,15 @@ TEST(UiBrowserTest, FleetInChromium) {
       << element(dom, "data-backend=\"r2\"");
   EXPECT_NE(element(dom, "data-backend=\"r1\"").find("data-votes=\"0\""), std::string::npos);
 
+  // To look at the fleet's page: CHASH_UI_FLEET_SCREENSHOT=/tmp/fleet.png.
+  if (const char* keep = std::getenv("CHASH_UI_FLEET_SCREENSHOT")) {
+    EXPECT_EQ(
+        run_chromium(chromium, dir,
+                     "--hide-scrollbars --window-size=1200,1400 --screenshot=" + std::string(keep),
+                     url, dir / "screenshot.out"),
+        0);
+  }
+
   // etcd goes away: the page says so.
   etcd[0].kill();
   ASSERT_TRUE(testing::within(std::chrono::seconds(20), [&] {
