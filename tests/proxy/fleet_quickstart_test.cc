@@ -220,6 +220,18 @@ TEST(FleetQuickStart, TheDocsQuickStartStartsAndRoutesAsWritten) {
   const std::string r2 = "127.0.0.1:" + std::to_string(redis_ports[1]) + ":1 r2";
   const std::string r3 = "127.0.0.1:" + std::to_string(redis_ports[2]) + ":1 r3";
   ASSERT_TRUE(within(20s, [&] { return settled({r1, r2}); })) << pool(*proxies[0]).dump();
+  // Each of the three etcd endpoints is known up, not only the one requests go to (each is
+  // read every 5 s).
+  EXPECT_TRUE(within(12s, [&] {
+    const auto f = fleet(*proxies[0]);
+    if (!f.is_object() || f["fleet"].empty()) return false;
+    const auto& endpoints = f["fleet"][0]["etcd"]["endpoint_status"];
+    if (endpoints.size() != 3) return false;
+    for (const auto& e : endpoints) {
+      if (e["state"] != "up") return false;
+    }
+    return true;
+  })) << fleet(*proxies[0]).dump();
 
   // It routes: what one proxy writes, the other reads, from the server the fleet gives the key.
   auto routes = [&](const std::string& prefix) {
