@@ -284,8 +284,10 @@ TEST(FleetQuickStart, TheDocsQuickStartStartsAndRoutesAsWritten) {
 // with `set -e`, so any failing step fails the test, and the answers the guide promises are
 // checked in its output.
 TEST(GettingStarted, TheGuideRunsAsWritten) {
-  if (!have_etcd() || !have_program("redis-server") || !have_program("redis-cli")) {
-    GTEST_SKIP() << "etcd, redis-server or redis-cli missing: scripts/bootstrap.sh installs them";
+  if (!have_etcd() || !have_program("etcdctl") || !have_program("redis-server") ||
+      !have_program("redis-cli")) {
+    GTEST_SKIP() << "etcd, etcdctl, redis-server or redis-cli missing: scripts/bootstrap.sh "
+                    "installs them";
   }
 #ifndef CHASH_CLI_PATH
   GTEST_SKIP() << "built without the chash CLI";
