@@ -9,11 +9,15 @@
 // Redis Cluster map's state, the hot keys, the picture of its key space (chash::svg::placement:
 // a ring's points, a slot map's ranges, or each node's share of sampled keys) and one table row
 // per server (`<tr data-server="NAME">`) with its state in words (control/status.h
-// server_state) and role (master, replica of X, Sentinel master group). Every name from the
-// config or the network is HTML-escaped.
+// server_state) and role (master, replica of X, Sentinel master group). The hot keys are only
+// those at or above the pool's min_rate, at their rate over the sketch's last window. For pools
+// fed by etcd, the fleet ("fleet" in /status, membership/fleet/agent.h): etcd and each endpoint
+// up or down, the leader, each pool's epoch and phase, every live proxy with its revision and
+// lag, and the votes against each backend. Every name from the config or the network is
+// HTML-escaped.
 //
-// Pure functions of their arguments: the caller keeps the previous UiSample and passes it back,
-// so rates are counter deltas between two samples (UiHistory: the proxy samples every second and
+// Pure functions of their arguments: the caller keeps the samples and passes the window's first
+// back, so rates are counter deltas between two samples (UiHistory: the proxy samples every second and
 // the page's rates are over the last kUiRateWindowMs, whoever loads it and how often).
 #pragma once
 
