@@ -134,6 +134,42 @@ TEST_F(HotKeysE2E, TheHottestKeyIsShownWithItsRateAndOwnerAndLogged) {
   EXPECT_NE(text.str().find("user:42"), std::string::npos) << text.str();
 }
 
+// The status page lists only keys at or above min_rate: under even traffic over many keys the
+// sketch holds keys at a few req/s, and the page says no key is hot instead of listing them;
+// one key read over and over is listed, with its owner.
+TEST_F(HotKeysE2E, ThePageShowsOnlyKeysAboveMinRate) {
+  start_redis(2);
+  proxy.start(dir,
+              pool_yaml("  hot_keys: {window: 300ms, sample: 1, min_rate: 2000, log_rate: 0}\n"));
+  RespClient c(RespClient::dial_tcp(port()));
+  // Even traffic: 300 keys, each read a few times a window.
+  auto even = [&] {
+    for (int i = 0; i < 300; ++i) c.call({"GET", "even:" + std::to_string(i)});
+  };
+  ASSERT_TRUE(within(8s, [&] {
+    even();
+    const std::string s = proxy->status_json();
+    return s.find("\"key\":\"even:") != std::string::npos &&
+           s.find("\"hot\":false") != std::string::npos;
+  })) << proxy->status_json();
+  std::string page = proxy->status_page();
+  EXPECT_NE(page.find("no key above 2000 req/s (min_rate)"), std::string::npos)
+      << page.substr(page.find("Hot keys"), 300);
+  EXPECT_EQ(page.find("<td>even:"), std::string::npos) << "noise listed as hot keys";
+  // One key far above min_rate (pipelined, thousands a second): listed with its owner.
+  ASSERT_TRUE(within(8s, [&] {
+    hammer(c, "user:hot", 2000);
+    return proxy->status_json().find("\"key\":\"user:hot\",\"rate\"") != std::string::npos &&
+           proxy->status_page().find("<td>user:hot</td>") != std::string::npos;
+  })) << proxy->status_json();
+  page = proxy->status_page();
+  const std::string owner_name = "r" + std::to_string(owner("user:hot") + 1);
+  const std::size_t row = page.find("<td>user:hot</td>");
+  EXPECT_NE(page.substr(row, 200).find("<td>" + owner_name + "</td>"), std::string::npos)
+      << page.substr(row, 200);
+  EXPECT_EQ(page.find("<td>even:"), std::string::npos);
+}
+
 // Keys are bytes: a binary hot key leaves /status valid JSON and /metrics valid UTF-8, its bytes
 // outside UTF-8 shown as \xNN (control/utf8.h).
 TEST_F(HotKeysE2E, ABinaryHotKeyLeavesStatusValidJson) {
