@@ -170,6 +170,47 @@ TEST_F(HotKeysE2E, ThePageShowsOnlyKeysAboveMinRate) {
   EXPECT_EQ(page.find("<td>even:"), std::string::npos);
 }
 
+// A server added by a reload, serving the hottest key, shows its request rate on the status page
+// at once — from the moment it came — not "–" until someone loads the page twice.
+TEST_F(HotKeysE2E, AJustAddedServerServingTheHotKeyShowsItsRate) {
+  start_redis(2);  // r2 joins the pool later
+  const std::string one =
+      "p:\n  listen: 127.0.0.1:0\n  redis: true\n  warmup: false\n  servers:\n    - " +
+      servers[0]->socket() + ":1 r1\n";
+  proxy.start(dir, one);
+  RespClient c(RespClient::dial_tcp(port()));
+  hammer(c, "warm", 200);
+  // A key that r2 owns once it is in: found from the two-server routing.
+  std::string key;
+  {
+    const auto two = build_topology(
+        parse_config(one + "    - " + servers[1]->socket() + ":1 r2\n", "t.yml"), nullptr, 1);
+    for (int i = 0; key.empty(); ++i) {
+      const std::string k = "hot:" + std::to_string(i);
+      if (two->pools[0]->servers[two->pools[0]->route(k)].name == "r2") key = k;
+    }
+  }
+  std::this_thread::sleep_for(1500ms);  // the page's history has samples without r2
+  proxy.rewrite(one + "    - " + servers[1]->socket() + ":1 r2\n");
+  std::string message;
+  ASSERT_TRUE(proxy->reload_from_file(message)) << message;
+  ASSERT_TRUE(eventually([&] { return reload_applied(*proxy); }));
+  hammer(c, key, 2000);
+  const std::string page = proxy->status_page();
+  const std::size_t at = page.find("data-server=\"r2\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::string row = page.substr(at, page.find("</tr>", at) - at);
+  // The requests/s cell (the sixth) is a number, not "–".
+  std::vector<std::string> cells;
+  for (std::size_t td = row.find("<td"); td != std::string::npos; td = row.find("<td", td + 1)) {
+    const std::size_t open = row.find('>', td) + 1;
+    cells.push_back(row.substr(open, row.find("</td>", open) - open));
+  }
+  ASSERT_GE(cells.size(), 6u) << row;
+  EXPECT_NE(cells[5], "–") << row;
+  EXPECT_GT(std::stod(cells[5]), 0.0) << row;
+}
+
 // Keys are bytes: a binary hot key leaves /status valid JSON and /metrics valid UTF-8, its bytes
 // outside UTF-8 shown as \xNN (control/utf8.h).
 TEST_F(HotKeysE2E, ABinaryHotKeyLeavesStatusValidJson) {
