@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Every `chash` example in README.md and the docs runs as written, and where the doc shows its
+// Every `chash` example in README.md and docs/*.md runs as written, and where the doc shows its
 // output ("$ chash ..." followed by lines), prints that output. The examples are read from the
 // docs' indented code blocks here, not copied: a new example is tested without editing this
 // file. They run in a directory with the files they name (keys.txt, nodes.txt, servers.txt,
@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -99,9 +100,12 @@ std::vector<std::string> split_lines(const std::string& s) {
 TEST(DocExamples, EveryChashExampleRunsAndPrintsWhatTheDocShows) {
   const fs::path root = CHASH_SOURCE_DIR;
   std::vector<Example> all;
-  for (const fs::path& f :
-       {root / "README.md", root / "docs" / "CLI.md", root / "docs" / "COMPATIBILITY.md",
-        root / "docs" / "PROXY.md", root / "docs" / "ALGORITHMS.md", root / "docs" / "PYTHON.md"}) {
+  std::vector<fs::path> docs = {root / "README.md"};
+  for (const auto& entry : fs::directory_iterator(root / "docs")) {
+    if (entry.path().extension() == ".md") docs.push_back(entry.path());
+  }
+  std::sort(docs.begin() + 1, docs.end());
+  for (const fs::path& f : docs) {
     const auto e = examples(f);
     all.insert(all.end(), e.begin(), e.end());
   }
