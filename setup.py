@@ -51,6 +51,32 @@ def cmake_home(build_dir):
     return None
 
 
+def require_bdist_wheel():
+    """`pip install .` and `python -m build` run `setup.py bdist_wheel`, a command the `wheel`
+    package brings to setuptools before 70.1. A Python without it (pyenv, conda, python.org, a
+    venv without system site-packages, with --no-build-isolation) otherwise stops at setuptools'
+    bare "invalid command 'bdist_wheel'"."""
+    if "bdist_wheel" not in sys.argv[1:]:
+        return
+    for module in ("setuptools.command.bdist_wheel", "wheel.bdist_wheel"):
+        try:
+            __import__(module)
+            return
+        except ImportError:
+            pass
+    sys.exit(
+        f"setup.py: building the chash wheel needs the Python package 'wheel', which this "
+        f"Python ({sys.executable}, {sys.version.split()[0]}) does not have.\n"
+        f"  Debian's python3: apt-get install python3-wheel, and make the venv with "
+        f"/usr/bin/python3 -m venv --system-site-packages venv\n"
+        f"  another Python (pyenv, conda, python.org): {sys.executable} -m pip install wheel "
+        f"(in the venv you install into), or drop --no-build-isolation so pip fetches it\n"
+        f"  docs/PYTHON.md, \"Which Python\"")
+
+
+require_bdist_wheel()
+
+
 class CMakeBuild(build_ext):
     """build_ext that runs `cmake --build <tree> --target chash_python` and copies the module."""
 

@@ -369,7 +369,36 @@ class PyRouter {
     run(down);
   }
 
-  py::list route_many(py::handle keys) const {
+  // as_str: every key that is not a str is routed as str(key) (uhashring's rule: b"k" is
+  // "b'k'", 42 is "42"). The str objects are made here, once, in a tuple the batch holds; a
+  // batch of str keys (the usual case) is routed as it is, with no new object per key.
+  py::list route_many(py::handle keys, bool as_str) const {
+    if (!as_str) return route_ids(keys);
+    PyObject* k = keys.ptr();
+    if (PyUnicode_Check(k) || PyBytes_Check(k)) {
+      throw py::type_error("keys must be an iterable, not a single key");
+    }
+    py::object seq = (PyList_CheckExact(k) || PyTuple_CheckExact(k))
+                         ? py::reinterpret_borrow<py::object>(keys)
+                         : py::reinterpret_steal<py::object>(PySequence_Tuple(k));
+    if (!seq) throw py::error_already_set();
+    PyObject* const* items = PyList_CheckExact(seq.ptr()) ? &PyList_GET_ITEM(seq.ptr(), 0)
+                                                          : &PyTuple_GET_ITEM(seq.ptr(), 0);
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
+    Py_ssize_t first = 0;
+    while (first < n && PyUnicode_CheckExact(items[first])) ++first;
+    if (first == n) return route_ids(seq);
+    py::tuple converted(n);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* item = items[i];
+      PyObject* text = PyUnicode_CheckExact(item) ? (Py_INCREF(item), item) : PyObject_Str(item);
+      if (text == nullptr) throw py::error_already_set();
+      PyTuple_SET_ITEM(converted.ptr(), i, text);
+    }
+    return route_ids(converted);
+  }
+
+  py::list route_ids(py::handle keys) const {
     KeyBatch batch(keys);
     route_batch(batch);
     // The answers are the Router's own name objects (one reference each), not new strings.
@@ -574,9 +603,11 @@ PYBIND11_MODULE(_chash, m) {
       .def("route_n", &PyRouter::route_n, py::arg("key"), py::arg("n") = py::none(),
            "Up to n distinct nodes in the key's preference order (replicas), route(key) first,\n"
            "skipping nodes marked down; n defaults to the Router's replicas.")
-      .def("route_many", &PyRouter::route_many, py::arg("keys"),
+      .def("route_many", &PyRouter::route_many, py::arg("keys"), py::kw_only(),
+           py::arg("as_str") = false,
            "[route(k) for k in keys] in one call (keys: any iterable of str or bytes): chash's\n"
-           "batch lookup runs on the keys' own bytes, without the GIL from 512 keys on.")
+           "batch lookup runs on the keys' own bytes, without the GIL from 512 keys on.\n"
+           "as_str=True: any other key is routed as str(key), as [route(str(k)) for k in keys].")
       .def("distribution", &PyRouter::distribution, py::arg("keys"),
            "A dict node -> how many of keys it owns (every node, zeros included).")
       .def("mark_down", &PyRouter::mark_down, py::arg("name"),

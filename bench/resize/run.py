@@ -63,7 +63,8 @@ Knobs (flag, environment variable, default):
   --out DIR              RESIZE_OUT          build-release/bench-resize
   --chash-pool-extra 'K: V'  RESIZE_CHASH_POOL_EXTRA ('K: V; K2: V2')  repeatable
   --chash-workers N      RESIZE_CHASH_WORKERS 1
-  --chash-proxy PATH     CHASH_PROXY         build-release/chash-proxy
+  --chash-proxy PATH     CHASH_PROXY         the first of build-release/chash-proxy,
+                                             build/chash-proxy, chash-proxy on PATH
   --nutcracker PATH      NUTCRACKER          nutcracker (on PATH)
   --time-limit S         RESIZE_TIME_LIMIT   900     wall clock of the whole run
   --keep-tmp             RESIZE_KEEP_TMP=1   keep configs and logs
@@ -1190,7 +1191,7 @@ def parse_args(argv):
     p.add_argument("--chash-pool-extra", action="append", default=None, metavar="'KEY: VALUE'",
                    help="a key for chash-proxy's pool (repeatable), e.g. 'warmup: true'")
     p.add_argument("--chash-workers", type=int, default=int(env_default("RESIZE_CHASH_WORKERS", 1)))
-    p.add_argument("--chash-proxy", default=env_default("CHASH_PROXY", os.path.join(ROOT, "build-release", "chash-proxy")))
+    p.add_argument("--chash-proxy", default=env_default("CHASH_PROXY", default_chash_proxy()))
     p.add_argument("--nutcracker", default=env_default("NUTCRACKER", "nutcracker"))
     p.add_argument("--time-limit", type=float, default=float(env_default("RESIZE_TIME_LIMIT", 900)))
     p.add_argument("--keep-tmp", action="store_true", default=env_default("RESIZE_KEEP_TMP", "") not in ("", "0"))
@@ -1216,6 +1217,30 @@ def parse_args(argv):
     return a
 
 
+def default_chash_proxy():
+    """The chash-proxy a run uses unless told: `make bench-resize`'s Release build, else the
+    developer build, else an installed one; build-release's path when there is none (the run
+    then stops at once, saying so)."""
+    for built in (os.path.join(ROOT, "build-release", "chash-proxy"),
+                  os.path.join(ROOT, "build", "chash-proxy")):
+        if os.access(built, os.X_OK):
+            return built
+    return shutil.which("chash-proxy") or os.path.join(ROOT, "build-release", "chash-proxy")
+
+
+def missing_binaries(a):
+    """Each proxy binary the run needs and cannot execute, with how to get it."""
+    missing = []
+    if ("chash-proxy" in a.proxies or "chash-proxy-plain" in a.proxies) and not (
+            os.path.isfile(a.chash_proxy) and os.access(a.chash_proxy, os.X_OK)):
+        missing.append(f"chash-proxy: {a.chash_proxy} is not an executable (make bench-resize "
+                       "builds build-release/chash-proxy; or give --chash-proxy PATH / CHASH_PROXY)")
+    if "nutcracker" in a.proxies and shutil.which(a.nutcracker) is None:
+        missing.append(f"nutcracker: {a.nutcracker} not found (apt-get install nutcracker; or give "
+                       "--nutcracker PATH / NUTCRACKER, or --proxies without it)")
+    return missing
+
+
 def tool_version(cmd):
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=5, stdin=subprocess.DEVNULL)
@@ -1228,9 +1253,13 @@ def main(argv):
     a = parse_args(argv)
     began = now()
     global_deadline = began + a.time_limit
-    if "chash-proxy" in a.proxies or "chash-proxy-plain" in a.proxies:
-        if not os.access(a.chash_proxy, os.X_OK):
-            log(f"run.py: {a.chash_proxy} not built (make bench-resize builds it); its rows will be 'not available'")
+    # A proxy that is not there would only fill its rows with "not available": stop before
+    # anything starts.
+    missing = missing_binaries(a)
+    if missing:
+        for m in missing:
+            log(f"run.py: {m}")
+        return 2
     os.makedirs(a.out, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="chash-bench-resize.")
     ctx = multiprocessing.get_context("fork")

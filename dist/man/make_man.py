@@ -116,14 +116,26 @@ def executable(path, what):
     return os.path.abspath(path)
 
 
-def help2man(bindir, program, section, include, out):
+def proxy_version_string(proxy):
+    """chash-proxy's -V is nutcracker's sentence ("This is nutcracker-0.5.0-compatible
+    chash-proxy-0.2.0", kept for scripts that parse nutcracker's), which help2man would put
+    whole in the page's footer, garbled at 80 columns: the page gets "chash-proxy 0.2.0"."""
+    line = run_help([proxy, "-V"]).strip()
+    m = re.search(r"chash-proxy-(\S+)$", line)
+    if not m:
+        sys.exit(f"make_man: {proxy} -V printed no chash-proxy-VERSION: {line!r}")
+    return f"chash-proxy {m.group(1)}"
+
+
+def help2man(bindir, program, section, include, out, version_string=None):
     """help2man on `program` found through PATH (so that its usage says `chash`, not a path)."""
     tool = shutil.which("help2man")
     if tool is None:
         sys.exit("make_man: help2man not found (Debian help2man; scripts/bootstrap.sh)")
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+    extra = [f"--version-string={version_string}"] if version_string else []
     r = subprocess.run([tool, "--no-info", "--locale=C.UTF-8", f"--section={section}",
-                        f"--include={include}", "--output", out, program],
+                        f"--include={include}", "--output", out] + extra + [program],
                        env=env, capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         sys.exit(f"make_man: help2man {program} failed: {r.stderr}")
@@ -174,7 +186,7 @@ def main():
         write_gz(help2man(bindir, "chash", 1, include, os.path.join(tmp, "chash.1")),
                  os.path.join(args.out, "chash.1.gz"))
         write_gz(help2man(bindir, "chash-proxy", 8, os.path.join(HERE, "chash-proxy.h2m"),
-                          os.path.join(tmp, "chash-proxy.8")),
+                          os.path.join(tmp, "chash-proxy.8"), proxy_version_string(proxy)),
                  os.path.join(args.out, "chash-proxy.8.gz"))
 
 

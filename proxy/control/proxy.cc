@@ -300,6 +300,7 @@ void Proxy::run() {
   }
   health_->start();
   hot_keys_tick();
+  ui_tick();
   for (MembershipSource* s : sources_) s->start();
   {
     std::lock_guard lock(run_mu_);
@@ -608,22 +609,23 @@ std::uint64_t Proxy::applied_version() const {
 
 std::string Proxy::status_page() const {
   const auto t = topology();
-  UiSample now = take_ui_sample(*t, steady_ms());
+  const UiSample now = take_ui_sample(*t, steady_ms());
   const std::string status = status_json();
-  std::lock_guard lock(ui_mu_);
-  std::size_t before = ui_samples_.size();  // the newest sample a second old, else the oldest
-  for (std::size_t i = ui_samples_.size(); i-- > 0;) {
-    before = i;
-    if (now.at_ms - ui_samples_[i].at_ms >= 1000) break;
+  std::optional<UiSample> base;
+  {
+    std::lock_guard lock(ui_mu_);
+    base = ui_history_.baseline(now);
   }
-  const std::string page =
-      render_ui(*t, status, now, before < ui_samples_.size() ? &ui_samples_[before] : nullptr);
-  if (before < ui_samples_.size()) {
-    ui_samples_.erase(ui_samples_.begin(), ui_samples_.begin() + static_cast<long>(before));
+  return render_ui(*t, status, now, base ? &*base : nullptr);
+}
+
+void Proxy::ui_tick() {
+  const UiSample s = take_ui_sample(*topology(), steady_ms());
+  {
+    std::lock_guard lock(ui_mu_);
+    ui_history_.add(s);
   }
-  if (ui_samples_.size() >= 8) ui_samples_.erase(ui_samples_.begin());
-  ui_samples_.push_back(std::move(now));
-  return page;
+  control_.add_timer(std::chrono::milliseconds(kUiSampleMs), [this] { ui_tick(); });
 }
 
 std::string Proxy::status_json() const {

@@ -134,6 +134,7 @@ class Proxy {
   // Hot keys (proxy/hotkeys/hot_keys.h): every 100 ms on the control loop, each pool's tracker
   // takes the settings of a new topology, and a pool whose window has passed rotates.
   void hot_keys_tick();
+  void ui_tick();  // the status page's sample, every kUiSampleMs (control/ui.h UiHistory)
   std::shared_ptr<const Topology> hot_configured_;  // the topology the trackers were set for
 
   ProxyConfig config_;
@@ -169,8 +170,8 @@ class Proxy {
   std::mutex run_mu_;
   std::condition_variable run_cv_;
   bool running_ = false;
-  mutable std::mutex ui_mu_;                  // ui_samples_
-  mutable std::vector<UiSample> ui_samples_;  // the status page's recent samples, oldest first
+  mutable std::mutex ui_mu_;  // ui_history_
+  UiHistory ui_history_;      // the status page's samples, one a second (ui_tick)
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> draining_{false};
   net::Clock::time_point drain_deadline_{};

@@ -389,19 +389,26 @@ std::string server_json(const Pool& pool, std::size_t i, std::int64_t now_ms) {
          ",\"state\":\"" + server_state(pool, static_cast<NodeId>(i), now_ms) + "\"}";
 }
 
-// {"window_ms":W,"at_ms":T,"requests":N,"top":[{"key":K,"rate":R,"requests":C,"owner":O}],
+// {"window_ms":W,"min_rate":M,"at_ms":T,"requests":N,
+//  "top":[{"key":K,"rate":R,"hot":H,"requests":C,"owner":O}],
 //  "cache":{...}} — the last window's hot keys (proxy/hotkeys/hot_keys.h).
 std::string hot_keys_json(const Pool& pool) {
   const auto view = pool.shared->hot.view();
   const hotkeys::Counters& c = pool.shared->hot.counters;
-  std::string o = "{\"window_ms\":" + std::to_string(pool.config.hot_keys.window_ms) +
+  // The window as the last rotation measured it; before the first, the configured one.
+  const std::uint32_t window = view->at_ms != 0 ? view->window_ms : pool.config.hot_keys.window_ms;
+  const double min_rate = view->at_ms != 0 ? view->min_rate : pool.config.hot_keys.min_rate;
+  std::string o = "{\"window_ms\":" + std::to_string(window) +
+                  ",\"min_rate\":" + one_decimal(min_rate) +
                   ",\"at_ms\":" + std::to_string(view->at_ms) +
                   ",\"requests\":" + std::to_string(view->requests) + ",\"top\":[";
   for (std::size_t r = 0; r < view->top.size(); ++r) {
     const hotkeys::HotKey& k = view->top[r];
     o += std::string(r ? "," : "") + "{\"key\":\"" + json_escape(k.shown.substr(0, 200)) +
-         "\",\"rate\":" + one_decimal(k.rate) + ",\"requests\":" + std::to_string(k.count) +
-         ",\"owner\":\"" + json_escape(k.owner) + "\"}";
+         "\",\"rate\":" + one_decimal(k.rate) +
+         ",\"hot\":" + (k.rate >= view->min_rate ? "true" : "false") +
+         ",\"requests\":" + std::to_string(k.count) + ",\"owner\":\"" + json_escape(k.owner) +
+         "\"}";
   }
   o += "],\"hot_cache\":" + std::string(pool.config.hot_cache.enabled ? "true" : "false") +
        ",\"hot_reads\":\"" +

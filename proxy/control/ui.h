@@ -9,11 +9,16 @@
 // Redis Cluster map's state, the hot keys, the picture of its key space (chash::svg::placement:
 // a ring's points, a slot map's ranges, or each node's share of sampled keys) and one table row
 // per server (`<tr data-server="NAME">`) with its state in words (control/status.h
-// server_state) and role (master, replica of X, Sentinel master group). Every name from the
-// config or the network is HTML-escaped.
+// server_state) and role (master, replica of X, Sentinel master group). The hot keys are only
+// those at or above the pool's min_rate, at their rate over the sketch's last window. For pools
+// fed by etcd, the fleet ("fleet" in /status, membership/fleet/agent.h): etcd and each endpoint
+// up or down, the leader, each pool's epoch and phase, every live proxy with its revision and
+// lag, and the votes against each backend. Every name from the config or the network is
+// HTML-escaped.
 //
-// Pure functions of their arguments: the caller keeps the previous UiSample and passes it back,
-// so rates are counter deltas between two renders (no rates on the first one).
+// Pure functions of their arguments: the caller keeps the samples and passes the window's first
+// back, so rates are counter deltas between two samples (UiHistory: the proxy samples every second and
+// the page's rates are over the last kUiRateWindowMs, whoever loads it and how often).
 #pragma once
 
 #include <array>
@@ -44,14 +49,36 @@ constexpr int ui_refresh_seconds(std::size_t servers) noexcept {
 struct UiSample {
   struct Counts {
     std::uint64_t requests = 0, errors = 0;
+    // Steady clock when these were taken, if later than the sample's at_ms: a baseline made of
+    // several samples (UiHistory) takes a server added since the oldest from its first one.
+    std::int64_t at_ms = 0;
   };
   using Buckets = std::array<std::uint64_t, LatencyHistogram::kBucketsUs.size() + 1>;
-  std::int64_t at_ms = 0;  // steady clock
+  std::int64_t at_ms = 0;    // steady clock
+  std::int64_t wall_ms = 0;  // wall clock (the fleet's "last heard" stamps are)
   std::map<std::string, Counts> pools;
   std::map<std::pair<std::string, std::string>, Counts> servers;
   std::map<std::string, Buckets> latency;  // per pool, not cumulative (last: over 2 s)
 };
 UiSample take_ui_sample(const Topology& topology, std::int64_t now_ms);
+
+// The status page's rates are over a fixed window of the proxy's own, never "since the page was
+// last loaded": the control loop adds a sample every kUiSampleMs, the history keeps the window's
+// worth, and baseline() is where the page's rates start — the oldest sample in the window, with
+// each server or pool that came since taken from the first sample that has it (so a server
+// added a moment ago shows its rate since then, not "–"), and one added after the newest sample
+// counted from zero at that sample (it had served nothing before it existed).
+inline constexpr std::int64_t kUiSampleMs = 1000;
+inline constexpr std::int64_t kUiRateWindowMs = 10000;
+class UiHistory {
+ public:
+  void add(UiSample s);
+  // nullopt until a sample at least kUiSampleMs / 2 older than `now` exists.
+  std::optional<UiSample> baseline(const UiSample& now) const;
+
+ private:
+  std::vector<UiSample> samples_;  // oldest first, within the window (plus one before it)
+};
 
 // The q-quantile (0..1) of a latency histogram's counts, in microseconds, linear within the
 // bucket it falls in (as Prometheus's histogram_quantile); one in the last (+Inf) bucket is

@@ -160,7 +160,10 @@ void HotKeys::rotate(std::string_view pool, std::int64_t wall_ms, std::int64_t s
     std::lock_guard lock(view_mu_);
     c = config_;
   }
-  last_rotate_ms_.store(steady_ms, std::memory_order_relaxed);
+  // The rates are over the window as it really was (the 100 ms tick, a late first rotation):
+  // the time since the last rotation, or the configured window before there was one.
+  const std::int64_t last = last_rotate_ms_.exchange(steady_ms, std::memory_order_relaxed);
+  const std::int64_t elapsed = last > 0 && steady_ms > last ? steady_ms - last : c.window_ms;
   SpaceSaving merged(256);
   for (Shard& s : shards_) {
     std::lock_guard lock(s.mu);
@@ -169,10 +172,11 @@ void HotKeys::rotate(std::string_view pool, std::int64_t wall_ms, std::int64_t s
     s.sketch.clear();
   }
   const double sample = std::max(1u, c.sample);
-  const double seconds = std::max(1u, c.window_ms) / 1000.0;
+  const double seconds = static_cast<double>(std::max<std::int64_t>(1, elapsed)) / 1000.0;
   auto view = std::make_shared<View>();
   view->at_ms = wall_ms;
-  view->window_ms = c.window_ms;
+  view->window_ms = static_cast<std::uint32_t>(std::max<std::int64_t>(1, elapsed));
+  view->min_rate = c.min_rate;
   view->requests = static_cast<std::uint64_t>(static_cast<double>(merged.total()) * sample);
   auto hot = std::make_shared<KeySet>();
   for (SpaceSaving::Entry& e : merged.top(c.top)) {

@@ -44,9 +44,10 @@ struct HotKey {
   std::string owner;        // the server the key routes to now
 };
 struct View {
-  std::int64_t at_ms = 0;  // wall clock of the rotation (0: none yet)
-  std::uint32_t window_ms = 0;
-  std::uint64_t requests = 0;  // sampled requests of the window, times `sample`
+  std::int64_t at_ms = 0;       // wall clock of the rotation (0: none yet)
+  std::uint32_t window_ms = 0;  // the window the rates are over, as measured
+  double min_rate = 0;          // the pool's min_rate then: keys at or above it are hot
+  std::uint64_t requests = 0;   // sampled requests of the window, times `sample`
   std::vector<HotKey> top;
 };
 

@@ -218,9 +218,9 @@ def test_library_links_through_its_pkg_config_file(root, tmp_path):
                                  input="user:1\n").strip()]
 
 
-def rendered(page):
+def rendered(page, width=200):
     """man -l of a page: its text, and man's/groff's warnings (there must be none)."""
-    env = dict(os.environ, MANWIDTH="200", LC_ALL="C.UTF-8", MAN_KEEP_FORMATTING="")
+    env = dict(os.environ, MANWIDTH=str(width), LC_ALL="C.UTF-8", MAN_KEEP_FORMATTING="")
     r = run(["man", "--warnings", "-E", "UTF-8", "-l", str(page)], env=env)
     assert r.returncode == 0, r.stderr
     return r.stdout, r.stderr.strip()
@@ -252,6 +252,14 @@ def test_man_pages_render_and_cover_every_subcommand(root):
     text, warnings = rendered(root / "usr/share/man/man8/chash-proxy.8.gz")
     assert not warnings, warnings
     assert "CHASH-PROXY(8)" in text
+    # The footer names the program and version, not -V's nutcracker sentence, and fits 80
+    # columns: its last line is "chash-proxy VERSION   <date>   CHASH-PROXY(8)".
+    narrow, _ = rendered(root / "usr/share/man/man8/chash-proxy.8.gz", width=80)
+    footer = [line for line in narrow.splitlines() if line.strip()][-1]
+    assert footer.startswith(f"chash-proxy {version()} ") and footer.endswith("CHASH-PROXY(8)"), \
+        footer
+    assert len(footer) <= 80, footer
+    assert "nutcracker-0.5.0-compatible" not in footer
     options = set(re.findall(r"(--[a-z][a-z-]+)", ok([proxy, "--help"])))
     assert {"--conf-file", "--test-conf", "--workers", "--takeover"} <= options
     missing = [o for o in options if o not in text]

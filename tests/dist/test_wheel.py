@@ -153,3 +153,23 @@ def test_a_tree_for_another_interpreter_is_refused(tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode != 0
     assert "was not built" in r.stdout + r.stderr and "Python3_EXECUTABLE" in r.stdout + r.stderr
+
+
+def test_a_python_without_wheel_gets_a_hint(tmp_path):
+    """A Python whose setuptools needs `wheel` for bdist_wheel and has none (pyenv, conda, a
+    bare venv) gets told which package to install, not setuptools' "invalid command"."""
+    try:
+        import setuptools.command.bdist_wheel  # noqa: F401 (setuptools >= 70.1 has its own)
+        pytest.skip("this setuptools builds wheels without the wheel package")
+    except ImportError:
+        pass
+    shim = tmp_path / "shim" / "wheel"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text("raise ImportError('no wheel here (test shim)')\n")
+    env = dict(os.environ, PYTHONPATH=str(shim.parent))
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "setup.py"), "bdist_wheel"],
+                       env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert "needs the Python package 'wheel'" in r.stderr, r.stderr
+    assert "python3-wheel" in r.stderr and "pip install wheel" in r.stderr, r.stderr
+    assert "invalid command" not in r.stdout + r.stderr

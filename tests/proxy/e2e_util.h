@@ -42,6 +42,17 @@ inline bool eventually(const std::function<bool()>& pred) {
   return pred();
 }
 
+// Waits up to `limit` for `pred`, polling every 20 ms: for what takes seconds by design (a
+// fleet's phases, a membership change through etcd), where eventually()'s 5 s is too short.
+inline bool within(std::chrono::milliseconds limit, const std::function<bool()>& pred) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return pred();
+}
+
 // True once every worker routes with the proxy's current topology (after a reload).
 inline bool reload_applied(const Proxy& proxy) {
   return eventually([&] { return proxy.applied_version() == proxy.topology()->version; });

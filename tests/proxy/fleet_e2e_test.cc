@@ -22,16 +22,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Waits up to `limit` for `pred`.
-bool within(std::chrono::milliseconds limit, const std::function<bool()>& pred) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
-}
-
 std::string metric(const std::string& text, const std::string& sample) {
   const std::size_t at = text.find(sample + " ");
   if (at == std::string::npos) return "";

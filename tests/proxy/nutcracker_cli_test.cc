@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The real chash-proxy binary with nutcracker's command lines (docs/PROXY.md "Drop-in for
 // nutcracker"): -t, -v, -o with log rotation, -p, -d, -V, -D, -s/-a, usage errors, and the
-// systemd notify messages around start, reload and stop.
+// systemd notify messages around start, reload and stop. And `chash route --nutcracker FILE
+// --pool P` against a real nutcracker: every key where nutcracker put it.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -12,12 +13,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "chash/version.h"
 #include "e2e_util.h"
+#include "redis_util.h"
 
 namespace chash::proxy {
 namespace {
@@ -320,6 +325,142 @@ TEST_F(NutcrackerCli, SystemdNotifyAroundStartReloadStop) {
   EXPECT_EQ(process_.terminate(SIGTERM), 0);
   ::close(fd);
 }
+
+#ifdef CHASH_CLI_PATH
+// `chash route --nutcracker FILE --pool P` names, for every key, the server real nutcracker
+// (Debian's package) stored it on, for a ketama pool with names, weights and a hash tag and a
+// modula pool without names; the file's other settings and errors are refused clearly.
+TEST_F(NutcrackerCli, ChashRouteReadsANutcrackerPoolAsNutcrackerRoutes) {
+  if (!testing::have_program("nutcracker") || !testing::have_program("redis-server")) {
+    GTEST_SKIP() << "nutcracker or redis-server missing: scripts/bootstrap.sh installs them";
+  }
+  std::vector<std::unique_ptr<testing::ChildProcess>> redis;
+  std::vector<std::uint16_t> ports;
+  auto accepts = [](std::uint16_t port) {
+    return [port] {
+      const int fd = testing::dial_tcp(port);
+      if (fd < 0) return false;
+      ::close(fd);
+      return true;
+    };
+  };
+  for (int i = 1; i <= 3; ++i) {
+    const std::uint16_t port = testing::free_port();
+    redis.push_back(std::make_unique<testing::ChildProcess>());
+    ASSERT_TRUE(
+        redis.back()->start({"redis-server", "--bind", "127.0.0.1", "--port", std::to_string(port),
+                             "--save", "", "--appendonly", "no", "--dir", dir_.string(),
+                             "--logfile", (dir_ / ("r" + std::to_string(i) + ".log")).string()},
+                            accepts(port)));
+    ports.push_back(port);
+  }
+  auto server = [&](int i, const std::string& tail) {
+    return "   - 127.0.0.1:" + std::to_string(ports[static_cast<std::size_t>(i)]) + tail + "\n";
+  };
+  const std::uint16_t alpha = testing::free_port(), beta = testing::free_port();
+  const fs::path yml = dir_ / "pools.yml";
+  std::ofstream(yml) << "alpha:\n  listen: 127.0.0.1:" << alpha
+                     << "\n  hash: fnv1a_64\n  hash_tag: \"{}\"\n  distribution: ketama\n"
+                        "  redis: true\n  servers:\n"
+                     << server(0, ":1 r1") << server(1, ":2 r2") << server(2, ":5 r3")
+                     << "beta:\n  listen: 127.0.0.1:" << beta
+                     << "\n  hash: md5\n  distribution: modula\n  redis: true\n  servers:\n"
+                     << server(0, ":1") << server(1, ":1") << server(2, ":1");
+  testing::ChildProcess nutcracker;
+  ASSERT_TRUE(nutcracker.start(
+      {"nutcracker", "-c", yml.string(), "-s", std::to_string(testing::free_port()), "-a",
+       "127.0.0.1", "-o", (dir_ / "nutcracker.log").string()},
+      accepts(beta)))
+      << slurp(dir_ / "nutcracker.log");
+  // Which server holds each key nutcracker stored, by port.
+  auto stored = [&](std::uint16_t port, const std::vector<std::string>& keys) {
+    std::map<std::string, std::uint16_t> where;
+    testing::RespClient c(testing::RespClient::dial_tcp(port));
+    for (const std::string& k : keys) {
+      const std::string r = c.call({"SET", k, "v"});
+      EXPECT_EQ(r, "+OK\r\n") << k;
+    }
+    for (std::size_t i = 0; i < ports.size(); ++i) {
+      testing::RespClient s(testing::RespClient::dial_tcp(ports[i]));
+      for (const std::string& k : keys) {
+        if (s.call({"EXISTS", k}) == ":1\r\n") where[k] = ports[i];
+      }
+    }
+    return where;
+  };
+  std::vector<std::string> alpha_keys, beta_keys;
+  for (int i = 0; i < 400; ++i) {
+    // Every 4th key shares its hash tag with the next such key ({user:0}.k0, {user:0}.k4).
+    alpha_keys.push_back(i % 4 == 0 ? "{user:" + std::to_string(i / 8) + "}.k" + std::to_string(i)
+                                    : "a:" + std::to_string(i));
+    beta_keys.push_back("b:" + std::to_string(i));
+  }
+  const auto alpha_where = stored(alpha, alpha_keys);
+  const auto beta_where = stored(beta, beta_keys);
+  ASSERT_EQ(alpha_where.size(), alpha_keys.size());
+  ASSERT_EQ(beta_where.size(), beta_keys.size());
+  // chash route, keys on stdin, one server name a line.
+  auto route = [&](const std::string& args, const std::vector<std::string>& keys) {
+    std::ofstream in(dir_ / "keys.txt", std::ios::trunc);
+    for (const std::string& k : keys) in << k << "\n";
+    in.close();
+    Outcome r;
+    FILE* p = ::popen((std::string(CHASH_CLI_PATH) + " route " + args + " <" +
+                       (dir_ / "keys.txt").string() + " 2>" + (dir_ / "route.err").string())
+                          .c_str(),
+                      "r");
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.output.append(buf, n);
+    const int st = ::pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (r.status != 0) r.output += slurp(dir_ / "route.err");
+    return r;
+  };
+  const std::map<std::string, std::uint16_t> alpha_names = {
+      {"r1", ports[0]}, {"r2", ports[1]}, {"r3", ports[2]}};
+  const Outcome a = route("--nutcracker " + yml.string() + " --pool alpha", alpha_keys);
+  ASSERT_EQ(a.status, 0) << a.output;
+  std::istringstream alines(a.output);
+  std::string name;
+  std::set<std::string> used;
+  for (const std::string& k : alpha_keys) {
+    ASSERT_TRUE(std::getline(alines, name)) << k;
+    ASSERT_TRUE(alpha_names.contains(name)) << name;
+    EXPECT_EQ(alpha_names.at(name), alpha_where.at(k)) << k << " -> " << name;
+    used.insert(name);
+  }
+  EXPECT_EQ(used.size(), 3u);
+  const Outcome b = route("--nutcracker " + yml.string() + " --pool beta", beta_keys);
+  ASSERT_EQ(b.status, 0) << b.output;
+  std::istringstream blines(b.output);
+  for (const std::string& k : beta_keys) {
+    ASSERT_TRUE(std::getline(blines, name)) << k;
+    EXPECT_EQ(name, "127.0.0.1:" + std::to_string(beta_where.at(k))) << k;
+  }
+  // The file's own errors, and usage errors, each clear.
+  Outcome e = route("--nutcracker " + yml.string(), {"k"});
+  EXPECT_EQ(e.status, 1);
+  EXPECT_NE(e.output.find("has 2 pools: name one with --pool (alpha, beta)"), std::string::npos)
+      << e.output;
+  e = route("--nutcracker " + yml.string() + " --pool gamma", {"k"});
+  EXPECT_EQ(e.status, 1);
+  EXPECT_NE(e.output.find("has no pool 'gamma' (its pools: alpha, beta)"), std::string::npos)
+      << e.output;
+  e = route("--nutcracker " + yml.string() + " --pool alpha --preset ketama --nodes a,b", {"k"});
+  EXPECT_EQ(e.status, 2) << e.output;
+  e = route("--nutcracker " + (dir_ / "missing.yml").string(), {"k"});
+  EXPECT_EQ(e.status, 1) << e.output;
+  e = route("--pool alpha --preset ketama --nodes a,b", {"k"});
+  EXPECT_EQ(e.status, 2) << e.output;
+  // Debian's example nutcracker.yml, as shipped.
+  const std::string example = "/usr/share/doc/nutcracker/examples/nutcracker.yml";
+  if (fs::exists(example)) {
+    e = route("--nutcracker " + example + " --pool beta", {"k1", "{k}2", "k3"});
+    EXPECT_EQ(e.status, 0) << e.output;
+    EXPECT_EQ(std::count(e.output.begin(), e.output.end(), '\n'), 3) << e.output;
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace chash::proxy

@@ -262,7 +262,8 @@ TEST(StatusTest, StatusJsonOfAKnownState) {
           "\"up\":true,\"requests\":9,\"errors\":1,\"ejections\":0,\"connections\":0,"
           "\"state\":\"up\"}],"
           // The hot keys of the last window (none yet), and the relief's settings and counters.
-          "\"hot_keys\":{\"window_ms\":10000,\"at_ms\":0,\"requests\":0,\"top\":[],"
+          "\"hot_keys\":{\"window_ms\":10000,\"min_rate\":100.0,\"at_ms\":0,\"requests\":0,\"top\":"
+          "[],"
           "\"hot_cache\":false,\"hot_reads\":\"owner\",\"cache_hits\":0,\"cache_misses\":0,"
           "\"replica_reads\":0}},"
           "{\"name\":\"web\",\"listen\":\"127.0.0.1:0\",\"protocol\":\"tcp\",\"routing\":\"round-"

@@ -4,6 +4,9 @@
 // `chromium`, scripts/bootstrap.sh) loading http://user:password@127.0.0.1:PORT/ui. The DOM it
 // dumps has every server's row and the pools' SVG, and its screenshot is not one colour (decoded
 // with libpng). Skipped only where no chromium binary exists; Chromium is killed after 30 s.
+// FleetInChromium: two proxies fed by a real etcd — the page shows etcd and each endpoint up or
+// down, the pool's epoch and phase, the leader, both proxies with their revision and lag, the
+// votes against a stopped backend, and the configuration line's fleet epoch.
 #include <gtest/gtest.h>
 #include <png.h>
 #include <unistd.h>
@@ -14,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
@@ -23,6 +27,8 @@
 #include "config/config.h"
 #include "control/proxy.h"
 #include "e2e_util.h"
+#include "etcd_util.h"
+#include "membership/fleet/state.h"
 #include "redis_util.h"
 
 namespace chash::proxy {
@@ -194,6 +200,156 @@ TEST(UiBrowserTest, ChromiumShowsEveryServerAndTheRing) {
   }
   proxy.stop();
   if (!HasFailure()) fs::remove_all(dir);  // else kept: the DOM, the screenshot, chromium.log
+}
+
+// The DOM element (up to its closing tag's end) with attribute `attr` (e.g. data-member="p1").
+std::string element(const std::string& dom, const std::string& attr, const char* until = "</tr>") {
+  const std::size_t at = dom.find(attr);
+  if (at == std::string::npos) return {};
+  const std::size_t end = dom.find(until, at);
+  return dom.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+TEST(UiBrowserTest, FleetInChromium) {
+  const std::string chromium = chromium_binary();
+  if (chromium.empty()) GTEST_SKIP() << "no chromium binary (apt-get install chromium)";
+  if (!testing::have_etcd() || !testing::have_program("redis-server")) {
+    GTEST_SKIP() << "etcd or redis-server missing: scripts/bootstrap.sh installs them";
+  }
+  const fs::path dir = testing::make_test_dir("chash-ui-fleet");
+  testing::EtcdCluster etcd(dir, 1);
+  ASSERT_TRUE(etcd.start()) << "etcd did not start (see " << dir << "/e1.log)";
+  std::vector<std::unique_ptr<testing::RedisServer>> redis;
+  std::string servers;
+  for (int i = 1; i <= 3; ++i) {
+    redis.push_back(std::make_unique<testing::RedisServer>(dir, "r" + std::to_string(i)));
+    ASSERT_TRUE(redis.back()->start());
+    servers += "    - " + redis.back()->socket() + ":1 r" + std::to_string(i) + "\n";
+  }
+  // The first endpoint has nothing behind it: the page shows it down and the real one up.
+  const std::string dead = "127.0.0.1:" + std::to_string(testing::free_port());
+  auto yaml = [&](const std::string& id, std::uint16_t admin) {
+    return "chash_proxy:\n  admin: 127.0.0.1:" + std::to_string(admin) +
+           "\n  membership:\n    etcd: [" + dead + ", " + etcd.endpoints()[0] +
+           "]\n    prefix: /ui\n    id: " + id +
+           "\n    lease_ttl: 2000\n    start_timeout: 3000\n    timeout: 500\n"
+           "cache:\n  listen: 127.0.0.1:0\n  redis: true\n  distribution: ketama\n"
+           "  auto_eject_hosts: true\n  server_retry_timeout: 300\n  server_failure_limit: 1\n"
+           "  health_check_interval: 200\n"
+           "  timeout: 1000\n  servers:\n" +
+           servers;
+  };
+  std::vector<std::unique_ptr<testing::ProxyRunner>> proxies;
+  std::vector<std::uint16_t> admins;
+  for (int i = 1; i <= 2; ++i) {
+    admins.push_back(testing::free_port());
+    proxies.push_back(std::make_unique<testing::ProxyRunner>());
+    const fs::path d = dir / ("p" + std::to_string(i));
+    fs::create_directories(d);
+    (*proxies.back()).start(d, yaml("p" + std::to_string(i), admins.back()), 1);
+  }
+  auto state = [&] {
+    auto c = etcd.client();
+    const auto r = c.get("/ui/pools/cache/state");
+    return r.kvs.empty() ? fleet::PoolState{} : fleet::decode_state(r.kvs.front().value);
+  };
+  // A membership change through p1's admin port (r3 out), so the epoch is past the first.
+  ASSERT_TRUE(testing::within(std::chrono::seconds(10), [&] { return state().epoch >= 1; }));
+  const std::string removed =
+      testing::http(admins[0], "POST /fleet/remove?pool=cache&server=r3 HTTP/1.0\r\n\r\n");
+  ASSERT_TRUE(removed.starts_with("HTTP/1.1 200")) << removed;
+  std::uint64_t epoch = 0;
+  auto settled = [&] {
+    const fleet::PoolState s = state();
+    if (s.epoch < 2 || s.phase != fleet::Phase::kStable) return false;
+    for (auto& p : proxies) {
+      if ((*p)->topology()->pools[0]->fleet_epoch != s.epoch) return false;
+    }
+    epoch = s.epoch;
+    return true;
+  };
+  ASSERT_TRUE(testing::within(std::chrono::seconds(20), settled)) << (*proxies[0])->status_json();
+  // r2 stops: both proxies vote against it (and the fleet ejects it). The page is loaded once
+  // both votes are in /fleet.
+  redis[1].reset();
+  ASSERT_TRUE(testing::within(std::chrono::seconds(20), [&] {
+    const auto f = nlohmann::json::parse((*proxies[0])->etcd().fleet_json());
+    std::size_t votes = 0;
+    for (const auto& m : f["fleet"][0]["pools"][0]["members"]) votes += m["down"].contains("r2");
+    return votes == 2;
+  })) << (*proxies[0])->etcd().fleet_json();
+  const auto f = nlohmann::json::parse((*proxies[0])->etcd().fleet_json())["fleet"][0];
+  const std::string leader = f["leader"];
+  ASSERT_TRUE(leader == "p1" || leader == "p2") << f.dump();
+  const std::string fleet_epoch = std::to_string((*proxies[0])->topology()->pools[0]->fleet_epoch);
+
+  const std::string url = "http://127.0.0.1:" + std::to_string(admins[0]) + "/ui";
+  const fs::path dom_file = dir / "dom.html";
+  EXPECT_EQ(run_chromium(chromium, dir, "--dump-dom", url, dom_file), 0)
+      << slurp(dir / "chromium.log");
+  const std::string dom = slurp(dom_file);
+  ASSERT_NE(dom.find("data-fleet=\"/ui\""), std::string::npos) << dom.substr(0, 4000);
+  // The configuration line names the fleet's epoch, not only the file's version.
+  EXPECT_NE(dom.find("at fleet epoch <span class=\"fleet-epoch\" data-pool=\"cache\">" +
+                     fleet_epoch + "</span>"),
+            std::string::npos)
+      << element(dom, "class=\"summary\"", "</p>");
+  EXPECT_GE(std::stoull(fleet_epoch), epoch);
+  // etcd up; the dead endpoint down with its reason, the live one up.
+  EXPECT_NE(dom.find("data-etcd=\"up\""), std::string::npos);
+  EXPECT_NE(element(dom, "data-endpoint=\"" + dead + "\"").find("data-state=\"down\""),
+            std::string::npos)
+      << element(dom, "data-endpoint=\"" + dead + "\"");
+  EXPECT_NE(element(dom, "data-endpoint=\"" + etcd.endpoints()[0] + "\"").find("data-state=\"up\""),
+            std::string::npos);
+  EXPECT_NE(element(dom, "class=\"leader\"", "</span>").find(leader), std::string::npos);
+  // The pool's epoch and phase; every live proxy with its revision and lag.
+  EXPECT_NE(dom.find("epoch <span class=\"epoch\">"), std::string::npos);
+  EXPECT_NE(dom.find("phase <span class=\"phase\">"), std::string::npos);
+  for (const char* id : {"p1", "p2"}) {
+    const std::string row = element(dom, std::string("data-member=\"") + id + "\"");
+    EXPECT_NE(row.find("data-lag="), std::string::npos) << id;
+    // Its revision, as /fleet has it.
+    for (const auto& m : f["pools"][0]["members"]) {
+      if (m["id"] == id) {
+        EXPECT_NE(row.find(">" + std::to_string(m["revision"].get<std::int64_t>()) + "<"),
+                  std::string::npos)
+            << row;
+      }
+    }
+    EXPECT_NE(row.find("r2"), std::string::npos) << "p " << id << " cannot reach r2: " << row;
+  }
+  EXPECT_NE(element(dom, "data-member=\"" + leader + "\"").find("(leader)"), std::string::npos);
+  EXPECT_NE(element(dom, "data-member=\"p1\"").find("(this proxy)"), std::string::npos);
+  // Votes against each backend: r2 has both.
+  EXPECT_NE(element(dom, "data-backend=\"r2\"").find("data-votes=\"2\""), std::string::npos)
+      << element(dom, "data-backend=\"r2\"");
+  EXPECT_NE(element(dom, "data-backend=\"r1\"").find("data-votes=\"0\""), std::string::npos);
+
+  // To look at the fleet's page: CHASH_UI_FLEET_SCREENSHOT=/tmp/fleet.png.
+  if (const char* keep = std::getenv("CHASH_UI_FLEET_SCREENSHOT")) {
+    EXPECT_EQ(
+        run_chromium(chromium, dir,
+                     "--hide-scrollbars --window-size=1200,1400 --screenshot=" + std::string(keep),
+                     url, dir / "screenshot.out"),
+        0);
+  }
+
+  // etcd goes away: the page says so.
+  etcd[0].kill();
+  ASSERT_TRUE(testing::within(std::chrono::seconds(20), [&] {
+    return (*proxies[0])->etcd().fleet_json().find("\"up\":false") != std::string::npos;
+  }));
+  EXPECT_EQ(run_chromium(chromium, dir, "--dump-dom", url, dom_file), 0);
+  const std::string away = slurp(dom_file);
+  EXPECT_NE(away.find("data-etcd=\"down\""), std::string::npos)
+      << element(away, "data-fleet", "</table>");
+  EXPECT_NE(
+      element(away, "data-endpoint=\"" + etcd.endpoints()[0] + "\"").find("data-state=\"down\""),
+      std::string::npos)
+      << element(away, "data-fleet", "</table>");
+  proxies.clear();
+  if (!HasFailure()) fs::remove_all(dir);
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ TEST(UiTest, EveryServerWithItsStateAndRole) {
   EXPECT_EQ(page.find("http://"), page.find("http://www.w3.org/2000/svg"));  // nothing external
   EXPECT_EQ(page.find("<script"), std::string::npos);
   EXPECT_NE(page.find("<svg"), std::string::npos);
-  EXPECT_NE(page.find("no hot keys sampled"), std::string::npos);
+  EXPECT_NE(page.find("not sampled in this pool"), std::string::npos);  // no /status given
   // /status says the same states.
   const auto status = nlohmann::json::parse(render_status_json(Metrics{}, *t, 2, 1));
   std::map<std::string, std::string> states;
@@ -168,21 +168,76 @@ TEST(UiTest, LatencyQuantilesFromBuckets) {
   EXPECT_DOUBLE_EQ(latency_quantile(b, 0.99), 2000000);
 }
 
-TEST(UiTest, HotKeysTableFromStatus) {
+TEST(UiTest, HotKeysTableShowsOnlyKeysAboveMinRateOverTheWindow) {
   const auto t = topology();
   auto status = nlohmann::json::parse(render_status_json(Metrics{}, *t, 2, 1));
-  status["pools"][0]["hot_keys"] = {
-      {"window_ms", 10000},
-      {"top",
-       {{{"key", "user:<42>"}, {"rate", 123.4}, {"owner", "r1"}},
-        {{"key", "9f86d081884c7d65"}, {"rate", 7.0}, {"owner", "r2"}}}}};
-  const std::string page = render_ui(*t, status.dump(), take_ui_sample(*t, steady_ms()), nullptr);
-  EXPECT_EQ(page.find("no hot keys sampled"), std::string::npos);
-  EXPECT_NE(page.find("(last 10 s)"), std::string::npos);
+  auto& hot = status["pools"][0]["hot_keys"];
+  // As /status has it before the first window ends.
+  EXPECT_EQ(hot["at_ms"], 0);
+  EXPECT_EQ(hot["min_rate"], 100.0);
+  std::string page = render_ui(*t, status.dump(), take_ui_sample(*t, steady_ms()), nullptr);
+  EXPECT_NE(page.find("no window has ended yet (one every 10.0 s)"), std::string::npos);
+  // A window of 9.8 s as measured: one key above min_rate, one under it (a sample or two).
+  hot["window_ms"] = 9800;
+  hot["at_ms"] = 1'800'000'000'000;
+  hot["top"] = {{{"key", "user:<42>"}, {"rate", 123.4}, {"owner", "r1"}},
+                {{"key", "9f86d081884c7d65"}, {"rate", 1.6}, {"owner", "r2"}}};
+  page = render_ui(*t, status.dump(), take_ui_sample(*t, steady_ms()), nullptr);
+  EXPECT_NE(page.find("(over the last 9.8 s)"), std::string::npos);
   EXPECT_NE(page.find("<td>user:&lt;42&gt;</td><td class=\"num\">123</td><td>r1</td>"),
             std::string::npos);
-  EXPECT_NE(page.find("<td>9f86d081884c7d65</td><td class=\"num\">7.0</td><td>r2</td>"),
-            std::string::npos);
+  EXPECT_EQ(page.find("9f86d081884c7d65"), std::string::npos) << "1.6 req/s is under min_rate";
+  // Uniform traffic: every key of the sketch under min_rate, and the page says so.
+  hot["top"] = {{{"key", "a"}, {"rate", 1.6}, {"owner", "r1"}},
+                {{"key", "b"}, {"rate", 3.2}, {"owner", "r2"}}};
+  page = render_ui(*t, status.dump(), take_ui_sample(*t, steady_ms()), nullptr);
+  EXPECT_NE(page.find("no key above 100 req/s (min_rate)"), std::string::npos);
+  EXPECT_EQ(page.find("class=\"hot-keys\"><tr>"), std::string::npos);
+}
+
+// The page's rates are over the proxy's own window of samples, whoever loads the page and when:
+// the history keeps kUiRateWindowMs of one-a-second samples, and a server that came in the
+// window (or after the newest sample) has a rate from when it came, not "–".
+TEST(UiTest, RatesAreOverTheSampleWindowAndANewServerHasOne) {
+  const auto t = topology();
+  const Pool& p = only_pool(*t);
+  UiHistory history;
+  const UiSample first = take_ui_sample(*t, 100'000);
+  EXPECT_FALSE(history.baseline(first));  // no samples yet: "rates from the next refresh"
+  const std::pair<std::string, std::string> r4{p.config.name, "r4"}, r5{p.config.name, "r5"};
+  for (std::int64_t at = 100'000; at <= 130'000; at += kUiSampleMs) {
+    p.shared->requests += 100;                  // 100 a second
+    p.states[member(p, "r1")]->requests += 10;  // 10 a second
+    UiSample s = take_ui_sample(*t, at);
+    s.servers.erase(r4);  // r4 comes later
+    history.add(std::move(s));
+  }
+  UiSample now = take_ui_sample(*t, 130'000);
+  auto base = history.baseline(now);
+  ASSERT_TRUE(base);
+  EXPECT_EQ(now.at_ms - base->at_ms, kUiRateWindowMs);  // not since 100 s: the window only
+  std::string page = render_ui(*t, "", now, &*base);
+  EXPECT_NE(page.find("rates over the last 10.0 s"), std::string::npos);
+  EXPECT_NE(row(page, "r1").find(">10.0<"), std::string::npos) << row(page, "r1");
+  // r4 joins after the window's oldest sample: its rate is from its first sample (400 in 2 s),
+  // and r5, after the newest one, from zero at that one (50 in 2 s).
+  p.states[member(p, "r4")]->requests = 0;
+  history.add(take_ui_sample(*t, 131'000));
+  p.states[member(p, "r4")]->requests += 400;
+  UiSample later = take_ui_sample(*t, 133'000);
+  later.servers[r5] = {50, 0};
+  base = history.baseline(later);
+  ASSERT_TRUE(base);
+  EXPECT_EQ(base->servers.at(r4).at_ms, 131'000);
+  EXPECT_EQ(base->servers.at(r5).at_ms, 131'000);
+  EXPECT_EQ(base->servers.at(r5).requests, 0u);
+  page = render_ui(*t, "", later, &*base);
+  EXPECT_NE(row(page, "r4").find("<td class=\"num\">200</td>"), std::string::npos)
+      << row(page, "r4");
+  // Loading the page does not move the window: twice at one instant, the same rates.
+  const auto again = history.baseline(later);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(render_ui(*t, "", later, &*base), render_ui(*t, "", later, &*again));
 }
 
 TEST(UiTest, QueryValuesAreDecoded) {

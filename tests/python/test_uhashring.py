@@ -21,6 +21,8 @@ def same(a, b, keys=KEYS):
     for k in keys:
         assert a.get_node(k) == b.get_node(k), k
     assert a.get_nodes_many(keys) == [b.get_node(k) for k in keys]
+    # Any iterable, as a list comprehension would take it.
+    assert a.get_nodes_many(iter(keys)) == a.get_nodes_many(tuple(keys))
     for k in keys[:300]:
         assert a.get_server(k) == b.get_server(k), k
         assert list(a.range(k, size=3)) == list(b.range(k, size=3)), k

@@ -573,6 +573,73 @@ TEST_F(Cli, SweepTableCsvJson) {
   EXPECT_EQ(run("sweep --param wrong --values 1 --synthetic 10").code, 1);
 }
 
+// sweep and plot measure the keys they are given — on stdin or in --keys-file — not synthetic
+// ones; synthetic keys only when asked (--synthetic) or when stdin is a terminal.
+TEST_F(Cli, SweepAndPlotMeasureTheKeysOnStdin) {
+  std::string same;  // one key, 2000 times: every request on one node of ten
+  for (int i = 0; i < 2000; ++i) same += "user:42\n";
+  const auto piped = run("sweep --param nodes --values 10 --format json", same);
+  ASSERT_EQ(piped.code, 0) << piped.err;
+  const auto pj = nlohmann::json::parse(piped.out);
+  EXPECT_EQ(pj["keys"], 2000);
+  EXPECT_EQ(pj["synthetic"], false);
+  EXPECT_DOUBLE_EQ(pj["points"][0]["max_over_mean"].get<double>(), 10.0);
+  const fs::path file = write("keys.txt", same);
+  const auto filed = run("sweep --param nodes --values 10 --keys-file " + file.string());
+  ASSERT_EQ(filed.code, 0) << filed.err;
+  EXPECT_NE(filed.out.find("2000 keys from " + file.string()), std::string::npos) << filed.out;
+  EXPECT_NE(filed.out.find("10.000"), std::string::npos) << filed.out;
+  const auto ring = run("sweep --ring 'vnodes=10' --param nodes --values 10 --format json", same);
+  ASSERT_EQ(ring.code, 0) << ring.err;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(ring.out)["points"][0]["max_over_mean"].get<double>(),
+                   10.0);
+  // Synthetic keys when asked, and said so.
+  const auto synthetic = run("sweep --param nodes --values 10 --synthetic 2000", same);
+  ASSERT_EQ(synthetic.code, 0) << synthetic.err;
+  EXPECT_NE(synthetic.out.find("2000 synthetic keys (seed 1)"), std::string::npos) << synthetic.out;
+  // Nothing on stdin (a pipe or /dev/null): an error saying where no keys came from.
+  for (const std::string args :
+       {"sweep --values 10", "sweep --ring vnodes=10 --values 10", "plot --kind sweep --values 10",
+        "plot --kind load --algo ring --nodes a,b",
+        "plot --kind moves --algo jump --nodes a,b --add c"}) {
+    const auto none = run(args);
+    EXPECT_EQ(none.code, 1) << args;
+    EXPECT_NE(none.err.find("no keys in stdin"), std::string::npos) << args << ": " << none.err;
+  }
+  // plot --kind sweep draws the keys given: one hot key is not the synthetic picture.
+  const fs::path a = dir_ / "a.svg", b = dir_ / "b.svg";
+  ASSERT_EQ(run("plot --kind sweep --param nodes --values 2,5,10 --out " + a.string(), same).code,
+            0);
+  ASSERT_EQ(
+      run("plot --kind sweep --param nodes --values 2,5,10 --synthetic 2000 --out " + b.string())
+          .code,
+      0);
+  EXPECT_NE(slurp(a), slurp(b));
+  // --help says which keys are used.
+  EXPECT_NE(run("sweep --help").out.find("synthetic keys when stdin is a terminal"),
+            std::string::npos);
+}
+
+// The bounded-loads sweep's "moved on +1" is bounded loads' own: the same requests with one node
+// more, both bounded — so it changes with the factor (the plain algorithm's would not).
+TEST_F(Cli, BoundedSweepMovedOnAddIsBoundedLoads) {
+  const auto r =
+      run("sweep --param balance-factor --values 100,125,1000 --synthetic 20000 "
+          "--format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["points"].size(), 3u);
+  const double tight = j["points"][0]["moved_on_add"], loose = j["points"][2]["moved_on_add"];
+  EXPECT_GT(tight, loose) << r.out;  // a tight bound reshuffles spilled requests too
+  // A bound of 10x never binds: the plain ring's movement (about 1/11 of the keys; the hot key
+  // is 10% of the requests and moves with its key or not at all).
+  const auto plain = run("sweep --param nodes --values 10 --synthetic 20000 --format json");
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_GT(loose, 0.0);
+  EXPECT_LT(loose, 0.3);
+  EXPECT_NE(tight, nlohmann::json::parse(plain.out)["points"][0]["moved_on_add"].get<double>());
+}
+
 TEST_F(Cli, BenchReportsEveryAlgorithmAndNodeCount) {
   const auto r = run(
       "bench --algos ring,jump --node-counts 10,100 --threads 1,2 --lookups 20000 --format json");
@@ -598,12 +665,13 @@ bool renders(const fs::path& svg) {
 
 TEST_F(Cli, EveryPlotIsWellFormedSvg) {
   const auto out = dir_ / "p.svg";
-  for (const std::string args : {"plot --kind ring --algo ring --nodes a,b,c --vnodes 10",
-                                 "plot --kind ring --preset ketama --nodes a,b,c",
-                                 "plot --kind load --algo ring --nodes a,b,c",
-                                 "plot --kind moves --algo ring --nodes a,b,c --add d",
-                                 "plot --kind moves --algo jump --nodes a,b,c --add d",
-                                 "plot --kind sweep --values 1,10,100 --synthetic 5000"}) {
+  for (const std::string args :
+       {"plot --kind ring --algo ring --nodes a,b,c --vnodes 10",
+        "plot --kind ring --preset ketama --nodes a,b,c",
+        "plot --kind load --algo ring --nodes a,b,c --synthetic 5000",
+        "plot --kind moves --algo ring --nodes a,b,c --add d",
+        "plot --kind moves --algo jump --nodes a,b,c --add d --synthetic 5000",
+        "plot --kind sweep --values 1,10,100 --synthetic 5000"}) {
     const auto r = run(args + " --out " + out.string());
     ASSERT_EQ(r.code, 0) << args << ": " << r.err;
     EXPECT_TRUE(renders(out)) << args;

@@ -39,7 +39,14 @@ void add_routing_flags(CLI::App* sub, RoutingSpec& spec, NodesArg& nodes);
 void add_balance_flag(CLI::App* sub, RoutingSpec& spec);
 // Usage error unless exactly one of --preset/--algo and one of --nodes-file/--nodes was given.
 void require_routing(const RoutingSpec& spec, const NodesArg& nodes);
-void add_key_flags(CLI::App* sub, KeyInput& keys);
+// --keys-file, --synthetic, --seed. `keys_file_help`: what --keys-file's default is, when it is
+// not plain stdin (sweep and plot: kMeasuredKeysHelp).
+void add_key_flags(
+    CLI::App* sub, KeyInput& keys,
+    const char* keys_file_help = "Read keys from FILE, one per line (default: stdin)");
+inline constexpr const char* kMeasuredKeysHelp =
+    "Read keys from FILE, one per line (default: stdin when it is a pipe or a file; 100000 "
+    "synthetic keys when stdin is a terminal)";
 void add_format_flag(CLI::App* sub, Format& format);
 // --format taking one of `choices` (any case): shown as "table|csv|json" in --help, refused as
 // "--format: 'yaml' is not one of table|csv|json" (not CLI11's enum map text).

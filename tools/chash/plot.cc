@@ -46,14 +46,15 @@ void write_out(const std::string& path, const std::string& svg_text) {
   if (!f) throw Error(ErrorCode::kInvalidArgument, "cannot write " + path);
 }
 
-// plot sweep of a ring spec (vnodes or nodes), from synthetic keys.
+// plot sweep of a ring spec (vnodes or nodes), from the keys given (report.h
+// default_to_synthetic).
 void plot_ring_sweep(const PlotArgs& a) {
   if (a.param != "vnodes" && a.param != "nodes") {
     throw Error(ErrorCode::kInvalidArgument, "with --ring, --param must be vnodes or nodes");
   }
   std::vector<std::string> keys;
-  const std::uint64_t n = a.keys.synthetic ? a.keys.synthetic : 100000;
-  for (std::uint64_t i = 0; i < n; ++i) keys.push_back(synthetic_key(a.keys.seed, i));
+  read_all_keys(a.keys, 10'000'000, "plot --kind sweep --ring",
+                [&](std::string_view k) { keys.emplace_back(k); });
   RoutingSpec spec = a.spec;
   std::vector<double> xs, mm, moved;
   for (const std::uint64_t v : parse_values(a.values)) {
@@ -77,6 +78,7 @@ void plot_ring_sweep(const PlotArgs& a) {
 }
 
 void run_plot(PlotArgs a) {
+  if (a.kind != "ring") default_to_synthetic(a.keys);
   if (a.kind == "sweep" && a.spec.ring) {
     plot_ring_sweep(a);
     return;
@@ -86,9 +88,8 @@ void run_plot(PlotArgs a) {
     const Algorithm algo = parse_algorithm(a.spec.algorithm);
     std::vector<double> xs, mm, moved;
     std::vector<std::uint64_t> hashes;
-    const std::uint64_t n = a.keys.synthetic ? a.keys.synthetic : 100000;
-    for (std::uint64_t i = 0; i < n; ++i)
-      hashes.push_back(hash::xxh3_64(synthetic_key(a.keys.seed, i)));
+    read_all_keys(a.keys, 50'000'000, "plot --kind sweep",
+                  [&](std::string_view k) { hashes.push_back(hash::xxh3_64(k)); });
     for (const std::uint64_t v : parse_values(a.values)) {
       TableOptions opt;
       std::vector<Node> ns;
@@ -127,12 +128,10 @@ void run_plot(PlotArgs a) {
     write_out(a.out, svg::placement(router, "ring: " + router.describe()));
     return;
   }
-  if (a.keys.synthetic == 0 && a.keys.keys_file.empty()) a.keys.synthetic = 100000;
   if (a.kind == "load") {
     LoadCounter load(nodes.size());
-    KeySource src(a.keys);
-    std::string_view key;
-    while (src.next(key)) load.add(router.route(key));
+    read_all_keys(a.keys, UINT64_MAX, "plot --kind load",
+                  [&](std::string_view key) { load.add(router.route(key)); });
     const LoadStats s = load_stats(load.counts(), nodes);
     write_out(a.out, plot_load(s, nodes,
                                "load per node: " + router.describe() + " (max/mean " +
@@ -178,19 +177,17 @@ void run_plot(PlotArgs a) {
       if (std::find(names.begin(), names.end(), n.name) == names.end()) names.push_back(n.name);
     }
     std::vector<double> before_keys(names.size(), 0), after_keys(names.size(), 0);
-    KeySource src(a.keys);
-    std::string_view key;
-    std::uint64_t moved = 0, total = 0;
-    while (src.next(key)) {
-      const std::string& b = nodes[router.route(key)].name;
-      const std::string& c = after[r2.route(key)].name;
-      ++before_keys[static_cast<std::size_t>(std::find(names.begin(), names.end(), b) -
-                                             names.begin())];
-      ++after_keys[static_cast<std::size_t>(std::find(names.begin(), names.end(), c) -
-                                            names.begin())];
-      moved += b != c;
-      ++total;
-    }
+    std::uint64_t moved = 0;
+    const std::uint64_t total =
+        read_all_keys(a.keys, UINT64_MAX, "plot --kind moves", [&](std::string_view key) {
+          const std::string& b = nodes[router.route(key)].name;
+          const std::string& c = after[r2.route(key)].name;
+          ++before_keys[static_cast<std::size_t>(std::find(names.begin(), names.end(), b) -
+                                                 names.begin())];
+          ++after_keys[static_cast<std::size_t>(std::find(names.begin(), names.end(), c) -
+                                                names.begin())];
+          moved += b != c;
+        });
     write_out(a.out,
               svg::bars(router.describe() + ": " +
                             percent(static_cast<double>(moved) / static_cast<double>(total), 1) +
@@ -211,7 +208,7 @@ void add_plot(CLI::App& app) {
   sub->add_option("--kind", args->kind, "ring (default), load, moves or sweep");
   sub->add_option("--out", args->out, "Write the SVG to FILE (default: stdout)");
   add_routing_flags(sub, args->spec, args->nodes);
-  add_key_flags(sub, args->keys);
+  add_key_flags(sub, args->keys, kMeasuredKeysHelp);
   sub->add_option("--add", args->add, "moves: node added (repeatable)");
   sub->add_option("--remove", args->remove, "moves: node removed (repeatable)");
   sub->add_option("--param", args->param, "sweep: vnodes (default), nodes, table-size or probes");

@@ -66,4 +66,21 @@ void require_key_input(const KeyInput& keys) {
   }
 }
 
+void default_to_synthetic(KeyInput& keys) {
+  if (keys.synthetic == 0 && keys.keys_file.empty() && isatty(STDIN_FILENO) == 1) {
+    keys.synthetic = kDefaultSyntheticKeys;
+  }
+}
+
+std::string keys_origin(const KeyInput& keys, std::uint64_t count) {
+  if (keys.synthetic > 0) {
+    return std::to_string(count) + " synthetic keys (seed " + std::to_string(keys.seed) + ")";
+  }
+  return std::to_string(count) + " keys from " + keys_file_name(keys);
+}
+
+std::string keys_file_name(const KeyInput& keys) {
+  return keys.keys_file.empty() || keys.keys_file == "-" ? std::string("stdin") : keys.keys_file;
+}
+
 }  // namespace chash::cli

@@ -7,6 +7,10 @@
 #include "chash/ring_spec.h"
 #include "commands.h"
 
+#if CHASH_CLI_FLEET
+#include "config/config.h"
+#endif
+
 namespace chash::cli {
 
 std::vector<Node> NodesArg::load() const {
@@ -67,9 +71,8 @@ void add_balance_flag(CLI::App* sub, RoutingSpec& spec) {
                   "factor x the average passes the next key to its next choice (0 = off)");
 }
 
-void add_key_flags(CLI::App* sub, KeyInput& keys) {
-  sub->add_option("--keys-file", keys.keys_file,
-                  "Read keys from FILE, one per line (default: stdin)");
+void add_key_flags(CLI::App* sub, KeyInput& keys, const char* keys_file_help) {
+  sub->add_option("--keys-file", keys.keys_file, keys_file_help);
   sub->add_option("--synthetic", keys.synthetic, "Use N synthetic keys instead of reading any");
   sub->add_option("--seed", keys.seed, "Seed of the synthetic keys (default 1)");
 }
@@ -120,16 +123,71 @@ struct RouteArgs {
   KeyInput keys;
   std::uint32_t replicas = 1;
   Format format = Format::kTable;
+  std::string nutcracker, pool;  // --nutcracker FILE --pool P
 };
 
+// --nutcracker FILE [--pool P]: the pool's routing and servers as chash-proxy reads that file —
+// the same parser, so hash, distribution, hash_tag, weights and server names are nutcracker's
+// (docs/compat/twemproxy.md) — in place of --preset/--algo/--ring and --nodes/--nodes-file.
+void nutcracker_routing(const RouteArgs& a, RoutingSpec& spec, std::vector<Node>& nodes) {
+  if (!a.spec.preset.empty() || !a.spec.algorithm.empty() || a.spec.ring ||
+      !a.nodes.nodes.empty() || !a.nodes.nodes_file.empty()) {
+    throw CLI::ValidationError("--nutcracker",
+                               "the file gives the routing and the servers: drop --preset, "
+                               "--algo, --ring, --nodes and --nodes-file");
+  }
+#if CHASH_CLI_FLEET
+  const proxy::ProxyConfig config = proxy::load_config(a.nutcracker);
+  std::string names;
+  for (const proxy::PoolConfig& p : config.pools) names += (names.empty() ? "" : ", ") + p.name;
+  const proxy::PoolConfig* pool = nullptr;
+  if (a.pool.empty()) {
+    if (config.pools.size() != 1) {
+      throw Error(ErrorCode::kInvalidArgument, a.nutcracker + " has " +
+                                                   std::to_string(config.pools.size()) +
+                                                   " pools: name one with --pool (" + names + ")");
+    }
+    pool = &config.pools.front();
+  } else {
+    for (const proxy::PoolConfig& p : config.pools) {
+      if (p.name == a.pool) pool = &p;
+    }
+    if (pool == nullptr) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  a.nutcracker + " has no pool '" + a.pool + "' (its pools: " + names + ")");
+    }
+  }
+  if (pool->is_cluster() || pool->servers.empty()) {
+    throw Error(ErrorCode::kUnsupported, "pool '" + pool->name +
+                                             "' has no server list to route by (Redis Cluster "
+                                             "or Sentinel pools are routed by their servers)");
+  }
+  spec = pool->routing;
+  if (a.spec.balance_factor != 0) spec.balance_factor = a.spec.balance_factor;
+  nodes = pool->nodes();
+#else
+  (void)spec;
+  (void)nodes;
+  throw Error(ErrorCode::kUnsupported,
+              "--nutcracker needs chash-proxy's config reader: this chash was built without it");
+#endif
+}
+
 void run_route(const RouteArgs& a) {
-  require_routing(a.spec, a.nodes);
+  RoutingSpec spec = a.spec;
+  std::vector<Node> nodes;
+  if (!a.nutcracker.empty()) {
+    nutcracker_routing(a, spec, nodes);
+  } else {
+    if (!a.pool.empty()) throw CLI::ValidationError("--pool", "needs --nutcracker FILE");
+    require_routing(a.spec, a.nodes);
+    nodes = a.nodes.load();
+  }
   if (a.replicas == 0) throw Error(ErrorCode::kInvalidArgument, "--replicas must be at least 1");
-  if (a.spec.balance_factor != 0 && a.replicas != 1) {
+  if (spec.balance_factor != 0 && a.replicas != 1) {
     throw Error(ErrorCode::kUnsupported, "--balance-factor takes one node per key (no --replicas)");
   }
-  const auto nodes = a.nodes.load();
-  const Router router = Router::build(a.spec, nodes);
+  const Router router = Router::build(spec, nodes);
   KeySource src(a.keys);
   Out out;
   Progress progress("routing", src.expected());
@@ -141,7 +199,7 @@ void run_route(const RouteArgs& a) {
       throw Error(ErrorCode::kInvalidArgument,
                   "line " + std::to_string(at) + ": cannot route key \"" +
                       std::string(key.substr(0, 64)) + "\"" +
-                      (a.spec.preset == "nginx-ip-hash" ? " (not an IP address)" : ""));
+                      (spec.preset == "nginx-ip-hash" ? " (not an IP address)" : ""));
     }
     line.clear();
     switch (a.format) {
@@ -180,7 +238,7 @@ void run_route(const RouteArgs& a) {
     progress.tick();
   };
 
-  if (a.spec.balance_factor == 0 && a.replicas == 1) {
+  if (spec.balance_factor == 0 && a.replicas == 1) {
     // One owner per key: keys in batches (Router::route_batch overlaps their hashing and lookups).
     constexpr std::size_t kBatch = 256;
     std::string_view keys[kBatch];
@@ -207,11 +265,11 @@ void run_route(const RouteArgs& a) {
   }
   std::vector<NodeId> ids(std::min<std::size_t>(a.replicas, nodes.size()));
   // Bounded loads: every key routed so far counts as one unit of load on its node.
-  std::vector<std::uint64_t> loads(a.spec.balance_factor != 0 ? nodes.size() : 0, 0);
+  std::vector<std::uint64_t> loads(spec.balance_factor != 0 ? nodes.size() : 0, 0);
   std::string_view key;
   while (src.next(key)) {
     std::size_t n;
-    if (a.spec.balance_factor != 0) {
+    if (spec.balance_factor != 0) {
       ids[0] = router.route_bounded(key, loads);
       if (ids[0] != kNoNode) ++loads[ids[0]];
       n = 1;
@@ -235,6 +293,11 @@ void add_route(CLI::App& app) {
   add_key_flags(sub, args->keys);
   sub->add_option("--replicas", args->replicas,
                   "Print the first R distinct nodes in preference order");
+  sub->add_option("--nutcracker", args->nutcracker,
+                  "Route as the pool of this nutcracker.yml (or chash-proxy config) does: its "
+                  "hash, distribution, hash_tag and servers, read by chash-proxy's parser");
+  sub->add_option("--pool", args->pool,
+                  "With --nutcracker: the pool (needed when the file has more than one)");
   add_format_option(sub, args->format,
                     {{"table", Format::kTable}, {"csv", Format::kCsv}, {"json", Format::kJson}},
                     "table (default: one line per key, the contract), csv (key,node) or json (one "

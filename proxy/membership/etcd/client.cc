@@ -164,6 +164,26 @@ std::string Client::endpoint() const {
   return options_.endpoints[current_].text();
 }
 
+std::vector<Client::EndpointStatus> Client::endpoint_status() const {
+  std::lock_guard lock(mu_);
+  std::vector<EndpointStatus> out = heard_;
+  out.resize(options_.endpoints.size());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i].endpoint = options_.endpoints[i].text();
+  return out;
+}
+
+void Client::heard(std::size_t index, const std::string& error) {
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+  std::lock_guard lock(mu_);
+  if (heard_.size() < options_.endpoints.size()) heard_.resize(options_.endpoints.size());
+  EndpointStatus& s = heard_[index % heard_.size()];
+  s.state = error.empty() ? 1 : -1;
+  s.error = error;
+  s.at_ms = now;
+}
+
 void Client::stop() {
   stopped_ = true;
   interrupt();
@@ -213,7 +233,8 @@ std::string Client::post(const std::string& path, const std::string& body) {
   const std::size_t n = options_.endpoints.size();
   for (std::size_t attempt = 0; attempt < n; ++attempt) {
     if (stopped_) throw EtcdError("etcd: stopped");
-    const Endpoint e = options_.endpoints[current_];
+    const std::size_t index = current_;
+    const Endpoint e = options_.endpoints[index];
     httplib::Client* http = nullptr;
     {
       std::lock_guard lock(mu_);
@@ -224,6 +245,7 @@ std::string Client::post(const std::string& path, const std::string& body) {
     }
     auto next = [&](const std::string& why) {
       last_error = "etcd " + e.text() + ": " + why;
+      heard(index, why);
       std::lock_guard lock(mu_);
       http_.reset();
       token_.clear();
@@ -244,7 +266,10 @@ std::string Client::post(const std::string& path, const std::string& body) {
                                                    : describe(r.error));
         break;
       }
-      if (r.status == 200) return r.body;
+      if (r.status == 200) {
+        heard(index, {});
+        return r.body;
+      }
       const auto er = parse_error(r.body);
       if (er && er->code == kUnauthenticated && !options_.user.empty() && renewed == 0) {
         // The token expired (etcd's simple tokens last 5 minutes idle): once more with a new one.

@@ -92,6 +92,18 @@ class Client {
   // The endpoint requests go to now ("127.0.0.1:2379").
   std::string endpoint() const;
 
+  // What this client last heard from each endpoint, in the order given. Requests stay with the
+  // endpoint that answers, so the others are only known from the last time one was tried:
+  // `state` 1 answered, -1 could not be reached or answered "unavailable" (`error` says how),
+  // 0 never asked. `at_ms`: wall clock of that outcome. Thread-safe (the status page reads it).
+  struct EndpointStatus {
+    std::string endpoint;
+    int state = 0;
+    std::string error;
+    std::int64_t at_ms = 0;
+  };
+  std::vector<EndpointStatus> endpoint_status() const;
+
  private:
   // POSTs `body` to `path` and returns the answer's body (HTTP 200), trying every endpoint once
   // when one cannot be reached; an error object from etcd is an EtcdError with its message.
@@ -107,6 +119,8 @@ class Client {
   std::string token_;
   mutable std::mutex mu_;  // http_ (stop() from another thread)
   std::unique_ptr<httplib::Client> http_;
+  std::vector<EndpointStatus> heard_;                       // by endpoint index (mu_)
+  void heard(std::size_t index, const std::string& error);  // empty error: it answered
   bool broken_ = false;  // http_ was left mid-reply: connect afresh
   std::atomic<bool> stopped_{false};
 };

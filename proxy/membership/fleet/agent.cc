@@ -117,6 +117,14 @@ Agent::Agent(std::shared_ptr<const EtcdMembership> membership, std::vector<PoolC
   client_ = std::make_unique<etcd::Client>(client_options(*m_));
   watch_client_ = std::make_unique<etcd::Client>(client_options(*m_));
   edit_client_ = std::make_unique<etcd::Client>(client_options(*m_));
+  if (const etcd::ClientOptions o = client_options(*m_); o.endpoints.size() > 1) {
+    for (const etcd::Endpoint& e : o.endpoints) {
+      etcd::ClientOptions one = o;
+      one.endpoints = {e};
+      one.timeout = std::min(one.timeout, std::chrono::milliseconds(1000));
+      probe_clients_.push_back(std::make_unique<etcd::Client>(std::move(one)));
+    }
+  }
   for (auto& p : pools) pools_.emplace(p.name, std::move(p));
   pools_now_ = pools_;
   reg_.id = host_.id;
@@ -137,6 +145,13 @@ Agent::~Agent() {
   inbox_->cv.notify_all();
   watch_client_->stop();
   edit_client_->stop();
+  {
+    std::lock_guard lock(probe_mu_);
+    probe_stop_ = true;
+  }
+  probe_cv_.notify_all();
+  for (const auto& c : probe_clients_) c->stop();
+  if (probe_thread_.joinable()) probe_thread_.join();
   if (watch_thread_.joinable()) watch_thread_.join();
   if (main_thread_.joinable()) main_thread_.join();
   // Leave at once rather than after the lease's TTL: the fleet need not wait for this proxy.
@@ -196,6 +211,27 @@ void Agent::start() {
   ::pthread_setname_np(watch_thread_.native_handle(), "etcd-watch");
   main_thread_ = std::thread([this] { main_loop(); });
   ::pthread_setname_np(main_thread_.native_handle(), "fleet");
+  if (!probe_clients_.empty()) {
+    probe_thread_ = std::thread([this] { probe_loop(); });
+    ::pthread_setname_np(probe_thread_.native_handle(), "etcd-probe");
+  }
+}
+
+void Agent::probe_loop() {
+  for (;;) {
+    // Each client records what it heard (etcd::Client::endpoint_status); the answer itself
+    // is not needed.
+    for (const auto& c : probe_clients_) {
+      try {
+        (void)c->get(layout_.leader());
+      } catch (const etcd::EtcdError&) {
+      }
+    }
+    std::unique_lock lock(probe_mu_);
+    if (probe_cv_.wait_for(lock, std::chrono::milliseconds(kProbeMs),
+                           [this] { return probe_stop_; }))
+      return;
+  }
 }
 
 bool Agent::read_range(etcd::Client& c) {
@@ -960,10 +996,34 @@ std::string Agent::build_status() const {
   for (const auto& r : last_refused_) {
     refused.push_back({{"key", r.key}, {"revision", r.revision}, {"reason", r.why}});
   }
+  // Each endpoint as the main, the watch and its probe connection last heard it (the latest word
+  // wins).
+  std::vector<etcd::Client::EndpointStatus> heard = client_->endpoint_status();
+  const auto later = [&](std::size_t i, const etcd::Client::EndpointStatus& s) {
+    if (i < heard.size() && s.at_ms > heard[i].at_ms) heard[i] = s;
+  };
+  const auto watched = watch_client_->endpoint_status();
+  for (std::size_t i = 0; i < watched.size(); ++i) later(i, watched[i]);
+  for (std::size_t i = 0; i < probe_clients_.size(); ++i) {
+    later(i, probe_clients_[i]->endpoint_status().front());
+  }
+  json endpoints = json::array();
+  for (const auto& e : heard) {
+    endpoints.push_back({{"endpoint", e.endpoint},
+                         {"state", e.state > 0   ? "up"
+                                   : e.state < 0 ? "down"
+                                                 : "unknown"},
+                         {"error", e.error},
+                         {"at_ms", e.at_ms}});
+  }
   const auto leader = kvs_.find(layout_.leader());
   json o = {{"id", reg_.id},
             {"prefix", layout_.prefix},
-            {"etcd", {{"up", up_.load()}, {"endpoints", m_->endpoints}, {"error", etcd_error_}}},
+            {"etcd",
+             {{"up", up_.load()},
+              {"endpoints", m_->endpoints},
+              {"endpoint_status", endpoints},
+              {"error", etcd_error_}}},
             {"revision", revision_},
             {"leader", leader == kvs_.end() ? "" : leader->second.value},
             {"lease", lease_},

@@ -184,6 +184,17 @@ class Agent {
   std::atomic<bool> up_{false};
 
   std::thread watch_thread_, main_thread_;
+
+  // With several etcd endpoints, one client per endpoint that reads the leader key every
+  // kProbeMs on a thread of its own: the status shows every endpoint up or down, not only the
+  // one the main and watch connections stay with. Reads only; nothing waits for it.
+  static constexpr std::int64_t kProbeMs = 5000;
+  void probe_loop();
+  std::vector<std::unique_ptr<etcd::Client>> probe_clients_;
+  std::mutex probe_mu_;
+  std::condition_variable probe_cv_;
+  bool probe_stop_ = false;  // under probe_mu_
+  std::thread probe_thread_;
 };
 
 }  // namespace chash::proxy::fleet

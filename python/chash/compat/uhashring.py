@@ -77,6 +77,7 @@ class HashRing:
             self._py = ({}, [])
         self._router = None
         self._names = {}
+        self._str_names = (None, False)  # (the _names it is about, every node a str)
         self._points = None  # (sorted positions, position -> node, Counter), built on demand
         if self._configure_nodes(nodes):
             self._create_ring(list(self._nodes.items()))
@@ -309,7 +310,16 @@ class HashRing:
             return [self.get_node(k) for k in keys]
         if self._router is None:
             return [None for _ in keys]
-        return [self._node(n) for n in self._router.route_many([str(k) for k in keys])]
+        # One call into chash for the whole batch: str(key) is taken there, and only for keys
+        # that are not str already; the names come back as the Router's own objects, mapped
+        # back to the caller's node objects only when some node is not a str.
+        names = self._router.route_many(keys, as_str=True)
+        if self._str_names[0] is not self._names:  # each rebuild makes a new _names dict
+            self._str_names = (self._names, all(type(n) is str for n in self._names.values()))
+        if self._str_names[1]:
+            return names
+        get = self._names.get
+        return [get(n, n) for n in names]
 
     def _conf(self, key):
         node = self.get_node(key)
