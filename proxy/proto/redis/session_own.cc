@@ -560,7 +560,21 @@ void Client::local_select(std::size_t) {
     // requests open ones that said SELECT db.
     release_own(false);
     db_ = db;
-    open_own_now();
+    if (own_mode() && one_server()) {
+      // A pool of one server: answered by the server on the new connection, so that the client
+      // reads +OK once that connection is up. Answered at once, its next request would wait for
+      // the connect while another client's, sent after, overtook it (Redis's stream-cgroups
+      // "Blocking XREADGROUP: key deleted" lost that race).
+      std::string error;
+      if (Backend* b = own_connection(0, error)) {
+        auto m = new_msg();
+        m->parts.resize(1);
+        m->outstanding = 1;
+        std::string scratch;
+        b->send({request_bytes(scratch)}, m, 0);
+        return;
+      }
+    }
   }
   reply_local("+OK\r\n");
 }
