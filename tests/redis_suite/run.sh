@@ -25,7 +25,8 @@ CHASH_PROXY=${CHASH_PROXY:-$(cd "$(dirname "$0")/../.." && pwd)/build/chash-prox
 OUT=${OUT:-$(cd "$(dirname "$0")/../.." && pwd)/build/redis-suite}
 MODES=${MODES:-"direct one three"}
 UNITS=${UNITS:-"unit/type/string unit/type/incr unit/type/list unit/type/hash unit/type/set
-  unit/type/zset unit/expire unit/multi unit/keyspace unit/scripting"}
+  unit/type/zset unit/expire unit/multi unit/keyspace unit/scripting unit/pubsub unit/tracking
+  unit/functions unit/protocol unit/sort unit/type/stream unit/type/stream-cgroups"}
 TAGS=${TAGS:-"-needs:repl -needs:debug -needs:config-maxmemory"}
 # Skipped in every mode, by name (a ';'-separated list), because a failure there aborts the rest
 # of the unit (an error outside an assert, or a script left running): "Script ACL check" needs
