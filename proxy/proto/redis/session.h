@@ -334,7 +334,9 @@ class Client final : public ClientSession {
   void client_tracking(std::size_t argc);
   void client_caching(std::size_t argc);
   void client_tracking_info(bool getredir);
-  bool tracking_request(const std::string& server, std::string& out) const;
+  // `prefixes`: these instead of every prefix the client gave (a connection told before).
+  bool tracking_request(const std::string& server, std::string& out,
+                        const std::vector<std::string>* prefixes = nullptr) const;
   void tracking_opened(Backend* b, NodeId node);
   void caching_before(BackendConn* b);
   void send_quietly(BackendConn* b, std::string_view bytes);

@@ -76,7 +76,8 @@ void forget_subscriber_ids(std::uint64_t client, const std::string* server) {
 // The CLIENT TRACKING request for the own connection to `server`: the client's options, with
 // REDIRECT naming that server's id for the target's subscriber connection. False when the
 // target has none there (it is not subscribed to __redis__:invalidate on that backend yet).
-bool Client::tracking_request(const std::string& server, std::string& out) const {
+bool Client::tracking_request(const std::string& server, std::string& out,
+                              const std::vector<std::string>* prefixes) const {
   std::vector<std::string> argv = {"CLIENT", "TRACKING", "on"};
   if (tracking_.redirect != 0) {
     std::lock_guard lock(ids_mu);
@@ -88,7 +89,7 @@ bool Client::tracking_request(const std::string& server, std::string& out) const
     argv.push_back(std::to_string(at->second));
   }
   if (tracking_.bcast) argv.push_back("BCAST");
-  for (const std::string& p : tracking_.prefixes) {
+  for (const std::string& p : prefixes != nullptr ? *prefixes : tracking_.prefixes) {
     argv.push_back("PREFIX");
     argv.push_back(p);
   }
@@ -215,13 +216,6 @@ void Client::client_tracking(std::size_t argc) {
   }
   next.on = true;
   next.redirect = static_cast<std::uint64_t>(redirect);
-  // Redis keeps the prefixes of earlier calls (enableTracking adds them).
-  if (tracking_.on) {
-    for (const std::string& p : tracking_.prefixes) {
-      if (std::find(next.prefixes.begin(), next.prefixes.end(), p) == next.prefixes.end())
-        next.prefixes.push_back(p);
-    }
-  }
   // Each routed backend's connection of the client's own says it, as a part of this request
   // (its errors are the reply); connections opened later say it as they open (tracking_opened).
   auto m = new_msg();
@@ -239,11 +233,20 @@ void Client::client_tracking(std::size_t argc) {
     }
     conns.emplace_back(node, b);
   }
+  // The servers keep the prefixes of earlier calls themselves: each connection is told the
+  // ones of this call (the server checks them against its own, in Redis's words).
+  const std::vector<std::string> given = next.prefixes;
+  if (tracking_.on) {
+    for (const std::string& p : tracking_.prefixes) {
+      if (std::find(next.prefixes.begin(), next.prefixes.end(), p) == next.prefixes.end())
+        next.prefixes.push_back(p);
+    }
+  }
   tracking_ = std::move(next);
   std::vector<std::pair<Backend*, std::string>> sends;
   for (const auto& [node, b] : conns) {
     std::string request;
-    if (tracking_request(pool_->servers[node].name, request))
+    if (tracking_request(pool_->servers[node].name, request, &given))
       sends.emplace_back(b, std::move(request));
   }
   m->parts.resize(std::max<std::size_t>(sends.size(), 1));
