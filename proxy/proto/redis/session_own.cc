@@ -517,7 +517,16 @@ void Client::local_hello(std::size_t argc) {
     }
     name_ = std::string(setname);
   }
-  if (version != resp_) {
+  if (version != resp_ && tracking_.on) {
+    // A tracking client keeps its connections (the keys they read are tracked there, as Redis
+    // keeps its tracking table through HELLO): each switches protocol in place.
+    resp_ = static_cast<int>(version);
+    const std::string hello = version == 3 ? "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n"
+                                           : "*2\r\n$5\r\nHELLO\r\n$1\r\n2\r\n";
+    for (Backend* b : own_) {
+      if (b != nullptr) send_quietly(b, hello);
+    }
+  } else if (version != resp_) {
     // The connections opened for the other protocol go (their replies still come in order);
     // the next requests open ones that speak this one.
     release_own(false);

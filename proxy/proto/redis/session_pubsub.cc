@@ -534,6 +534,13 @@ bool Client::pubsub_message(const net::Slice& message) {
   }
   std::string_view name;
   if (!bulk_at(raw, off, name) || !pubsub_->subs[k].contains(name)) return false;
+  if (resp_ == 3 && k == 0 && name == "__redis__:invalidate") {
+    // A redirected invalidation reaches a RESP3 client as Redis sends it one: ">2 invalidate
+    // [keys]" (tracking.c sendTrackingMessage), not as a message of the channel.
+    std::string head = ">2\r\n$10\r\ninvalidate\r\n";
+    push_message(head, message.chunk, raw.substr(off));
+    return true;
+  }
   // RESP3: the same array as a push frame.
   if (resp_ == 3) push_message(">", message.chunk, raw.substr(1));
   else push_message({}, message.chunk, raw);
