@@ -738,13 +738,6 @@ void Client::run_local(const redis::Command& cmd, std::size_t argc) {
 
 void Client::local_ping(std::size_t argc) {
   if (argc <= 2 && pubsub_ping(argc)) return;
-  if (argc <= 2 && one_server() && !tx_.active()) {
-    // A pool of one server answers as the server: -BUSY while a script runs there (Redis's
-    // "Timedout ..." and "function kill" tests), a -LOADING or -MASTERDOWN as it says them.
-    auto m = new_msg();
-    if (usable_or_fail(0, "the pool's server", m, true)) forward_one(0, m);
-    return;
-  }
   std::string out;
   if (argc == 1) redis::append_status(out, "PONG");
   else if (argc == 2) redis::append_bulk(out, parser_.arg(in_, 1));
