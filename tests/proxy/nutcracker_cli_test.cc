@@ -331,9 +331,8 @@ TEST_F(NutcrackerCli, SystemdNotifyAroundStartReloadStop) {
 // (Debian's package) stored it on, for a ketama pool with names, weights and a hash tag and a
 // modula pool without names; the file's other settings and errors are refused clearly.
 TEST_F(NutcrackerCli, ChashRouteReadsANutcrackerPoolAsNutcrackerRoutes) {
-  if (!testing::have_program("nutcracker") || !testing::have_program("redis-server")) {
-    GTEST_SKIP() << "nutcracker or redis-server missing: scripts/bootstrap.sh installs them";
-  }
+  ASSERT_TRUE(testing::have_program("nutcracker") && testing::have_program("redis-server"))
+      << "nutcracker or redis-server missing: scripts/bootstrap.sh installs them";
   std::vector<std::unique_ptr<testing::ChildProcess>> redis;
   std::vector<std::uint16_t> ports;
   auto accepts = [](std::uint16_t port) {
