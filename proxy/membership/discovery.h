@@ -34,6 +34,9 @@ struct FleetPool {
   bool health = true;         // routing follows the fleet's ejections (else each proxy's own)
   FleetRouting route;
   std::vector<FleetRouting> reads;
+  // Per server `route` has out whose membership changed during its absence: the routing it was
+  // last in (fleet::PoolState::homes). A write of a key it owned there is noted in its log.
+  std::vector<std::pair<std::string, FleetRouting>> homes;
 };
 
 class Discovered {

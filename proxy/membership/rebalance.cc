@@ -500,20 +500,31 @@ void Rebalancer::run(std::string pool_name, double rate) {
   };
   auto p = pool_now();
   const std::int64_t window = p != nullptr && p->warming() ? p->previous.front().until_ms : 0;
-  // The members that owned keys under a previous routing — not one that routing had out
-  // (ejected): its keys were read and written at their next choice meanwhile, so what it holds
-  // may be older than the value there. Moved from it, a stale copy could land at a key's new
-  // owner before the newest one does and be served from there (chaos kill-change, chash-etcd,
-  // seed 1: n1 killed, a server added while it was out, n1 back with its AOF — its old value of
-  // a key the add moved was copied to the new owner: 2 acknowledged writes lost, 4 stale reads,
-  // in 1 run of 6). What it holds is swept or served when it returns.
-  std::set<std::string> sources;
+  // The members that owned keys under a previous routing — not one that is out now, nor a
+  // retired one every routing naming it had out: while out, its keys were read and written at
+  // their next choice, so what it holds may be older than the value there. Moved from it, a
+  // stale copy could land at a key's new owner before the newest one does and be served from
+  // there (chaos kill-change, chash-etcd, seed 1: n1 killed, a server added while it was out,
+  // n1 back with its AOF before its return — its old value of a key the add moved was copied to
+  // the new owner: 2 acknowledged writes lost, 4 stale reads, in 1 run of 6). A member back in
+  // has been swept first (safe return; a fleet return's sweep also covers the keys of the
+  // routing it was last in, fleet::PoolState::homes), so its return's rebalance moves what it
+  // holds for others.
+  // Where this proxy decides health, a member skipped because it is down keeps the run from
+  // completing (the window stays, and its keys are read through when it is back); a fleet's
+  // out member is covered by its home routing instead.
+  std::set<std::string> sources, down;
   if (p != nullptr) {
     for (const auto& prev : p->previous) {
       for (std::size_t i = 0; i < prev.member.size(); ++i) {
         const NodeId m = prev.member[i];
+        if (m == kNoNode) continue;
         const bool was_out = i < prev.out.size() && prev.out[i] != 0;
-        if (m != kNoNode && !was_out) sources.insert(p->servers[m].name);
+        if (m < p->nodes ? p->up(m) : !was_out) {
+          sources.insert(p->servers[m].name);
+        } else if (m < p->nodes && p->fleet_out.empty()) {
+          down.insert(p->servers[m].name);
+        }
       }
     }
   }
@@ -623,6 +634,10 @@ void Rebalancer::run(std::string pool_name, double rate) {
       else if (!why.empty()) error = source + ": metadump: " + why;
     }
     if (!error.empty()) break;
+  }
+  if (error.empty() && !down.empty()) {
+    error = "not moved from " + *down.begin() + (down.size() > 1 ? " and others" : "") +
+            ": down (run again once it is back)";
   }
   bool ended = false;
   {

@@ -328,6 +328,31 @@ std::vector<PreviousRouting> fleet_previous(const PoolConfig& pc, const FleetPoo
   return out;
 }
 
+// The fleet's homes (FleetPool::homes) of members `pool` has: routings linked to its members only
+// (what a write is noted against; nothing is read from them).
+std::vector<Pool::Home> fleet_homes(const PoolConfig& pc, const FleetPool& fp, const Pool& pool) {
+  std::vector<Pool::Home> out;
+  for (const auto& [server, r] : fp.homes) {
+    NodeId member = kNoNode;
+    for (NodeId i = 0; i < pool.nodes; ++i) {
+      if (pool.servers[i].name == server) member = i;
+    }
+    if (member == kNoNode) continue;
+    Pool::Home h{member,
+                 {chash::Router::build(pc.routing, routing_nodes(r.servers)),
+                  {},
+                  std::vector<NodeId>(r.servers.size(), kNoNode),
+                  kNoWindowEnd,
+                  out_mask(r.servers, r.ejected)}};
+    for (std::size_t i = 0; i < r.servers.size(); ++i) {
+      h.routing.names.push_back(r.servers[i].name);
+      if (r.servers[i].name == server) h.routing.member[i] = member;
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const Topology* previous,
@@ -386,6 +411,7 @@ std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const 
                                        std::move(m.cluster), std::move(prev));
     if (fleet != nullptr) {
       pool->fleet_epoch = fleet->epoch;
+      pool->homes = fleet_homes(pc, *fleet, *pool);
       if (fleet->health) {
         pool->fleet_out = out_mask(fleet->route.servers, fleet->route.ejected);
         pool->fleet_out.resize(nodes, 0);
@@ -399,7 +425,15 @@ std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const 
 bool note_fallback_write(const Pool& pool, std::string_view key, NodeId node) {
   const PoolConfig& pc = pool.config;
   if (!pc.auto_eject_hosts || !pc.failover_invalidate) return false;
+  // A key an out member owned in the routing it was last in goes to its owner now (a change
+  // during the absence moved it): not a fallback write, but the member's copy is older now.
   const NodeId owner = pool.router.route(key);
+  for (const Pool::Home& h : pool.homes) {
+    if (h.member == node || h.member == owner) continue;
+    const NodeId old = h.routing.owner(key);
+    if (old < h.routing.member.size() && h.routing.member[old] == h.member)
+      pool.states[h.member]->absence.note(key, pc.failover_track_keys);
+  }
   if (owner == node || owner == kNoNode || owner >= pool.nodes) return false;
   pool.states[owner]->absence.note(key, pc.failover_track_keys);
   return true;

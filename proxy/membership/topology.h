@@ -233,6 +233,14 @@ struct Pool {
   // word, whatever this proxy's own probes say (backend_usable tells them apart).
   std::vector<std::uint8_t> fleet_out;
   std::uint64_t fleet_epoch = 0;  // the fleet state this snapshot was built from (0: none)
+  // Fleet pools: per member the fleet has out whose membership changed during its absence, the
+  // routing it was last in (fleet::PoolState::homes), its NodeIds linked to members (kNoNode:
+  // gone). note_fallback_write notes a write of a key it owned there in its absence log.
+  struct Home {
+    NodeId member;
+    PreviousRouting routing;
+  };
+  std::vector<Home> homes;
 
   // Warm-up: the members that owned `key` under the previous routings still in their window
   // (`now_ms`, steady clock), newest first, distinct, none of them `owner` (the key's owner now);

@@ -358,6 +358,84 @@ TEST_F(FleetE2E, QuorumEjectsAndTheReturnServesNoStaleValue) {
   for (const auto& k : keys) EXPECT_EQ(holders(k), "r2") << k;  // home, the fallbacks' copies gone
 }
 
+// A server added while r2 is out (chaos kill-change): r2 comes back holding the keys of the
+// routing it was last in, and the add gave some of them r4. Each key's newest acknowledged
+// value is served after the return: one written only before r2 left (its one copy on r2, found
+// through r2's home routing and moved to r4), one written while r2 was out (at its fallback,
+// then r4), one written or deleted after the add (r2's older copy noted, so swept: no stale
+// value comes back, no deleted key returns).
+TEST_F(FleetE2E, AServerAddedWhileAnotherIsOutLosesNoneOfItsKeys) {
+  start_redis(4);
+  // A slow rebalance: the return's commit lasts seconds, and is read through meanwhile.
+  for (int i = 0; i < 2; ++i)
+    start_default_proxy(i, 3, "  failover_ttl: 60000\n", "    rebalance_rate: 20\n");
+  ASSERT_TRUE(within(5s, [&] { return settled(); }));
+  // r2's keys, spread over the key space (nutcracker's fnv1a_64 puts "k:10".."k:89" on one
+  // arc, which r4's points may not cut).
+  std::vector<std::string> keys;
+  for (std::uint64_t i = 1; keys.size() < 80; ++i) {
+    const std::string k = "u" + std::to_string(i * 2654435761u % 1000003u);
+    if (pool(0)->servers[pool(0)->route(k)].name == "r2") keys.push_back(k);
+  }
+  RespClient c1(RespClient::dial_tcp(port(0))), c2(RespClient::dial_tcp(port(1)));
+  for (const auto& k : keys) ASSERT_EQ(c1.call({"SET", k, "old"}), "+OK\r\n");
+  ::kill(redis[1]->pid(), SIGSTOP);
+  ASSERT_TRUE(within(10s, [&] {
+    c1.call({"GET", keys[0]});
+    c2.call({"GET", keys[1]});
+    return settled([](const fleet::PoolState& st) {
+      return st.target.ejected == std::vector<std::string>{"r2"};
+    });
+  }));
+  for (std::size_t n = 1; n < keys.size(); n += 4)
+    ASSERT_EQ((n % 8 == 1 ? c1 : c2).call({"SET", keys[n], "new"}), "+OK\r\n") << keys[n];
+  put_servers({spec(0), spec(1), spec(2), spec(3)});
+  ASSERT_TRUE(within(10s, [&] {
+    return settled([](const fleet::PoolState& st) {
+      return st.target.servers.size() == 4 && st.homes.count("r2") == 1;
+    });
+  }));
+  int moved = 0;
+  for (std::size_t n = 0; n < keys.size(); ++n) {
+    const NodeId owner = pool(0)->router.route(keys[n]);
+    moved += n % 4 == 0 && pool(0)->servers[owner].name == "r4";
+    RespClient& c = n % 8 < 4 ? c1 : c2;
+    if (n % 4 == 2) {
+      ASSERT_EQ(c.call({"SET", keys[n], "newer"}), "+OK\r\n") << keys[n];
+    } else if (n % 4 == 3) {
+      // r2's copy is out of reach: the DEL finds nothing where the key goes now.
+      ASSERT_EQ(c.call({"DEL", keys[n]}).front(), ':') << keys[n];
+    }
+  }
+  ASSERT_GT(moved, 0) << "no key written only before r2 left moved to r4: the test shows nothing";
+  ::kill(redis[1]->pid(), SIGCONT);  // back, still holding "old" for every key
+  const char* want[] = {"old", "new", "newer", nullptr};
+  // In the return's commit, before the rebalance has moved them: a key only r2 holds is read
+  // through r2 on a miss at its owner.
+  ASSERT_TRUE(within(15s, [&] {
+    const fleet::PoolState st = state();
+    return st.phase == fleet::Phase::kCommit && st.returning == "r2" &&
+           pool(1)->fleet_epoch == st.epoch;
+  }));
+  for (std::size_t n = 0; n < keys.size(); n += 4)
+    EXPECT_EQ(c2.call({"GET", keys[n]}), bulk("old")) << "in commit: " << keys[n];
+  ASSERT_TRUE(within(30s, [&] {
+    return settled([](const fleet::PoolState& st) {
+      return st.target.ejected.empty() && st.homes.empty();
+    });
+  }));
+  for (int i = 0; i < 2; ++i) {
+    RespClient r(RespClient::dial_tcp(port(i)));
+    for (std::size_t n = 0; n < keys.size(); ++n) {
+      const char* w = want[n % 4];
+      EXPECT_EQ(r.call({"GET", keys[n]}), w != nullptr ? bulk(w) : "$-1\r\n")
+          << "p" << i + 1 << " " << keys[n] << " (now on "
+          << pool(i)->servers[pool(i)->router.route(keys[n])].name << ", held by "
+          << holders(keys[n]) << ")";
+    }
+  }
+}
+
 // One proxy alone cannot reach r2 (its path cut by a forwarder) while the fleet can: r2 is not
 // ejected, that proxy answers a clear error for r2's keys and writes nothing elsewhere, and
 // once its path is back it serves what the others wrote meanwhile (nothing swept away).

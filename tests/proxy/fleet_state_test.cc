@@ -108,6 +108,53 @@ TEST(FleetStateTest, AReturnSweepsThenPreparesThenCommits) {
   EXPECT_EQ(again.ejected_at.at("b"), again.epoch);
 }
 
+// A server added while another is out (chaos kill-change): the absent one holds keys of the
+// routing it was last in, some of which the add gave the new server. That routing is kept as its
+// home: noted against while it is out, not read in its sweep (unswept copies may be older), read
+// through in prepare and commit (its keys' one copy may be there), forgotten once it is back.
+TEST(FleetStateTest, AServerOutDuringAChangeIsReadThroughTheRoutingItWasLastIn) {
+  const PoolState out = eject(stable({kA, kB}), "a", 10);
+  EXPECT_TRUE(out.homes.empty());  // nothing moved yet: its routing is the target's
+  PoolState added = change_membership(out, {kA, kB, kC}, names({kA, kB, kC}), 9, 20);
+  ASSERT_EQ(added.homes.count("a"), 1u);
+  const Routing home = added.homes.at("a");
+  EXPECT_EQ(home.servers, (std::vector<std::string>{kA, kB}));
+  EXPECT_TRUE(home.ejected.empty());  // with it in
+  EXPECT_EQ(view_of(added).homes.count("a"), 1u);  // noted against while out
+  EXPECT_EQ(decode_state(encode_state(added)), added);
+  // A second change during the same absence keeps the first home (where its keys are).
+  const PoolState st = advance(advance(added, 30), 40);
+  ASSERT_EQ(st.phase, Phase::kStable);
+  const PoolState again = change_membership(st, {kA, kB, kC, "127.0.0.1:7004:1 d"},
+                                            {"a", "b", "c", "d"}, 10, 45);
+  EXPECT_EQ(again.homes.at("a"), home);
+  // Another server out meanwhile is out in the home too: a's return reads nothing from it.
+  EXPECT_EQ(eject(st, "b", 46).homes.at("a").ejected, std::vector<std::string>{"b"});
+
+  const PoolState sweep = begin_return(st, "a", 50);
+  View v = view_of(sweep);
+  EXPECT_EQ(v.route.ejected, std::vector<std::string>{"a"});
+  for (const Routing& r : v.reads) EXPECT_NE(r, home);  // not swept yet: never read
+  EXPECT_EQ(v.homes.count("a"), 1u);  // still noted against
+  ASSERT_FALSE(sweep.previous.empty());
+  EXPECT_EQ(sweep.previous.back(), home);
+  const PoolState prep = advance(sweep, 60);
+  v = view_of(prep);
+  ASSERT_EQ(v.reads.size(), 2u);
+  EXPECT_EQ(v.reads[0].servers, (std::vector<std::string>{kA, kB, kC}));  // the target, a in
+  EXPECT_EQ(v.reads[1], home);
+  const PoolState com = advance(prep, 70);
+  v = view_of(com);
+  EXPECT_TRUE(v.route.ejected.empty());
+  EXPECT_TRUE(v.homes.empty());  // routed to: no longer noted against
+  ASSERT_EQ(v.reads.size(), 2u);
+  EXPECT_EQ(v.reads[1], home);  // a's keys the add moved: read at a on a miss, moved home
+  const PoolState done = advance(com, 80);
+  EXPECT_TRUE(done.homes.empty());
+  // Removed while out: nothing of it is kept.
+  EXPECT_TRUE(change_membership(st, {kB, kC}, names({kB, kC}), 11, 90).homes.empty());
+}
+
 TEST(FleetStateTest, ValuesRoundTripAndBadOnesAreRefused) {
   PoolState s = begin_return(eject(stable({kA, kB}), "a", 1), "a", 2);
   s.held = true;

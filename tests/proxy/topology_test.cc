@@ -160,6 +160,49 @@ TEST(PoolRouteTest, AReturningServerIsAPreviousOwnerInItsPrepare) {
   }
 }
 
+// A fleet pool with r1 out since before r3 was added (its home: r0..r2): a write of a key r1
+// owned then is noted in r1's absence log wherever it goes now — a fallback write, or one the
+// add gave r3 — so r1's return sweeps the older copy it holds. Other keys are not noted.
+TEST(PoolRouteTest, AWriteOfAKeyAnOutServerHeldBeforeAChangeIsNoted) {
+  const std::string y =
+      "chash_proxy:\n  membership:\n    etcd: [127.0.0.1:2379]\n"
+      "a:\n  listen: 127.0.0.1:0\n  redis: true\n  algorithm: ring\n  auto_eject_hosts: true\n"
+      "  servers:\n   - 127.0.0.1:7000:1 r0\n";
+  const ProxyConfig cfg = parse_config(y, "t.yml");
+  std::vector<std::string> specs;
+  for (int i = 0; i < 4; ++i)
+    specs.push_back("127.0.0.1:" + std::to_string(7000 + i) + ":1 r" + std::to_string(i));
+  const auto servers = servers_from_strings(cfg.pools[0], specs);
+  const std::vector<ServerConfig> before(servers.begin(), servers.begin() + 3);
+  auto fleet = std::make_shared<FleetPool>();
+  fleet->epoch = 9;
+  fleet->phase = "stable";
+  fleet->route = {servers, {"r1"}};
+  fleet->homes.push_back({"r1", {before, {}}});
+  Discovered d;
+  d.set_fleet("a", fleet);
+  const auto pool = build_topology(cfg, nullptr, 1, &d)->pools.at(0);
+  ASSERT_EQ(pool->homes.size(), 1u);
+  ASSERT_EQ(pool->homes[0].member, 1u);
+  const chash::Router home = chash::Router::build(cfg.pools[0].routing, routing_nodes(before));
+  AbsenceLog& log = pool->states[1]->absence;
+  int moved = 0, fallback = 0, others = 0;
+  for (const auto& k : keys(600)) {
+    const NodeId node = pool->route(k);
+    ASSERT_NE(node, 1u);
+    const bool was_r1s = home.route(k) == 1, is_r1s = pool->router.route(k) == 1;
+    const bool fell_back = note_fallback_write(*pool, k, node);
+    EXPECT_EQ(fell_back, is_r1s) << k;  // only a fallback write caps a TTL
+    EXPECT_EQ(log.contains(k), was_r1s || is_r1s) << k;
+    moved += was_r1s && !is_r1s;
+    fallback += is_r1s;
+    others += !was_r1s && !is_r1s;
+  }
+  EXPECT_GT(moved, 10);  // keys the add gave r3 that r1 held
+  EXPECT_GT(fallback, 50);
+  EXPECT_GT(others, 200);
+}
+
 // Where this proxy decides health (no fleet), a previous owner it sees down is still left out:
 // its copy cannot be read, and a miss is what a resize's warm-up gives then.
 TEST(PoolRouteTest, ADownPreviousOwnerIsSkippedWithoutAFleet) {

@@ -461,6 +461,8 @@ std::shared_ptr<const FleetPool> Agent::fleet_pool(const PoolConfig& pc, const V
     fp->route = {servers_from_strings(pc, v.route.servers), v.route.ejected};
     for (const Routing& r : v.reads)
       fp->reads.push_back({servers_from_strings(pc, r.servers), r.ejected});
+    for (const auto& [server, r] : v.homes)
+      fp->homes.push_back({server, {servers_from_strings(pc, r.servers), r.ejected}});
   } catch (const Error& e) {
     error = e.what();
     return nullptr;
@@ -469,6 +471,7 @@ std::shared_ptr<const FleetPool> Agent::fleet_pool(const PoolConfig& pc, const V
   // if every member were up while the state says one is out (a hand-edited or foreign value).
   std::vector<const FleetRouting*> routings = {&fp->route};
   for (const FleetRouting& r : fp->reads) routings.push_back(&r);
+  for (const auto& h : fp->homes) routings.push_back(&h.second);
   for (const FleetRouting* r : routings) {
     for (const std::string& name : r->ejected) {
       if (std::none_of(r->servers.begin(), r->servers.end(),

@@ -175,6 +175,10 @@ PoolState decode_state(std::string_view value) {
       s.ejected_at.emplace(server, epoch.get<std::uint64_t>());
     }
   }
+  if (const auto h = j.find("homes"); h != j.end() && !h->is_null()) {
+    if (!h->is_object()) invalid("'homes' must be an object {server: routing}");
+    for (const auto& [server, r] : h->items()) s.homes.emplace(server, routing_of(r));
+  }
   s.held = flag(j, "held");
   s.flushed = flag(j, "flushed");
   s.since_ms = number<std::int64_t>(j, "since_ms");
@@ -196,6 +200,11 @@ std::string encode_state(const PoolState& s) {
     j["returning_since"] = s.returning_since;
   }
   if (!s.ejected_at.empty()) j["ejected_at"] = s.ejected_at;
+  if (!s.homes.empty()) {
+    json h = json::object();
+    for (const auto& [server, r] : s.homes) h[server] = routing_json(r);
+    j["homes"] = std::move(h);
+  }
   if (s.held) j["held"] = true;
   if (s.flushed) j["flushed"] = true;
   return j.dump();
@@ -272,32 +281,6 @@ std::string encode_registration(const Registration& r) {
 
 // ---- Transitions --------------------------------------------------------------------------------
 
-View view_of(const PoolState& s) {
-  View v;
-  v.epoch = s.epoch;
-  v.revision = s.revision;
-  v.phase = s.phase;
-  const bool before =
-      (s.phase == Phase::kSweep || s.phase == Phase::kPrepare) && !s.previous.empty();
-  if (!before) {
-    v.route = s.target;
-    v.reads = s.previous;
-    return v;
-  }
-  v.route = s.previous.front();
-  if (s.phase == Phase::kPrepare) v.reads.push_back(s.target);
-  v.reads.insert(v.reads.end(), s.previous.begin() + 1, s.previous.end());
-  return v;
-}
-
-std::vector<Routing> routings_now(const PoolState& s) {
-  View v = view_of(s);
-  std::vector<Routing> out;
-  out.push_back(std::move(v.route));
-  for (auto& r : v.reads) out.push_back(std::move(r));
-  return out;
-}
-
 namespace {
 
 bool has(const std::vector<std::string>& v, const std::string& x) {
@@ -315,6 +298,54 @@ std::vector<std::string> names_of(const Routing& r) {
   }
   return out;
 }
+
+}  // namespace
+
+View view_of(const PoolState& s) {
+  View v;
+  v.epoch = s.epoch;
+  v.revision = s.revision;
+  v.phase = s.phase;
+  const bool before =
+      (s.phase == Phase::kSweep || s.phase == Phase::kPrepare) && !s.previous.empty();
+  if (!before) {
+    v.route = s.target;
+    v.reads = s.previous;
+  } else {
+    v.route = s.previous.front();
+    if (s.phase == Phase::kPrepare) v.reads.push_back(s.target);
+    for (auto r = s.previous.begin() + 1; r != s.previous.end(); ++r) {
+      // A sweep reads nothing at the returning server (what it holds may be older than what was
+      // written meanwhile until the sweep is over): not its home routing (PoolState::homes).
+      if (s.phase == Phase::kSweep && has(names_of(*r), s.returning) &&
+          !has(r->ejected, s.returning))
+        continue;
+      v.reads.push_back(*r);
+    }
+  }
+  for (const auto& [server, home] : s.homes) {
+    if (has(v.route.ejected, server)) v.homes.emplace(server, home);
+  }
+  return v;
+}
+
+std::vector<Routing> routings_now(const PoolState& s) {
+  // view_of's route and reads, without the sweep's filter: a change made during a sweep keeps
+  // every routing a key may be found by.
+  const bool before =
+      (s.phase == Phase::kSweep || s.phase == Phase::kPrepare) && !s.previous.empty();
+  if (!before) {
+    std::vector<Routing> out{s.target};
+    out.insert(out.end(), s.previous.begin(), s.previous.end());
+    return out;
+  }
+  std::vector<Routing> out{s.previous.front()};
+  if (s.phase == Phase::kPrepare) out.push_back(s.target);
+  out.insert(out.end(), s.previous.begin() + 1, s.previous.end());
+  return out;
+}
+
+namespace {
 
 // Drops entries equal to an earlier one or to `route`, and the oldest past kMaxPrevious.
 void dedupe(std::vector<Routing>& v, const Routing* route) {
@@ -372,6 +403,9 @@ PoolState normalize(PoolState s) {
     s.held = false;
     s.flushed = false;
   }
+  std::erase_if(s.homes, [&](const auto& kv) {
+    return kv.first != s.returning && !has(s.target.ejected, kv.first);
+  });
   return s;
 }
 
@@ -386,6 +420,13 @@ PoolState change_membership(const PoolState& s, std::vector<std::string> servers
     if (has(names, e)) t.ejected.push_back(e);
   }
   std::erase_if(n.ejected_at, [&](const auto& kv) { return !has(t.ejected, kv.first); });
+  // A server out since before this change keeps the routing it holds keys by (PoolState::homes).
+  for (const auto& e : t.ejected) {
+    if (n.homes.count(e) != 0) continue;
+    Routing home = s.target;
+    std::erase(home.ejected, e);
+    if (!(home.servers == t.servers)) n.homes.emplace(e, std::move(home));
+  }
   n.previous = routings_now(s);
   n.target = std::move(t);
   n.phase = Phase::kPrepare;
@@ -407,6 +448,13 @@ PoolState eject(const PoolState& s, const std::string& server, std::int64_t now_
   apply(n.target);
   for (auto& r : n.previous) apply(r);
   if (!changed) return s;
+  // Another's home routing has it out too: its return reads nothing here (not swept).
+  for (auto& [home_of, r] : n.homes) {
+    if (home_of != server && has(names_of(r), server) && !has(r.ejected, server)) {
+      r.ejected.push_back(server);
+      std::sort(r.ejected.begin(), r.ejected.end());
+    }
+  }
   if (was_routed && has(n.target.ejected, server)) n.ejected_at[server] = n.epoch;
   // Out again while coming back: its return is over (a new absence begins).
   if (n.returning == server) {
@@ -419,6 +467,9 @@ PoolState eject(const PoolState& s, const std::string& server, std::int64_t now_
 PoolState begin_return(const PoolState& s, const std::string& server, std::int64_t now_ms) {
   PoolState n = next_epoch(s, now_ms);
   n.previous = routings_now(s);
+  // Read through last: the routing its keys were placed by before the changes of its absence.
+  if (const auto home = s.homes.find(server); home != s.homes.end())
+    n.previous.push_back(home->second);
   std::erase(n.target.ejected, server);
   n.phase = Phase::kSweep;
   n.returning = server;

@@ -88,6 +88,16 @@ struct PoolState {
   // writes it must have swept — and that a writer gone since took its log with it.
   std::map<std::string, std::uint64_t> ejected_at;
   std::uint64_t returning_since = 0;  // ejected_at of `returning`
+  // Per server ejected in the target whose membership changed during its absence: the routing
+  // it was last in (itself in, the others as they were then). What it holds is that routing's
+  // keys, which the change may have given to others: while it is out, every proxy also notes a
+  // write of such a key in its absence log (so the sweep deletes the copy, now older), and its
+  // return reads them through it and moves them to their owners (a key written only before the
+  // ejection has its one copy there: chaos kill-change, a server added while n1 was out — n1's
+  // value of a key the add gave n5 was read by no one). Set by the first change of the absence,
+  // appended to the return's read-through routings, dropped when the server is no longer out
+  // or returning.
+  std::map<std::string, Routing> homes;
   bool held = false;                  // sweep: kept out (failover_overflow: keep_ejected)
   bool flushed = false;               // sweep: the leader has emptied `returning`
   std::int64_t since_ms = 0;          // wall clock when the phase began
@@ -102,6 +112,7 @@ struct View {
   Phase phase = Phase::kStable;
   Routing route;
   std::vector<Routing> reads;
+  std::map<std::string, Routing> homes;  // PoolState::homes of the servers `route` has out
 };
 View view_of(const PoolState& s);
 
