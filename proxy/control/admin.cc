@@ -7,6 +7,7 @@
 
 #include <cerrno>
 
+#include "base/text.h"
 #include "net/tls.h"
 
 namespace chash::proxy {
@@ -44,14 +45,10 @@ std::string response(int code, std::string_view type, std::string_view body,
 
 constexpr std::string_view kText = "text/plain; version=0.0.4";
 
-char lower(char c) noexcept {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
 bool istarts_with(std::string_view s, std::string_view prefix) noexcept {
   if (s.size() < prefix.size()) return false;
   for (std::size_t i = 0; i < prefix.size(); ++i) {
-    if (lower(s[i]) != lower(prefix[i])) return false;
+    if (ascii_lower(s[i]) != ascii_lower(prefix[i])) return false;
   }
   return true;
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "base/text.h"
 #include "proto/redis/resp.h"
 
 namespace chash::proxy::redis {
@@ -58,27 +59,15 @@ constexpr const char* kBadHash =
     "The password hash must be exactly 64 characters and contain only lowercase hexadecimal "
     "characters";
 
-char lower(char c) noexcept {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
-
 std::string lowered(std::string_view s) {
   std::string out(s);
-  for (char& c : out) c = lower(c);
+  for (char& c : out) c = ascii_lower(c);
   return out;
 }
 
 int category_index(std::string_view name) noexcept {
   for (std::size_t i = 0; i < std::size(kCategoryNames); ++i) {
-    if (iequals(kCategoryNames[i], name)) return static_cast<int>(i);
+    if (iequal(kCategoryNames[i], name)) return static_cast<int>(i);
   }
   return -1;
 }
@@ -135,7 +124,7 @@ void command_rule(AclSelector& u, std::string_view rule) {
   const std::string_view what = rule.substr(1);
   if (!what.empty() && what[0] == '@') {
     const std::string_view cat = what.substr(1);
-    if (iequals(cat, "all")) {
+    if (iequal(cat, "all")) {
       if (allow) u.commands.set();
       else u.commands.reset();
       u.first_args.clear();  // ACLResetFirstArgs
@@ -428,7 +417,7 @@ std::shared_ptr<const Acl> Acl::build(std::span<const std::string> lines,
   for (std::size_t n = 0; n < lines.size(); ++n) {
     if (line_index != nullptr) *line_index = n;
     std::vector<std::string> argv = split_line(lines[n]);
-    if (argv.empty() || !iequals(argv[0], "user")) {
+    if (argv.empty() || !iequal(argv[0], "user")) {
       throw AclError("", "an acl line starts with 'user <name>', as in an aclfile");
     }
     if (argv.size() < 2 || argv[1].empty()) throw AclError("", "'user' needs a name");
@@ -553,7 +542,7 @@ int acl_subcommand_index(int index, std::string_view arg1) noexcept {
   const auto less = [](std::string_view sub, std::string_view arg) {  // sub < lower(arg)
     const std::size_t n = std::min(sub.size(), arg.size());
     for (std::size_t i = 0; i < n; ++i) {
-      const char a = lower(arg[i]);
+      const char a = ascii_lower(arg[i]);
       if (sub[i] != a) return static_cast<unsigned char>(sub[i]) < static_cast<unsigned char>(a);
     }
     return sub.size() < arg.size();
@@ -564,7 +553,7 @@ int acl_subcommand_index(int index, std::string_view arg1) noexcept {
     if (less(kCommandAcl[mid].name.substr(skip), arg1)) lo = mid + 1;
     else hi = mid;
   }
-  if (lo < c.first_sub + c.sub_count && iequals(kCommandAcl[lo].name.substr(skip), arg1)) {
+  if (lo < c.first_sub + c.sub_count && iequal(kCommandAcl[lo].name.substr(skip), arg1)) {
     return static_cast<int>(lo);
   }
   return -1;
@@ -603,7 +592,7 @@ bool acl_key_allowed(const AclSelector& s, std::string_view key, std::uint8_t pe
 
 namespace {
 
-bool is_word(std::string_view arg, std::string_view word) noexcept { return iequals(arg, word); }
+bool is_word(std::string_view arg, std::string_view word) noexcept { return iequal(arg, word); }
 
 // numkeys as Redis's string2ll reads it: a RESP integer without leading zeros ("01", "-0").
 bool parse_numkeys(std::string_view s, std::int64_t& out) noexcept {
@@ -818,7 +807,7 @@ void command_keys(int index, const AclArgs& argv, Visit&& visit) {
 bool first_arg_allowed(const AclSelector& s, int index, const AclArgs& argv) noexcept {
   if (argv.size() < 2 || s.first_args.empty()) return false;
   for (const auto& [i, arg] : s.first_args) {
-    if (i == index && iequals(arg, argv[1])) return true;
+    if (i == index && iequal(arg, argv[1])) return true;
   }
   return false;
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 
+#include "base/text.h"
 #include "proto/redis/acl.h"
 
 namespace chash::proxy::redis {
@@ -289,13 +290,7 @@ constexpr auto kTable = std::to_array<Command>({
 
 }  // namespace
 
-namespace {
-// Command names are ASCII; the table spells them in lower case.
-constexpr char ascii_lower(char c) noexcept {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-}  // namespace
-
+// Command names are ASCII; the table spells them in lower case (ascii_lower: base/text.h).
 const Command* find_command(std::string_view name) noexcept {
   // Lower-case into a small buffer: no allocation; names longer than any command are unknown.
   char lower[32];

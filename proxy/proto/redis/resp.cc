@@ -435,6 +435,12 @@ void append_error(std::string& out, std::string_view s) {
   out += "\r\n";
 }
 
+std::string error_text(std::string_view s) {
+  std::string out;
+  append_error(out, s);
+  return out;
+}
+
 void append_command(std::string& out, const std::vector<std::string_view>& argv) {
   // One resize and then plain stores: a split MGET/DEL/MSET of 10,000 keys writes 10,000 bulk
   // strings here, and appending each in five pieces (with std::to_string) was a sixth of the

@@ -149,6 +149,8 @@ void append_int(std::string& out, std::int64_t v);
 void append_status(std::string& out, std::string_view s);  // "+s\r\n"
 // "-s\r\n" with CR/LF in s replaced by spaces (an error line must stay one line).
 void append_error(std::string& out, std::string_view s);
+// The same as a string of its own.
+std::string error_text(std::string_view s);
 // A whole command as a RESP array of bulk strings.
 void append_command(std::string& out, const std::vector<std::string_view>& argv);
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "core/worker.h"
+#include "base/text.h"
 #include "proto/redis/session.h"
 
 namespace chash::proxy::redis {
@@ -32,15 +33,6 @@ class RequestArgs final : public AclArgs {
   std::string_view buf_;
   std::size_t argc_;
 };
-
-bool iequal(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto lo = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-    if (lo(a[i]) != lo(b[i])) return false;
-  }
-  return true;
-}
 
 std::string upper(std::string_view s) {
   std::string out(s.substr(0, 64));

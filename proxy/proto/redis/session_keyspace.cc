@@ -12,6 +12,7 @@
 #include <charconv>
 
 #include "core/worker.h"
+#include "base/text.h"
 #include "proto/redis/session.h"
 
 namespace chash::proxy::redis {
@@ -25,15 +26,6 @@ std::string error_reply(std::string_view text) {
   std::string out;
   append_error(out, text);
   return out;
-}
-
-bool iequal(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto lo = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-    if (lo(a[i]) != lo(b[i])) return false;
-  }
-  return true;
 }
 
 std::string upper(std::string_view s) {

@@ -16,12 +16,6 @@ namespace chash::proxy::redis {
 
 namespace {
 
-std::string error_text(std::string_view text) {
-  std::string out;
-  append_error(out, text);
-  return out;
-}
-
 std::string ok() { return "+OK\r\n"; }
 
 std::string lower(std::string_view s) {

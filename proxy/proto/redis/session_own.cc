@@ -18,6 +18,7 @@
 
 #include "core/worker.h"
 #include "proto/redis/local_replies.h"
+#include "base/text.h"
 #include "proto/redis/session.h"
 
 namespace chash::proxy::redis {
@@ -28,15 +29,6 @@ std::string error_reply(std::string_view text) {
   std::string out;
   append_error(out, text);
   return out;
-}
-
-bool iequal(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto lo = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-    if (lo(a[i]) != lo(b[i])) return false;
-  }
-  return true;
 }
 
 // Redis's timeouts: seconds as a double for the B* commands (getTimeoutFromObjectOrReply),

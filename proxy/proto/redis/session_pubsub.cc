@@ -30,6 +30,7 @@
 #include "base/log.h"
 #include "chash/redis_slots.h"
 #include "core/worker.h"
+#include "base/text.h"
 #include "proto/redis/session.h"
 
 namespace chash::proxy::redis {
@@ -54,15 +55,6 @@ constexpr std::string_view kUnsubscribed[kKinds] = {"unsubscribe", "punsubscribe
 constexpr std::string_view kMessage = "*3\r\n$7\r\nmessage\r\n";
 constexpr std::string_view kPMessage = "*4\r\n$8\r\npmessage\r\n";
 constexpr std::string_view kSMessage = "*3\r\n$8\r\nsmessage\r\n";
-
-bool iequal(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto lo = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-    if (lo(a[i]) != lo(b[i])) return false;
-  }
-  return true;
-}
 
 // The payload of the bulk string at `raw[off..]` ("$5\r\nhello\r\n"), advancing `off` past it;
 // false when there is none.

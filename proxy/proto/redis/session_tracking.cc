@@ -21,26 +21,12 @@
 
 #include "core/worker.h"
 #include "proto/redis/local_replies.h"
+#include "base/text.h"
 #include "proto/redis/session.h"
 
 namespace chash::proxy::redis {
 
 namespace {
-
-std::string error_text(std::string_view text) {
-  std::string out;
-  append_error(out, text);
-  return out;
-}
-
-bool iequal(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto lo = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-    if (lo(a[i]) != lo(b[i])) return false;
-  }
-  return true;
-}
 
 // The server-side ids of the subscriber connections of each client (by the proxy's CLIENT
 // ID), per server name: what a REDIRECT to that client becomes on each backend. Touched when a

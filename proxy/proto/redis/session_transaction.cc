@@ -8,12 +8,6 @@ namespace chash::proxy::redis {
 
 namespace {
 
-std::string error_text(std::string_view text) {
-  std::string out;
-  append_error(out, text);
-  return out;
-}
-
 constexpr std::string_view kMultiBytes = "*1\r\n$5\r\nMULTI\r\n";
 constexpr std::string_view kExecBytes = "*1\r\n$4\r\nEXEC\r\n";
 
