@@ -249,6 +249,17 @@ void ClientSession::push_message(std::string bytes) {
   on_done();
 }
 
+void ClientSession::push_ahead(std::string bytes) {
+  auto m = make_ref<LocalReply>();
+  m->reply = std::move(bytes);
+  m->done = true;
+  auto at = pending_.begin();
+  while (at != pending_.end() && (*at)->done) ++at;
+  pending_.insert(at, std::move(m));
+  ++requests_queued_;
+  on_done();
+}
+
 void ClientSession::push_message(std::string_view head, const net::ChunkRef& chunk,
                                  std::string_view body) {
   if (closed_ || closing_) return;

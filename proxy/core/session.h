@@ -157,6 +157,10 @@ class ClientSession : public ClientConn {
   bool silent_ = false;
   // Queues bytes nobody asked for (a Pub/Sub message) after every earlier reply; never silent.
   void push_message(std::string bytes);
+  // The same, but ahead of the replies not yet complete: a RESP3 push a server sent on a
+  // client's own connection before the reply to that client's next request (CLIENT TRACKING's
+  // invalidation of a key evicted while running it comes before its reply, as from Redis).
+  void push_ahead(std::string bytes);
   // The same for `head` then `body` (held in `chunk`, a backend's read chunk): with no reply
   // owed before it, straight to the output with no copy of a large body and no Reply of its own
   // (a subscriber's usual case: a fan-out's every message passes here).

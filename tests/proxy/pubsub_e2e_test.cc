@@ -484,5 +484,57 @@ TEST_F(PubSubE2E, ClientTrackingInvalidatesAcrossBackends) {
   EXPECT_EQ(e->call({"CLIENT", "TRACKING", "off"}), "+OK\r\n");
 }
 
+// Through one server, tracking answers as that server does (Redis's tracking unit): an
+// eviction's invalidation comes before the reply of the command that evicted, as the server sent
+// them; BCAST with no PREFIX reports the empty prefix; a REDIRECT client that leaves is reported
+// with a tracking-redir-broken push naming the id the client gave, and TRACKINGINFO's
+// broken_redirect.
+TEST_F(PubSubE2E, TrackingKeepsTheServersOrderAndStateOnOneServer) {
+  proxy.start(dir, yaml({1}, "  allow_config_set: true\n"), 1);
+  auto c = client();
+  ASSERT_EQ(c->call({"HELLO", "3"}).substr(0, 1), "%");
+  ASSERT_EQ(c->call({"CLIENT", "TRACKING", "on"}), "+OK\r\n");
+  const std::string info = on(1, {"INFO", "memory"});
+  const auto number = [&](const std::string& field) {
+    const std::size_t at = info.find(field + ":");
+    return std::stoll(info.substr(at + field.size() + 1));
+  };
+  const long long limit = number("used_memory") - number("mem_not_counted_for_evict") + 100 * 1024;
+  ASSERT_EQ(c->call({"CONFIG", "SET", "maxmemory", std::to_string(limit)}), "+OK\r\n");
+  ASSERT_EQ(c->call({"CONFIG", "SET", "maxmemory-policy", "volatile-random"}), "+OK\r\n");
+  ASSERT_EQ(c->call({"SETEX", "volatile-key", "10000", "x"}), "+OK\r\n");
+  ASSERT_EQ(c->call({"GET", "volatile-key"}), "$1\r\nx\r\n");
+  ASSERT_EQ(c->call({"SETBIT", "big-key", "1600000", "0"}), ":0\r\n");  // ~200 KB: over
+  EXPECT_EQ(c->call({"GETBIT", "big-key", "0"}),
+            ">2\r\n$10\r\ninvalidate\r\n*1\r\n$12\r\nvolatile-key\r\n");
+  EXPECT_EQ(c->read_reply(), ":0\r\n");
+  on(1, {"CONFIG", "SET", "maxmemory", "0"});
+  on(1, {"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+
+  auto b = client();
+  ASSERT_EQ(b->call({"CLIENT", "TRACKING", "on", "BCAST"}), "+OK\r\n");
+  EXPECT_EQ(fields(b->call({"CLIENT", "TRACKINGINFO"})),
+            (std::vector<std::string>{"flags", "2", "on", "bcast", "redirect", "0", "prefixes", "1",
+                                      ""}));
+
+  auto listener = client();
+  const std::string id = listener->call({"CLIENT", "ID"});
+  const std::string id_text = id.substr(1, id.size() - 3);
+  ASSERT_EQ(fields(listener->call({"SUBSCRIBE", "__redis__:invalidate"}))[2], "1");
+  auto t = client();
+  ASSERT_EQ(t->call({"HELLO", "3"}).substr(0, 1), "%");
+  ASSERT_EQ(t->call({"CLIENT", "TRACKING", "on", "REDIRECT", id_text}), "+OK\r\n");
+  auto writer = client();
+  writer->call({"SET", "key1", "1"});
+  ASSERT_EQ(t->call({"GET", "key1"}), "$1\r\n1\r\n");
+  listener.reset();  // gone: its subscriber connection with it
+  ASSERT_TRUE(within(std::chrono::seconds(5), [&] { return numsub(1, "__redis__:invalidate") == 0; }));
+  writer->call({"SET", "key1", "2"});
+  EXPECT_EQ(t->read_reply(), ">2\r\n$21\r\ntracking-redir-broken\r\n:" + id_text + "\r\n");
+  EXPECT_EQ(fields(t->call({"CLIENT", "TRACKINGINFO"})),
+            (std::vector<std::string>{"flags", "2", "on", "broken_redirect", "redirect", id_text,
+                                      "prefixes", "0"}));
+}
+
 }  // namespace
 }  // namespace chash::proxy::testing

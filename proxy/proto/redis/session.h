@@ -330,6 +330,9 @@ class Client final : public ClientSession {
     std::vector<std::string> prefixes;
     std::uint64_t redirect = 0;  // the proxy's CLIENT ID of the client invalidations go to
     int caching_next = -1, caching_now = -1;
+    // A backend said the REDIRECT client is gone ("tracking-redir-broken"): TRACKINGINFO's
+    // broken_redirect, until tracking is set again.
+    bool broken_redirect = false;
   };
   void client_tracking(std::size_t argc);
   void client_caching(std::size_t argc);

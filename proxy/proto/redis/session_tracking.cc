@@ -297,6 +297,7 @@ void Client::client_tracking_info(bool getredir) {
   if (tracking_.optout) flags.push_back("optout");
   if (tracking_.optout && tracking_.caching_now == 0) flags.push_back("caching-no");
   if (tracking_.noloop) flags.push_back("noloop");
+  if (tracking_.on && tracking_.broken_redirect) flags.push_back("broken_redirect");
   out += resp_ == 3 ? "%3\r\n" : "*6\r\n";
   append_bulk(out, "flags");
   out += (resp_ == 3 ? "~" : "*") + std::to_string(flags.size()) + "\r\n";
@@ -304,12 +305,29 @@ void Client::client_tracking_info(bool getredir) {
   append_bulk(out, "redirect");
   append_int(out, redirect);
   append_bulk(out, "prefixes");
-  append_array_header(out, tracking_.prefixes.size());
-  for (const std::string& p : tracking_.prefixes) append_bulk(out, p);
+  if (tracking_.on && tracking_.bcast && tracking_.prefixes.empty()) {
+    out += "*1\r\n$0\r\n\r\n";  // BCAST with no PREFIX: Redis registers the empty prefix
+  } else {
+    append_array_header(out, tracking_.prefixes.size());
+    for (const std::string& p : tracking_.prefixes) append_bulk(out, p);
+  }
   reply_local(std::move(out));
 }
 
 // A RESP3 push one of the client's own connections received (an invalidation): to the client.
-void Client::backend_push(std::string_view raw) { push_message(std::string(raw)); }
+// In the server's order: ahead of the replies this client still waits for (Redis sends an
+// eviction's invalidation before the reply of the command that evicted).
+void Client::backend_push(std::string_view raw) {
+  constexpr std::string_view kBroken = ">2\r\n$21\r\ntracking-redir-broken\r\n";
+  if (raw.starts_with(kBroken)) {
+    // The id the server names is its own for the subscriber's connection: the client gave ours.
+    tracking_.broken_redirect = true;
+    std::string out(kBroken);
+    append_int(out, static_cast<std::int64_t>(tracking_.redirect));
+    push_ahead(std::move(out));
+    return;
+  }
+  push_ahead(std::string(raw));
+}
 
 }  // namespace chash::proxy::redis
