@@ -473,11 +473,21 @@ BackendSession::~BackendSession() {
   uncount_connection();
   unqueue_all();
   state_->inflight.fetch_sub(static_cast<std::int64_t>(queue_.size()), std::memory_order_relaxed);
+  state_->scripts.fetch_sub(std::exchange(scripts_, 0), std::memory_order_relaxed);
+}
+
+void BackendSession::count_script(const Pending& p, int delta) noexcept {
+  if (!p.msg || !p.msg->script) return;
+  scripts_ += delta;
+  if (delta > 0 && state_->scripts.fetch_add(delta, std::memory_order_relaxed) == 0)
+    state_->scripts_since_ms.store(steady_ms(), std::memory_order_relaxed);
+  if (delta < 0) state_->scripts.fetch_add(delta, std::memory_order_relaxed);
 }
 
 BackendSession::Pending BackendSession::take_front() {
   Pending p = std::move(queue_.front());
   queue_.pop_front();
+  count_script(p, -1);
   state_->inflight.fetch_sub(1, std::memory_order_relaxed);  // bounded loads read it: at once
   const auto b = static_cast<std::int64_t>(p.bytes);
   if (written_ > 0) {
@@ -616,6 +626,7 @@ void BackendSession::enqueue(std::initializer_list<std::string_view> bytes, Ref<
   enqueued_bytes_ += size;
   const auto bytes32 = static_cast<std::uint32_t>(std::min<std::size_t>(size, 0xFFFFFFFFu));
   queue_.push_back({std::move(msg), part, tag, worker_.loop().now(), enqueued_bytes_, bytes32});
+  count_script(queue_.back(), 1);
   ++counts_.queued;  // in_queue: published by the flush (before note_sent takes them out)
   counts_.queued_bytes += bytes32;
   state_->inflight.fetch_add(1, std::memory_order_relaxed);
@@ -759,6 +770,7 @@ void BackendSession::fail(const std::string& why, FailKind kind) {
   std::deque<Pending> q;
   q.swap(queue_);
   state_->inflight.fetch_sub(static_cast<std::int64_t>(q.size()), std::memory_order_relaxed);
+  state_->scripts.fetch_sub(std::exchange(scripts_, 0), std::memory_order_relaxed);
   close();  // before completing: a completion may send more to this backend's slot
   for (auto& p : q) {
     if (p.msg) {
@@ -773,6 +785,7 @@ void BackendSession::abandon() {
   if (closed_) return;
   unqueue_all();
   state_->inflight.fetch_sub(static_cast<std::int64_t>(queue_.size()), std::memory_order_relaxed);
+  state_->scripts.fetch_sub(std::exchange(scripts_, 0), std::memory_order_relaxed);
   queue_.clear();
   close();
 }

@@ -339,6 +339,8 @@ class BackendSession : public BackendConn {
   std::uint64_t epoch_ = 0;              // BackendState::address_epoch when the address was read
   bool counted_ = false;                 // in BackendState::active
   bool own_ = false;                     // a client's own (mark_own), in own_connections
+  std::int32_t scripts_ = 0;             // of queue_, script calls (BackendState::scripts)
+  void count_script(const Pending& p, int delta) noexcept;
   std::uint64_t enqueued_bytes_ = 0, sent_bytes_ = 0;
   std::size_t written_ = 0;  // queue_'s first written_ requests are wholly written
   bool connecting_ = true;

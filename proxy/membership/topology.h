@@ -83,6 +83,11 @@ struct BackendState {
   // Requests sent to this backend and not yet answered, across workers (redis, memcache): the
   // load hash_balance_factor bounds.
   std::atomic<std::int64_t> inflight{0};
+  // Scripts and function calls sent to it and not yet answered, across workers, and since when
+  // (steady ms) one has been: a server busy with a script answers -BUSY to others meanwhile, and
+  // a one-server pool's PING then goes to it to say so (proto/redis/session.cc local_ping).
+  std::atomic<std::int32_t> scripts{0};
+  std::atomic<std::int64_t> scripts_since_ms{0};
   // Connections of clients' own to it (redis: RESP3, SELECT, WATCH, blocking commands), across
   // workers, and the server's maxclients as it answered CONFIG GET (0: not known yet, -1: it
   // would not say) — what bounds them (core/worker.cc own_connection_limit).

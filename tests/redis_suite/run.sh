@@ -29,12 +29,10 @@ UNITS=${UNITS:-"unit/type/string unit/type/incr unit/type/list unit/type/hash un
   unit/functions unit/protocol unit/sort unit/type/stream unit/type/stream-cgroups"}
 TAGS=${TAGS:-"-needs:repl -needs:debug -needs:config-maxmemory"}
 # Skipped in every mode, by name (a ';'-separated list), because a failure there aborts the rest
-# of the unit (an error outside an assert, or a script left running): "Script ACL check" needs
-# the backend's own ACL users (ACL SETUSER, then AUTH as that user), which a proxy with users of
-# its own (`acl:`) does not pass on; the "Timedout ..." script tests (a regexp) wait for PING to
-# be answered -BUSY by the busy server, and the proxy answers PING itself, as nutcracker does
-# (so do functions' three "... kill ..." tests).
-SKIPTESTS=${SKIPTESTS:-"Script ACL check;/^Timedout ;FUNCTION - test function kill;FUNCTION - test script kill not working on function;FUNCTION - test function kill not working on eval"}
+# of the unit (an error outside an assert): "Script ACL check" needs the backend's own ACL users
+# (ACL SETUSER, then AUTH as that user), which a proxy with users of its own (`acl:`) does not
+# pass on.
+SKIPTESTS=${SKIPTESTS:-"Script ACL check"}
 UNIT_TIMEOUT=${UNIT_TIMEOUT:-900}
 
 [ -x "$CHASH_PROXY" ] || { echo "no chash-proxy at $CHASH_PROXY (make build)" >&2; exit 2; }

@@ -738,6 +738,18 @@ void Client::run_local(const redis::Command& cmd, std::size_t argc) {
 
 void Client::local_ping(std::size_t argc) {
   if (argc <= 2 && pubsub_ping(argc)) return;
+  // The proxy answers PING itself (as nutcracker does: a health check of the proxy must not
+  // depend on a backend), except on a pool of one server busy with a script: then the server
+  // answers, -BUSY as Redis does (clients and Redis's own tests wait for that to SCRIPT KILL).
+  if (argc <= 2 && one_server() && !tx_.active()) {
+    const BackendState& st = *pool_->states[0];
+    if (st.scripts.load(std::memory_order_relaxed) > 0 &&
+        steady_ms() - st.scripts_since_ms.load(std::memory_order_relaxed) >=
+            kScriptBypassAfter.count()) {
+      forward_one(0, new_msg());
+      return;
+    }
+  }
   std::string out;
   if (argc == 1) redis::append_status(out, "PONG");
   else if (argc == 2) redis::append_bulk(out, parser_.arg(in_, 1));
