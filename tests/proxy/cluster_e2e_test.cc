@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -107,6 +108,51 @@ TEST_F(ClusterE2E, RoutesBySlotSplitsAndChecksSameSlot) {
   EXPECT_NE(status.find("\"ranges\":\"0-5460\""), std::string::npos) << status;
   EXPECT_NE(proxy->prometheus().find("chash_proxy_cluster_slots_covered{pool=\"c\"} 16384"),
             std::string::npos);
+}
+
+// Pub/Sub through a cluster pool: a pattern subscriber gets every master's keyspace
+// notifications (they stay on the master where the key changed) and each published message once
+// (the masters pass a PUBLISH on to each other); a channel subscriber meets its publisher.
+TEST_F(ClusterE2E, PatternsGetEveryMastersKeyspaceNotificationsAndEachMessageOnce) {
+  RedisCluster cluster(dir, 3, 0, {"--notify-keyspace-events", "KEA"});
+  ASSERT_TRUE(cluster.start());
+  proxy.start(dir, pool_yaml(cluster.seed(1)));
+  ASSERT_TRUE(map_covers(*proxy, kRedisSlots));
+  RespClient sub(RespClient::dial_tcp(port()));
+  RespClient c(RespClient::dial_tcp(port()));
+  const std::string confirm = sub.call({"PSUBSCRIBE", "__keyspace@0__:n:*"});
+  ASSERT_NE(confirm.find("psubscribe"), std::string::npos) << confirm;
+  ASSERT_EQ(sub.call({"PSUBSCRIBE", "news.*"}).find("psubscribe") != std::string::npos, true);
+  std::set<int> masters;
+  std::set<std::string> want;
+  for (int i = 0; i < 30; ++i) {
+    const std::string k = "n:" + std::to_string(i);
+    masters.insert(cluster.owner(k));
+    ASSERT_EQ(c.call({"SET", k, "v"}), "+OK\r\n");
+    want.insert("__keyspace@0__:" + k);
+  }
+  ASSERT_EQ(masters.size(), 3u);
+  for (int i = 0; i < 5; ++i)
+    ASSERT_EQ(c.call({"PUBLISH", "news." + std::to_string(i), "m"}).substr(0, 1), ":");
+  testing::set_timeouts(sub.fd(), 5);
+  std::multiset<std::string> got, news;
+  while (got.size() < want.size() || news.size() < 5) {
+    const std::string r = sub.read_reply();
+    ASSERT_FALSE(r.empty()) << got.size() << " notifications, " << news.size() << " messages";
+    // *4 $8 pmessage $n pattern $n channel $n message: the channel is the 7th line.
+    std::vector<std::string> lines;
+    for (std::size_t at = 0, nl; (nl = r.find("\r\n", at)) != std::string::npos; at = nl + 2)
+      lines.push_back(r.substr(at, nl - at));
+    ASSERT_GE(lines.size(), 7u) << r;
+    ASSERT_EQ(lines[2], "pmessage") << r;
+    (lines[6].starts_with("news.") ? news : got).insert(lines[6]);
+  }
+  EXPECT_EQ(std::set<std::string>(got.begin(), got.end()), want);
+  EXPECT_EQ(got.size(), want.size());  // each once
+  // Nothing more on its way: no message twice.
+  EXPECT_EQ(sub.call({"PING"}), "*2\r\n$4\r\npong\r\n$0\r\n\r\n");
+  EXPECT_EQ(news.size(), 5u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(news.count("news." + std::to_string(i)), 1u) << i;
 }
 
 // Traffic through the proxy while redis-cli reshards: every reply is what was written, and

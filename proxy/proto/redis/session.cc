@@ -326,7 +326,7 @@ void Backend::on_input() {
       if (subscriber_ ? is_pubsub_message(raw) : parser_.type() == '>') {
         if (owner_ != nullptr) {
           if (!subscriber_) owner_->backend_push(raw);
-          else if (owner_->pubsub_message(in_.slice(parser_.start(), raw.size()))) ++delivered;
+          else if (owner_->pubsub_message(in_.slice(parser_.start(), raw.size()), name())) ++delivered;
         }
         if (closed_) return;
         parser_.next();

@@ -173,7 +173,9 @@ class Client final : public ClientSession {
   int resp() const noexcept { return resp_; }
   // A message one of its subscriber connections received, in that connection's read chunk
   // (proto/redis/session_pubsub.cc); false when it was not delivered (not subscribed any more).
-  bool pubsub_message(const net::Slice& raw);
+  // `from`: the server it came from (a cluster pool's patterns are on every master: see
+  // session_pubsub.cc).
+  bool pubsub_message(const net::Slice& raw, std::string_view from);
   // A RESP3 push one of its own connections received: CLIENT TRACKING's invalidations
   // (proto/redis/session_tracking.cc).
   void backend_push(std::string_view raw);

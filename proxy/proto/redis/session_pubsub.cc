@@ -123,21 +123,21 @@ bool Client::subscribed() const noexcept { return pubsub_ != nullptr && pubsub_-
 // ---- Placement ----------------------------------------------------------------------------------
 
 // The members a subscription belongs on in the current snapshot: a channel's owner, a pattern's
-// every routed backend (one on a cluster pool, whose servers pass every PUBLISH to each other:
-// subscribed on all, a pattern would get each message once per master).
+// every routed backend. On a cluster pool too: its masters pass every PUBLISH to each other, so a
+// pattern gets each published message from every master (pubsub_message keeps one master's), but
+// keyspace notifications stay on the master where the key changed.
 std::vector<NodeId> Client::sub_targets(SubKind kind, std::string_view name) const {
   if (one_server()) return {0};
   const Pool& pool = *pool_;
-  const bool cluster = pool.config.is_cluster();
   // __redis__:invalidate is where CLIENT TRACKING ... REDIRECT sends each backend's
   // invalidations (session_tracking.cc): a listener needs it on every backend.
-  if ((kind == SubKind::kPattern && !cluster) ||
+  if (kind == SubKind::kPattern ||
       (kind == SubKind::kChannel && name == "__redis__:invalidate")) {
     std::vector<NodeId> all(pool.nodes);
     for (NodeId i = 0; i < pool.nodes; ++i) all[i] = i;
     return all;
   }
-  const NodeId node = channel_node(kind == SubKind::kPattern ? std::string_view{} : name);
+  const NodeId node = channel_node(name);
   if (node == kNoNode) return {};
   return {node};
 }
@@ -510,7 +510,7 @@ void Client::unsubscribe(SubKind kind, std::size_t argc) {
 
 // A message a subscriber connection received: to the client while it is subscribed to its
 // channel (or pattern), as a push frame for RESP3.
-bool Client::pubsub_message(const net::Slice& message) {
+bool Client::pubsub_message(const net::Slice& message, std::string_view from) {
   if (pubsub_ == nullptr) return false;
   const std::string_view raw = message.bytes;
   std::size_t k = 0, off = 0;
@@ -526,6 +526,17 @@ bool Client::pubsub_message(const net::Slice& message) {
   }
   std::string_view name;
   if (!bulk_at(raw, off, name) || !pubsub_->subs[k].contains(name)) return false;
+  if (k == 1 && pool_->config.is_cluster() && !one_server()) {
+    // A cluster's masters pass each PUBLISH on to each other: a pattern's message is kept from
+    // one master (slot 0's). A keyspace notification is the one master's own: kept from each.
+    std::size_t at = off;
+    std::string_view channel;
+    if (!bulk_at(raw, at, channel)) return false;
+    if (!channel.starts_with("__keyspace@") && !channel.starts_with("__keyevent@")) {
+      const NodeId primary = channel_node({});
+      if (primary == kNoNode || pool_->servers[primary].name != from) return false;
+    }
+  }
   if (resp_ == 3 && k == 0 && name == "__redis__:invalidate") {
     // A redirected invalidation reaches a RESP3 client as Redis sends it one: ">2 invalidate
     // [keys]" (tracking.c sendTrackingMessage), not as a message of the channel.
