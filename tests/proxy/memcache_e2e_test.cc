@@ -648,5 +648,150 @@ TEST_F(MemcacheE2E, MetricsCountMemcacheBackendConnections) {
   EXPECT_EQ(eofs, static_cast<std::uint64_t>(open));
 }
 
+
+// ---- Meta commands -------------------------------------------------------------------------
+// The reference is one memcached (1.6.18) spoken to directly: a stream through the proxy over
+// three backends must get the bytes that one server gives for the same stream, in the same
+// order. Flags whose answers are the server's own counters (c: cas, t/h/l: times) are left out.
+
+// A memcached outside the pool, and `stream` sent to it and through `proxy`: both answers.
+// The stream ends with a miss whose opaque marks the end of the answers.
+constexpr std::string_view kEndMark = "mg chash:end:mark v O999999\r\n";
+std::string until_end(int fd, const std::string& stream) {
+  if (!testing::send_all(fd, stream + std::string(kEndMark))) return "<send failed>";
+  return testing::recv_until(fd, [](const std::string& s) { return s.ends_with("EN O999999\r\n"); });
+}
+
+class MemcacheMetaE2E : public MemcacheE2E {
+ protected:
+  void SetUp() override {
+    MemcacheE2E::SetUp();
+    reference_ = std::make_unique<MemcachedServer>(dir_, "reference");
+    ASSERT_TRUE(reference_->start()) << "the reference memcached did not start";
+    start_proxy(yaml(""));
+  }
+  // The proxy's answer to `stream`, checked against the reference server's.
+  std::string same_as_memcached(const std::string& stream) {
+    auto direct = reference_->client();
+    auto c = client();
+    const std::string want = until_end(direct.fd(), stream);
+    const std::string got = until_end(c.fd(), stream);
+    EXPECT_EQ(got, want);
+    return got;
+  }
+  std::unique_ptr<MemcachedServer> reference_;
+};
+
+TEST_F(MemcacheMetaE2E, PipelinedOverThreeBackendsAnswersAsOneMemcachedInOrder) {
+  const std::string k0 = key_on(0), k1 = key_on(1), k2 = key_on(2), n0 = key_on(0, "n"),
+                    n2 = key_on(2, "n");
+  ASSERT_FALSE(k0.empty() || k1.empty() || k2.empty() || n0.empty() || n2.empty());
+  const std::string stream =
+      "ms " + k0 + " 2 T0 F7 O10 k\r\nv0\r\n" + "ms " + k1 + " 3 O11\r\nv11\r\n" + "ms " + k2 +
+      " 1 MA\r\nz\r\n" +  // append to nothing: NS
+      "mg " + k0 + " v f k O12\r\n" + "mg " + k1 + " s v\r\n" + "mg " + k2 + " v O13 k\r\n" +
+      "ma " + n0 + " N0 J40 v O14\r\n" + "ma " + n0 + " v MD D3\r\n" + "ma " + n2 + "\r\n" +
+      "md " + k1 + " O15\r\n" + "md " + k1 + " O16 k\r\n" + "mg " + k0 + " k v q O20\r\n" +
+      "mg " + k1 + " v q O21\r\n" +  // a miss: EN suppressed
+      "ms " + k2 + " 1 q\r\nq\r\n" +      // HD suppressed
+      "md " + n2 + " q\r\n" +             // NF suppressed
+      "mn\r\n" + "ms " + k2 + " 1 MR I O30\r\nr\r\n" + "mg " + k2 + " v\r\n" + "mn\r\n";
+  const std::string got = same_as_memcached(stream);
+  EXPECT_EQ(got.substr(0, 10 + k0.size()), "HD O10 k" + k0 + "\r\n");  // and not empty
+  // Every key is where `get` finds it: on the server the router names.
+  for (const std::string& k : {k0, k2, n0}) {
+    EXPECT_EQ(holder(k), "m" + std::to_string(pool()->router.route(k) + 1)) << k;
+  }
+  auto c = client();
+  EXPECT_EQ(c.call("get " + k0 + " " + k2 + " " + n0 + "\r\n"),
+            value(k0, "v0", 7) + value(k2, "r") + value(n0, "37") + "END\r\n");
+}
+
+TEST_F(MemcacheMetaE2E, QuietRequestsOverEveryBackendKeepOrderUntilMn) {
+  // Hits and misses interleaved over the three backends; only hits answer, each where its
+  // request was; every `mn` answers once all earlier requests have.
+  std::string setup, stream;
+  for (int i = 0; i < 300; ++i) {
+    const std::string k = "q:" + std::to_string(i);
+    if (i % 3 != 1) setup += "ms " + k + " " + std::to_string(k.size()) + " q\r\n" + k + "\r\n";
+    stream += "mg " + k + " v k q O" + std::to_string(i) + "\r\n";
+    if (i % 7 == 0) stream += "md q:missing:" + std::to_string(i) + " q\r\n";
+    if (i % 50 == 49) stream += "mn\r\n";
+  }
+  const std::string got = same_as_memcached(setup + "mn\r\n" + stream);
+  EXPECT_EQ(std::count(got.begin(), got.end(), 'V'), 200);  // "VA": the hits
+  std::set<NodeId> nodes;
+  for (int i = 0; i < 300; ++i) nodes.insert(pool()->router.route("q:" + std::to_string(i)));
+  EXPECT_EQ(nodes.size(), 3u);
+}
+
+TEST_F(MemcacheMetaE2E, MalformedRequestsAnswerAsMemcached) {
+  std::string eighteen;
+  for (const char f : std::string_view("vkstfOPLhluqNTRIF")) eighteen += std::string(" ") + f;
+  const std::string stream = std::string("mg\r\n") + "me\r\n" + "mz k\r\n" + "mg " +
+                             std::string(251, 'k') + " v\r\n" + "mg k z\r\n" + "mg k v v\r\n" +
+                             "mg k Tabc\r\n" + "mg k Fx\r\n" + "mg k MAB\r\n" + "ma k Jx\r\n" +
+                             "md k Tx\r\n" + "mg k q z\r\n" + "mg k D-1\r\n" + "mg k" + eighteen +
+                             " x\r\n" + "md k" + eighteen + "\r\n" + "ms k\r\n" + "ms k abc\r\n" +
+                             "ms k -1\r\n" + "ms k 2 T\r\nmn\r\n" + "ms k 2 zz\r\nab\r\n" +
+                             "ms k 2 q\r\nabcd\r\n" + "mg Zm9v= b\r\n" + "md Zm9 b\r\n" +
+                             "me Zm9 b\r\n" + "ms Zm9 2 b\r\nab\r\n" + "ms k 2 MZ\r\nab\r\n" +
+                             "mg k O" + std::string(40, 'o') + "\r\n" + "ma k MX\r\n" +
+                             "ms k 4294967298 O1\r\nab\r\n" + "mg k v T99999999999\r\n" +
+                             "ms big 2000000 T1\r\n" + std::string(2000000, 'b') + "\r\n" +
+                             "mn\r\n";
+  const std::string got = same_as_memcached(stream);
+  EXPECT_NE(got.find("CLIENT_ERROR invalid or duplicate flag\r\n"), std::string::npos);
+  EXPECT_NE(got.find("SERVER_ERROR object too large for cache\r\n"), std::string::npos);
+  // The proxy refuses what memcached would store under a key with control bytes (see key_ok).
+  auto c = client();
+  EXPECT_EQ(c.call("mg k\x01y v\r\n"), "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(c.call("mn\r\n"), "MN\r\n");
+}
+
+TEST_F(MemcacheMetaE2E, Base64KeysArePlacedAsTheirDecodedKey) {
+  auto c = client();
+  std::set<NodeId> nodes;
+  for (int i = 0; i < 60; ++i) {
+    const std::string plain = "b64:" + std::to_string(i * 7919);
+    std::string encoded;
+    memcache::base64_encode(plain, encoded);
+    ASSERT_EQ(c.call("ms " + encoded + " 1 b\r\n" + std::to_string(i % 10) + "\r\n"), "HD\r\n");
+    // The server stores the decoded key: a text get finds it, on the router's server for it.
+    EXPECT_EQ(c.call("get " + plain + "\r\n"), value(plain, std::to_string(i % 10)) + "END\r\n");
+    EXPECT_EQ(holder(plain), "m" + std::to_string(pool()->router.route(plain) + 1)) << plain;
+    nodes.insert(pool()->router.route(plain));
+    // And the other way round: a text set, read back by its base64 name (k names it as stored:
+    // in text, since a text command stored it).
+    ASSERT_EQ(c.call(set(plain, "t")), "STORED\r\n");
+    EXPECT_EQ(c.call("mg " + encoded + " b v k\r\n"), "VA 1 k" + plain + "\r\nt\r\n");
+    EXPECT_EQ(c.call("md " + encoded + " b\r\n"), "HD\r\n");
+    EXPECT_EQ(c.call("mg " + plain + " v\r\n"), "EN\r\n");
+  }
+  EXPECT_EQ(nodes.size(), 3u);
+  // A binary key (bytes no text command can name) is routed and stored the same way.
+  const std::string binary("\x00\x01 \r\n\xff", 6);
+  std::string encoded;
+  memcache::base64_encode(binary, encoded);
+  ASSERT_EQ(c.call("ms " + encoded + " 2 b\r\nhi\r\n"), "HD\r\n");
+  EXPECT_EQ(c.call("mg " + encoded + " b v\r\n"), "VA 2\r\nhi\r\n");
+  const NodeId owner = pool()->router.route(binary);
+  auto direct = servers_[owner]->client();
+  EXPECT_EQ(direct.call("mg " + encoded + " b v\r\n"), "VA 2\r\nhi\r\n");
+}
+
+TEST_F(MemcacheMetaE2E, MeAndMnAreAnswered) {
+  auto c = client();
+  const std::string k = key_on(1);
+  ASSERT_EQ(c.call(set(k, "abc")), "STORED\r\n");
+  EXPECT_TRUE(c.call("me " + k + "\r\n").starts_with("ME " + k + " exp=-1 la=")) << k;
+  std::string encoded;
+  memcache::base64_encode(k, encoded);
+  EXPECT_TRUE(c.call("me " + encoded + " b\r\n").starts_with("ME " + k + " exp=-1 la="));
+  EXPECT_EQ(c.call("me nothere\r\n"), "EN\r\n");
+  EXPECT_EQ(c.call("mn\r\n"), "MN\r\n");
+  EXPECT_EQ(c.call("mn with words\r\n"), "MN\r\n");
+}
+
 }  // namespace
 }  // namespace chash::proxy
