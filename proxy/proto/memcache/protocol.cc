@@ -411,14 +411,13 @@ ParseResult RequestParser::meta(std::string_view buf, Command c) {
   const std::size_t n = tokens_.size();
   meta_flags_ = 0;
   key_binary_ = false;
+  if (n < 2) return done_local(c == Command::kMetaDebug ? kBadFormat : kError, false);
   first_key_ = 1;
   key_end_ = 2;
   forward_end_ = n;
   if (c == Command::kMetaDebug) {
     // process_meta_command: only "me <key> b" decodes (b must be the first flag).
-    if (n < 2 || token(buf, 1).size() > kMaxKeyLength || !keys_ok(buf)) {
-      return done_local(kBadFormat, false);
-    }
+    if (!keys_ok(buf)) return done_local(kBadFormat, false);
     if (n >= 3 && token(buf, 2) == "b") {
       key_len_ = base64_decode(token(buf, 1), key_buf_);
       if (key_len_ == 0) return done_local(kBadFormat, false);
@@ -427,7 +426,6 @@ ParseResult RequestParser::meta(std::string_view buf, Command c) {
     command_ = c;
     return ParseResult::kDone;
   }
-  if (n < 2) return done_local(kError, false);
   // Over 250 bytes before decoding, as memcached checks; control characters: see key_ok.
   if (!keys_ok(buf)) return done_local(kBadFormat, false);
   if (c == Command::kMetaSet && n == 2) return done_local(kBadFormat, false);
