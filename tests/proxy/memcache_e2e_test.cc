@@ -793,5 +793,59 @@ TEST_F(MemcacheMetaE2E, MeAndMnAreAnswered) {
   EXPECT_EQ(c.call("mn with words\r\n"), "MN\r\n");
 }
 
+
+// hot_cache: a get of a hot key is answered from the worker's copy; ms, md and ma must make that
+// copy stale exactly as set/delete/incr do (a stale copy would be served for its 10 s TTL).
+TEST_F(MemcacheE2E, MetaWritesInvalidateHotKeyCopies) {
+  start_proxy(yaml("  hot_keys: {window: 300ms, sample: 1, min_rate: 10, log_rate: 100}\n"
+                   "  hot_cache: {ttl: 10s}\n"));
+  auto c = client();
+  auto other = client();
+  ASSERT_EQ(c.call(set("hot", "0")), "STORED\r\n");
+  ASSERT_TRUE(testing::within(8s, [&] {
+    for (int i = 0; i < 200; ++i) c.call("get hot\r\n");
+    return proxy_->status_json().find("\"top\":[{\"key\":\"hot\"") != std::string::npos;
+  }));
+  std::string encoded;
+  memcache::base64_encode("hot", encoded);
+  for (int i = 1; i <= 10; ++i) {
+    // Through the other connection, with and without b.
+    const std::string v = std::to_string(i * 10);
+    const std::string line = i % 2 == 0 ? encoded + " " + std::to_string(v.size()) + " b"
+                                        : "hot " + std::to_string(v.size());
+    ASSERT_EQ(c.call("get hot\r\n").substr(0, 10), "VALUE hot ");  // a copy is there
+    ASSERT_EQ(other.call("ms " + line + "\r\n" + v + "\r\n"), "HD\r\n");
+    ASSERT_EQ(c.call("get hot\r\n"), value("hot", v) + "END\r\n") << i;
+    ASSERT_EQ(other.call("ma hot D3\r\n"), "HD\r\n");
+    ASSERT_EQ(c.call("get hot\r\n"), value("hot", std::to_string(i * 10 + 3)) + "END\r\n") << i;
+  }
+  ASSERT_EQ(other.call("md hot\r\n"), "HD\r\n");
+  EXPECT_EQ(c.call("get hot\r\n"), "END\r\n");
+}
+
+// A quiet request to a backend that is gone is answered with the error (memcached never
+// silences errors) and the client's mn still comes: nothing waits for an MN that cannot come.
+TEST_F(MemcacheE2E, QuietMetaRequestsToADeadBackendAnswerTheErrorThenMn) {
+  start_proxy(yaml("  timeout: 500\n  server_failure_limit: 1\n  server_retry_timeout: 60000\n"));
+  const std::string k1 = key_on(0), k2 = key_on(1), k3 = key_on(2);
+  auto c = client();
+  ASSERT_EQ(c.call("ms " + k2 + " 2 T0\r\nok\r\n"), "HD\r\n");
+  servers_[0]->stop();
+  ASSERT_TRUE(c.send("mg " + k2 + " v q O1\r\nmg " + k1 + " v q O2\r\nms " + k1 +
+                     " 1 q\r\nx\r\nmg " + k3 + " v q O3\r\nmn\r\n"));
+  const std::string got = testing::recv_until(c.fd(), [](const std::string& s) {
+    return s.ends_with("MN\r\n");
+  });
+  // k2's hit; k1's two requests fail (the connection, then the down backend); k3's miss is
+  // silent; then MN.
+  const std::string hit = "VA 2 O1\r\nok\r\n";
+  ASSERT_TRUE(got.starts_with(hit)) << got;
+  const std::string rest = got.substr(hit.size());
+  EXPECT_TRUE(rest.starts_with("SERVER_ERROR backend m1")) << rest;
+  EXPECT_EQ(std::count(rest.begin(), rest.end(), '\n'), 3) << rest;  // 2 errors + MN
+  EXPECT_TRUE(rest.ends_with("\r\nMN\r\n")) << rest;
+  EXPECT_EQ(c.call("mg " + k2 + " v\r\n"), "VA 2\r\nok\r\n");  // the connection goes on
+}
+
 }  // namespace
 }  // namespace chash::proxy
