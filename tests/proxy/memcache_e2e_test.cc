@@ -847,5 +847,66 @@ TEST_F(MemcacheE2E, QuietMetaRequestsToADeadBackendAnswerTheErrorThenMn) {
   EXPECT_EQ(c.call("mg " + k2 + " v\r\n"), "VA 2\r\nok\r\n");  // the connection goes on
 }
 
+// Safe failover with meta writes: while a key's server is out, ms/md/ma to its fallback are
+// noted (and an ms there lives failover_ttl at most); when it returns it serves none of the
+// old values it still holds.
+TEST_F(MemcacheE2E, MetaWritesOnAFallbackAreCappedAndNotReadStaleOnReturn) {
+  start_proxy(yaml("  timeout: 300\n  auto_eject_hosts: true\n  server_failure_limit: 1\n"
+                   "  server_retry_timeout: 200\n  failover_ttl: 30000\n"));
+  std::vector<std::string> keys;
+  for (int i = 0; keys.size() < 24; ++i) {
+    const std::string k = "fo:" + std::to_string(i);
+    if (pool()->router.route(k) == 1) keys.push_back(k);
+  }
+  auto c = client();
+  for (const auto& k : keys) ASSERT_EQ(c.call("ms " + k + " 3\r\nold\r\n"), "HD\r\n") << k;
+  ASSERT_EQ(c.call("ms " + keys[23] + " 1 T0\r\n5\r\n"), "HD\r\n");
+  ::kill(servers_[1]->pid(), SIGSTOP);
+  const bool ejected = testing::within(8s, [&] {
+    c.call("mg " + keys[0] + " v\r\n");
+    return pool()->states[1]->down.load();
+  });
+  if (!ejected) ::kill(servers_[1]->pid(), SIGCONT);
+  ASSERT_TRUE(ejected);
+  for (std::size_t i = 0; i < 16; ++i) {
+    std::string b64;
+    memcache::base64_encode(keys[i], b64);
+    // Text and base64 names, with no T, a long T and a quiet store.
+    const std::string name = i % 2 == 0 ? keys[i] + " 3" : b64 + " 3 b";
+    const std::string flags = i % 3 == 0 ? "" : i % 3 == 1 ? " T86400" : " q";
+    ASSERT_TRUE(c.send("ms " + name + flags + "\r\nnew\r\n"));
+    if (flags != " q") {
+      ASSERT_EQ(c.read(false, true), "HD\r\n") << keys[i];
+    }
+  }
+  EXPECT_EQ(c.call("mn\r\n"), "MN\r\n");
+  EXPECT_EQ(c.call("md " + keys[16] + "\r\n"), "NF\r\n");  // the fallback has none
+  EXPECT_EQ(c.call("ma " + keys[17] + "\r\n"), "NF\r\n");
+  // On its fallback, each copy expires within failover_ttl (30 s).
+  int seen = 0;
+  for (const std::size_t s : {std::size_t{0}, std::size_t{2}}) {
+    auto direct = servers_[s]->client();
+    for (std::size_t i = 0; i < 16; ++i) {
+      const std::string r = direct.call("mg " + keys[i] + " t v\r\n");
+      if (r == "EN\r\n") continue;
+      ++seen;
+      ASSERT_TRUE(r.starts_with("VA 3 t")) << r;
+      const int ttl = std::stoi(r.substr(6));
+      EXPECT_GT(ttl, 0) << keys[i];
+      EXPECT_LE(ttl, 30) << keys[i];
+    }
+  }
+  EXPECT_EQ(seen, 16);
+  ::kill(servers_[1]->pid(), SIGCONT);
+  ASSERT_TRUE(testing::within(8s, [&] { return !pool()->states[1]->down.load(); }));
+  int stale = 0;
+  for (std::size_t i = 0; i < 18; ++i) {
+    const std::string r = c.call("mg " + keys[i] + " v\r\n");
+    if (r == "VA 3\r\nold\r\n") ++stale;
+  }
+  EXPECT_EQ(stale, 0);
+  EXPECT_EQ(c.call("mg " + keys[20] + " v\r\n"), "VA 3\r\nold\r\n");  // never written: kept
+}
+
 }  // namespace
 }  // namespace chash::proxy

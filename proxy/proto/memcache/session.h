@@ -135,6 +135,9 @@ class Client final : public ClientSession {
   void retrieve();
   // mg ms md ma me (proto/memcache/session_meta.cc).
   void meta();
+  // The current ms's line with its T capped by failover_ttl (capped_exptime) or added; false
+  // (and `line` untouched) for append/prepend modes and T forms it does not read.
+  bool capped_line(std::string& line) const;
   // Warm-up on resize (proto/memcache/session_warmup.cc): when `key` (routed to `node`) moved,
   // the warm-up answers part `part` of `m` (true); `request` is the command for that key alone.
   bool warm(memcache::Command cmd, std::string_view key, NodeId node, const Ref<Msg>& m,

@@ -38,10 +38,40 @@ void Client::meta() {
   if (!route(key, m, node)) return;
   // Safe failover: noted like set/delete/incr. A binary key that is not a valid text key is
   // not noted: the return sweep (membership/failback.cc) deletes noted keys with plain `md`.
-  if (write && (!parser_.key_binary() || text_key_ok(key))) note_fallback_write(key, node);
-  const std::string_view request = parser_.request(in);
-  forward(node, m, 0, {request, m->quiet ? std::string_view("mn\r\n") : std::string_view()},
-          {&key, 1});
+  const bool fallback =
+      write && (!parser_.key_binary() || text_key_ok(key)) && note_fallback_write(key, node);
+  const std::string_view mn = m->quiet ? std::string_view("mn\r\n") : std::string_view();
+  std::string line;
+  if (fallback && cmd == Command::kMetaSet && pool_->config.failover_ttl_ms != 0 &&
+      capped_line(line)) {
+    // A store on a fallback lives failover_ttl at most, as set's exptime does there.
+    forward(node, m, 0, {line, parser_.data(in), "\r\n", mn}, {&key, 1});
+    return;
+  }
+  forward(node, m, 0, {parser_.request(in), mn}, {&key, 1});
+}
+
+bool Client::capped_line(std::string& line) const {
+  const std::string_view in(in_);
+  std::int64_t ttl = 0;  // no T: never expires
+  std::size_t t_at = 0;  // 0: none (token 0 is the command)
+  for (std::size_t i = 3; i < parser_.token_count(); ++i) {
+    const std::string_view f = parser_.token(in, i);
+    // Append and prepend keep the item's own TTL (set does not cap them either).
+    if (f == "MA" || f == "MP") return false;
+    if (f[0] != 'T') continue;
+    if (!parse_i64(f.substr(1), ttl)) return false;  // memcached's laxer forms: left as sent
+    t_at = i;
+  }
+  for (std::size_t i = 0; i < parser_.token_count(); ++i) {
+    if (i == t_at && i != 0) continue;
+    if (i > 0) line += ' ';
+    line += parser_.token(in, i);
+  }
+  line += " T";
+  line += std::to_string(capped_exptime(ttl));
+  line += "\r\n";
+  return true;
 }
 
 }  // namespace chash::proxy::memcache
