@@ -908,5 +908,59 @@ TEST_F(MemcacheE2E, MetaWritesOnAFallbackAreCappedAndNotReadStaleOnReturn) {
   EXPECT_EQ(c.call("mg " + keys[20] + " v\r\n"), "VA 3\r\nold\r\n");  // never written: kept
 }
 
+// Warm-up on resize: a meta request for a key the reload moved finds the value the previous
+// owner holds (migrated to the new owner first), quiet or not, text or base64 named.
+TEST_F(MemcacheE2E, MetaRequestsReadThroughAfterAResize) {
+  start_proxy(yaml("", 2));
+  auto c = client();
+  std::map<std::string, NodeId> before;
+  for (int i = 0; i < 120; ++i) {
+    const std::string k = "warm:" + std::to_string(i * 7919);
+    ASSERT_EQ(c.call("ms " + k + " " + std::to_string(k.size()) + " F" + std::to_string(i) +
+                     "\r\n" + k + "\r\n"),
+              "HD\r\n");
+    before[k] = pool()->router.route(k);
+  }
+  proxy_.rewrite(yaml("", 3));
+  std::string message;
+  ASSERT_TRUE(proxy_->reload_from_file(message)) << message;
+  ASSERT_TRUE(testing::reload_applied(*proxy_));
+  ASSERT_TRUE(pool()->warming());
+  int moved = 0;
+  std::string quiet, want;
+  for (int i = 0; i < 120; ++i) {
+    const std::string k = "warm:" + std::to_string(i * 7919);
+    const bool has_moved = pool()->router.route(k) != before[k];
+    moved += has_moved ? 1 : 0;
+    const std::string va = "VA " + std::to_string(k.size()) + " f" + std::to_string(i);
+    if (i % 3 == 0) {
+      EXPECT_EQ(c.call("mg " + k + " v f\r\n"), va + "\r\n" + k + "\r\n") << k;
+    } else if (i % 3 == 1) {
+      std::string b64;
+      memcache::base64_encode(k, b64);
+      EXPECT_EQ(c.call("mg " + b64 + " b v f\r\n"), va + "\r\n" + k + "\r\n") << k;
+    } else {
+      quiet += "mg " + k + " v f q O" + std::to_string(i) + "\r\nmg missing:" + k + " v q\r\n";
+      want += va + " O" + std::to_string(i) + "\r\n" + k + "\r\n";
+    }
+    if (has_moved && i % 3 != 2) {
+      EXPECT_EQ(holder(k), "m" + std::to_string(pool()->router.route(k) + 1)) << k;
+    }
+  }
+  EXPECT_GT(moved, 10);
+  ASSERT_TRUE(c.send(quiet + "mn\r\n"));
+  EXPECT_EQ(testing::recv_until(c.fd(), [](const std::string& s) { return s.ends_with("MN\r\n"); }),
+            want + "MN\r\n");
+  // Writes of moved keys act at the new owner with the old value carried over.
+  for (int i = 0; i < 120; ++i) {
+    const std::string k = "warm:" + std::to_string(i * 7919);
+    if (pool()->router.route(k) == before[k]) continue;
+    EXPECT_EQ(c.call("ms " + k + " 1 MA\r\n!\r\n"), "HD\r\n") << k;
+    EXPECT_EQ(c.call("mg " + k + " v\r\n"), "VA " + std::to_string(k.size() + 1) + "\r\n" + k +
+                                                 "!\r\n");
+    EXPECT_EQ(holder(k), "m" + std::to_string(pool()->router.route(k) + 1)) << k;
+  }
+}
+
 }  // namespace
 }  // namespace chash::proxy

@@ -42,9 +42,19 @@ void Client::meta() {
       write && (!parser_.key_binary() || text_key_ok(key)) && note_fallback_write(key, node);
   const std::string_view mn = m->quiet ? std::string_view("mn\r\n") : std::string_view();
   std::string line;
-  if (fallback && cmd == Command::kMetaSet && pool_->config.failover_ttl_ms != 0 &&
-      capped_line(line)) {
-    // A store on a fallback lives failover_ttl at most, as set's exptime does there.
+  // A store on a fallback lives failover_ttl at most, as set's exptime does there.
+  const bool capped = fallback && cmd == Command::kMetaSet &&
+                      pool_->config.failover_ttl_ms != 0 && capped_line(line);
+  // Warm-up: a key a resize moved is migrated to its new owner first (session_warmup.cc), then
+  // the request runs there. Its steps name the key in text: a binary key no text command can
+  // name goes straight to the new owner.
+  if (pool_->warming() && (!parser_.key_binary() || text_key_ok(key))) {
+    std::string request = capped ? line + std::string(parser_.data(in)) + "\r\n"
+                                 : std::string(parser_.request(in));
+    request += mn;
+    if (warm(cmd, key, node, m, 0, std::move(request))) return;
+  }
+  if (capped) {
     forward(node, m, 0, {line, parser_.data(in), "\r\n", mn}, {&key, 1});
     return;
   }
