@@ -648,7 +648,6 @@ TEST_F(MemcacheE2E, MetricsCountMemcacheBackendConnections) {
   EXPECT_EQ(eofs, static_cast<std::uint64_t>(open));
 }
 
-
 // ---- Meta commands -------------------------------------------------------------------------
 // The reference is one memcached (1.6.18) spoken to directly: a stream through the proxy over
 // three backends must get the bytes that one server gives for the same stream, in the same
@@ -659,7 +658,8 @@ TEST_F(MemcacheE2E, MetricsCountMemcacheBackendConnections) {
 constexpr std::string_view kEndMark = "mg chash:end:mark v O999999\r\n";
 std::string until_end(int fd, const std::string& stream) {
   if (!testing::send_all(fd, stream + std::string(kEndMark))) return "<send failed>";
-  return testing::recv_until(fd, [](const std::string& s) { return s.ends_with("EN O999999\r\n"); });
+  return testing::recv_until(fd,
+                             [](const std::string& s) { return s.ends_with("EN O999999\r\n"); });
 }
 
 class MemcacheMetaE2E : public MemcacheE2E {
@@ -690,11 +690,11 @@ TEST_F(MemcacheMetaE2E, PipelinedOverThreeBackendsAnswersAsOneMemcachedInOrder) 
       "ms " + k0 + " 2 T0 F7 O10 k\r\nv0\r\n" + "ms " + k1 + " 3 O11\r\nv11\r\n" + "ms " + k2 +
       " 1 MA\r\nz\r\n" +  // append to nothing: NS
       "mg " + k0 + " v f k O12\r\n" + "mg " + k1 + " s v\r\n" + "mg " + k2 + " v O13 k\r\n" +
-      "ma " + n0 + " N0 J40 v O14\r\n" + "ma " + n0 + " v MD D3\r\n" + "ma " + n2 + "\r\n" +
-      "md " + k1 + " O15\r\n" + "md " + k1 + " O16 k\r\n" + "mg " + k0 + " k v q O20\r\n" +
-      "mg " + k1 + " v q O21\r\n" +  // a miss: EN suppressed
-      "ms " + k2 + " 1 q\r\nq\r\n" +      // HD suppressed
-      "md " + n2 + " q\r\n" +             // NF suppressed
+      "ma " + n0 + " N0 J40 v O14\r\n" + "ma " + n0 + " v MD D3\r\n" + "ma " + n2 + "\r\n" + "md " +
+      k1 + " O15\r\n" + "md " + k1 + " O16 k\r\n" + "mg " + k0 + " k v q O20\r\n" + "mg " + k1 +
+      " v q O21\r\n" +                // a miss: EN suppressed
+      "ms " + k2 + " 1 q\r\nq\r\n" +  // HD suppressed
+      "md " + n2 + " q\r\n" +         // NF suppressed
       "mn\r\n" + "ms " + k2 + " 1 MR I O30\r\nr\r\n" + "mg " + k2 + " v\r\n" + "mn\r\n";
   const std::string got = same_as_memcached(stream);
   EXPECT_EQ(got.substr(0, 10 + k0.size()), "HD O10 k" + k0 + "\r\n");  // and not empty
@@ -728,18 +728,16 @@ TEST_F(MemcacheMetaE2E, QuietRequestsOverEveryBackendKeepOrderUntilMn) {
 TEST_F(MemcacheMetaE2E, MalformedRequestsAnswerAsMemcached) {
   std::string eighteen;
   for (const char f : std::string_view("vkstfOPLhluqNTRIF")) eighteen += std::string(" ") + f;
-  const std::string stream = std::string("mg\r\n") + "me\r\n" + "mz k\r\n" + "mg " +
-                             std::string(251, 'k') + " v\r\n" + "mg k z\r\n" + "mg k v v\r\n" +
-                             "mg k Tabc\r\n" + "mg k Fx\r\n" + "mg k MAB\r\n" + "ma k Jx\r\n" +
-                             "md k Tx\r\n" + "mg k q z\r\n" + "mg k D-1\r\n" + "mg k" + eighteen +
-                             " x\r\n" + "md k" + eighteen + "\r\n" + "ms k\r\n" + "ms k abc\r\n" +
-                             "ms k -1\r\n" + "ms k 2 T\r\nmn\r\n" + "ms k 2 zz\r\nab\r\n" +
-                             "ms k 2 q\r\nabcd\r\n" + "mg Zm9v= b\r\n" + "md Zm9 b\r\n" +
-                             "me Zm9 b\r\n" + "ms Zm9 2 b\r\nab\r\n" + "ms k 2 MZ\r\nab\r\n" +
-                             "mg k O" + std::string(40, 'o') + "\r\n" + "ma k MX\r\n" +
-                             "ms k 4294967298 O1\r\nab\r\n" + "mg k v T99999999999\r\n" +
-                             "ms big 2000000 T1\r\n" + std::string(2000000, 'b') + "\r\n" +
-                             "mn\r\n";
+  const std::string stream =
+      std::string("mg\r\n") + "me\r\n" + "mz k\r\n" + "mg " + std::string(251, 'k') + " v\r\n" +
+      "mg k z\r\n" + "mg k v v\r\n" + "mg k Tabc\r\n" + "mg k Fx\r\n" + "mg k MAB\r\n" +
+      "ma k Jx\r\n" + "md k Tx\r\n" + "mg k q z\r\n" + "mg k D-1\r\n" + "mg k" + eighteen +
+      " x\r\n" + "md k" + eighteen + "\r\n" + "ms k\r\n" + "ms k abc\r\n" + "ms k -1\r\n" +
+      "ms k 2 T\r\nmn\r\n" + "ms k 2 zz\r\nab\r\n" + "ms k 2 q\r\nabcd\r\n" + "mg Zm9v= b\r\n" +
+      "md Zm9 b\r\n" + "me Zm9 b\r\n" + "ms Zm9 2 b\r\nab\r\n" + "ms k 2 MZ\r\nab\r\n" + "mg k O" +
+      std::string(40, 'o') + "\r\n" + "ma k MX\r\n" + "ms k 4294967298 O1\r\nab\r\n" +
+      "mg k v T99999999999\r\n" + "ms big 2000000 T1\r\n" + std::string(2000000, 'b') + "\r\n" +
+      "mn\r\n";
   const std::string got = same_as_memcached(stream);
   EXPECT_NE(got.find("CLIENT_ERROR invalid or duplicate flag\r\n"), std::string::npos);
   EXPECT_NE(got.find("SERVER_ERROR object too large for cache\r\n"), std::string::npos);
@@ -793,12 +791,12 @@ TEST_F(MemcacheMetaE2E, MeAndMnAreAnswered) {
   EXPECT_EQ(c.call("mn with words\r\n"), "MN\r\n");
 }
 
-
 // hot_cache: a get of a hot key is answered from the worker's copy; ms, md and ma must make that
 // copy stale exactly as set/delete/incr do (a stale copy would be served for its 10 s TTL).
 TEST_F(MemcacheE2E, MetaWritesInvalidateHotKeyCopies) {
-  start_proxy(yaml("  hot_keys: {window: 300ms, sample: 1, min_rate: 10, log_rate: 100}\n"
-                   "  hot_cache: {ttl: 10s}\n"));
+  start_proxy(
+      yaml("  hot_keys: {window: 300ms, sample: 1, min_rate: 10, log_rate: 100}\n"
+           "  hot_cache: {ttl: 10s}\n"));
   auto c = client();
   auto other = client();
   ASSERT_EQ(c.call(set("hot", "0")), "STORED\r\n");
@@ -833,9 +831,8 @@ TEST_F(MemcacheE2E, QuietMetaRequestsToADeadBackendAnswerTheErrorThenMn) {
   servers_[0]->stop();
   ASSERT_TRUE(c.send("mg " + k2 + " v q O1\r\nmg " + k1 + " v q O2\r\nms " + k1 +
                      " 1 q\r\nx\r\nmg " + k3 + " v q O3\r\nmn\r\n"));
-  const std::string got = testing::recv_until(c.fd(), [](const std::string& s) {
-    return s.ends_with("MN\r\n");
-  });
+  const std::string got =
+      testing::recv_until(c.fd(), [](const std::string& s) { return s.ends_with("MN\r\n"); });
   // k2's hit; k1's two requests fail (the connection, then the down backend); k3's miss is
   // silent; then MN.
   const std::string hit = "VA 2 O1\r\nok\r\n";
@@ -851,8 +848,9 @@ TEST_F(MemcacheE2E, QuietMetaRequestsToADeadBackendAnswerTheErrorThenMn) {
 // noted (and an ms there lives failover_ttl at most); when it returns it serves none of the
 // old values it still holds.
 TEST_F(MemcacheE2E, MetaWritesOnAFallbackAreCappedAndNotReadStaleOnReturn) {
-  start_proxy(yaml("  timeout: 300\n  auto_eject_hosts: true\n  server_failure_limit: 1\n"
-                   "  server_retry_timeout: 200\n  failover_ttl: 30000\n"));
+  start_proxy(
+      yaml("  timeout: 300\n  auto_eject_hosts: true\n  server_failure_limit: 1\n"
+           "  server_retry_timeout: 200\n  failover_ttl: 30000\n"));
   std::vector<std::string> keys;
   for (int i = 0; keys.size() < 24; ++i) {
     const std::string k = "fo:" + std::to_string(i);
@@ -956,8 +954,8 @@ TEST_F(MemcacheE2E, MetaRequestsReadThroughAfterAResize) {
     const std::string k = "warm:" + std::to_string(i * 7919);
     if (pool()->router.route(k) == before[k]) continue;
     EXPECT_EQ(c.call("ms " + k + " 1 MA\r\n!\r\n"), "HD\r\n") << k;
-    EXPECT_EQ(c.call("mg " + k + " v\r\n"), "VA " + std::to_string(k.size() + 1) + "\r\n" + k +
-                                                 "!\r\n");
+    EXPECT_EQ(c.call("mg " + k + " v\r\n"),
+              "VA " + std::to_string(k.size() + 1) + "\r\n" + k + "!\r\n");
     EXPECT_EQ(holder(k), "m" + std::to_string(pool()->router.route(k) + 1)) << k;
   }
 }

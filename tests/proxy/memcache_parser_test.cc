@@ -302,9 +302,11 @@ TEST(MemcacheParserTest, MetaRequestsAreForwardedWholeWithTheirKeyAndFlags) {
   EXPECT_EQ(meta("ma n MI D5 N30 J10 v\r\n"),
             std::to_string(kMg + 3) + "|key=n|DJMNv|req=ma n MI D5 N30 J10 v\r\n");
   EXPECT_EQ(meta("me foo\r\n"), std::to_string(kMg + 4) + "|key=foo||req=me foo\r\n");
-  EXPECT_EQ(meta("mn\r\nmn whatever\r\n"), std::to_string(kMg + 5) + "\n" + std::to_string(kMg + 5));
+  EXPECT_EQ(meta("mn\r\nmn whatever\r\n"),
+            std::to_string(kMg + 5) + "\n" + std::to_string(kMg + 5));
   // Stale-while-revalidate, leases and recache flags are the server's: not interpreted.
-  EXPECT_EQ(meta("mg k s t v c f h l u R30 N30 T30 Oabc P L\r\n").substr(0, 2), std::to_string(kMg));
+  EXPECT_EQ(meta("mg k s t v c f h l u R30 N30 T30 Oabc P L\r\n").substr(0, 2),
+            std::to_string(kMg));
   // memcached's numbers (strtol): a sign, leading space-class bytes, no range check for T.
   EXPECT_EQ(meta("mg k T-1 N+5 T\r\n"), none("CLIENT_ERROR duplicate flag\r\n"));
   EXPECT_EQ(meta("mg k T99999999999 C18446744073709551615\r\n").substr(0, 2), std::to_string(kMg));
@@ -316,7 +318,8 @@ TEST(MemcacheParserTest, MetaBase64KeysRouteOnTheDecodedBytes) {
             std::to_string(kMg + 1) + "|key=b:666f6f626172|b|req=ms Zm9vYmFy 1 b\r\nx\r\n");
   EXPECT_EQ(meta("me Zm9v b\r\n"), std::to_string(kMg + 4) + "|key=b:666f6f||req=me Zm9v b\r\n");
   EXPECT_EQ(meta("me Zm9v v b\r\n"), std::to_string(kMg + 4) + "|key=Zm9v||req=me Zm9v v b\r\n");
-  EXPECT_EQ(meta("md AAEC/w== b\r\n"), std::to_string(kMg + 2) + "|key=b:000102ff|b|req=md AAEC/w== b\r\n");
+  EXPECT_EQ(meta("md AAEC/w== b\r\n"),
+            std::to_string(kMg + 2) + "|key=b:000102ff|b|req=md AAEC/w== b\r\n");
   // Invalid base64: memcached's error per command (me says "bad command line format").
   EXPECT_EQ(meta("mg Zm9v= b\r\n"), none("CLIENT_ERROR error decoding key\r\n"));
   EXPECT_EQ(meta("mg ==== b v\r\n"), none("CLIENT_ERROR error decoding key\r\n"));
@@ -336,10 +339,10 @@ TEST(MemcacheParserTest, Base64DecodesAsMemcachedDoes) {
   EXPECT_EQ(dec("Zm9vYg=="), "foob");
   EXPECT_EQ(dec("Zm9vYmE="), "fooba");
   EXPECT_EQ(dec("Zg=="), "f");
-  EXPECT_EQ(dec("Zm9v!YmFy"), "foobar");     // bytes outside the alphabet are skipped
-  EXPECT_EQ(dec("Zg==Zm9v"), "f");           // nothing after a padded block is read
-  EXPECT_EQ(dec("Zg="), "<bad>");            // not a multiple of 4
-  EXPECT_EQ(dec("Z==="), "<bad>");           // three pads
+  EXPECT_EQ(dec("Zm9v!YmFy"), "foobar");  // bytes outside the alphabet are skipped
+  EXPECT_EQ(dec("Zg==Zm9v"), "f");        // nothing after a padded block is read
+  EXPECT_EQ(dec("Zg="), "<bad>");         // not a multiple of 4
+  EXPECT_EQ(dec("Z==="), "<bad>");        // three pads
   EXPECT_EQ(dec(""), "<bad>");
   EXPECT_EQ(dec("!!!!"), "<bad>");
   for (const std::string s : {"", "a", "ab", "abc", "\x00\xff\x10 x", "hello world!"}) {
@@ -385,8 +388,7 @@ TEST(MemcacheParserTest, MalformedMetaRequestsGetMemcachedsAnswers) {
   const std::string flags17 = " a b c d e f g h i j k l m n o p q";  // letters: not parsed yet
   EXPECT_EQ(meta("mg k O1 P L s t v c f h l u k q T1 N1 R1 I\r\n").substr(0, 2),
             std::to_string(kMg));
-  EXPECT_EQ(meta("mg k" + flags17 + " r\r\n"),
-            none("CLIENT_ERROR options flags are too long\r\n"));
+  EXPECT_EQ(meta("mg k" + flags17 + " r\r\n"), none("CLIENT_ERROR options flags are too long\r\n"));
   EXPECT_EQ(meta("md k" + flags17 + " r\r\n"), none("CLIENT_ERROR options flags too long\r\n"));
   EXPECT_EQ(meta("ma k" + flags17 + " r\r\n"), none("CLIENT_ERROR options flags too long\r\n"));
   EXPECT_EQ(meta("ms k 1" + flags17 + "\r\nx\r\n"),
@@ -429,7 +431,8 @@ TEST(MemcacheParserTest, MetaStreamSplitAtEveryByteGivesTheSameRequests) {
       buf += piece;
       while (p.parse(buf) == ParseResult::kDone) {
         got += std::to_string(static_cast<int>(p.command())) + std::string(p.reply());
-        if (is_meta_keyed(p.command())) got += std::string(p.meta_key(buf)) + std::string(p.request(buf));
+        if (is_meta_keyed(p.command()))
+          got += std::string(p.meta_key(buf)) + std::string(p.request(buf));
         p.next();
       }
     }
@@ -438,7 +441,8 @@ TEST(MemcacheParserTest, MetaStreamSplitAtEveryByteGivesTheSameRequests) {
     std::string_view all(stream);
     while (q.parse(all) == ParseResult::kDone) {
       expect += std::to_string(static_cast<int>(q.command())) + std::string(q.reply());
-      if (is_meta_keyed(q.command())) expect += std::string(q.meta_key(all)) + std::string(q.request(all));
+      if (is_meta_keyed(q.command()))
+        expect += std::string(q.meta_key(all)) + std::string(q.request(all));
       q.next();
     }
     ASSERT_EQ(got, expect) << "cut at " << cut;
@@ -463,7 +467,8 @@ TEST(MemcacheParserTest, ReplyParserReadsMetaReplies) {
   EXPECT_EQ(whole[4], "2:VA 3 s3 W\r\nabc\r\n");
   EXPECT_EQ(whole[11], "2!:CLIENT_ERROR bad data chunk\r\n");
   for (std::size_t step = 1; step < 8; ++step) EXPECT_EQ(meta_replies(stream, step), whole);
-  for (const char* bad : {"HDX\r\n", "ENd\r\n", "ME\r\n", "VA x\r\n", "VALUE a 0 1\r\n", "END\r\n"}) {
+  for (const char* bad :
+       {"HDX\r\n", "ENd\r\n", "ME\r\n", "VA x\r\n", "VALUE a 0 1\r\n", "END\r\n"}) {
     EXPECT_EQ(meta_replies(bad)[0].substr(0, 6), "FATAL:") << bad;
   }
   EXPECT_EQ(meta_replies("VA 3\r\nabcd\r\n")[0].substr(0, 6), "FATAL:");

@@ -69,12 +69,13 @@ bool c_number(std::string_view s, Num kind, std::int64_t* out = nullptr) noexcep
     if (v > (std::numeric_limits<std::uint64_t>::max() - d) / 10) return false;  // ERANGE
     v = v * 10 + d;
   }
-  if (i == digits) return false;                // no digits: str == endptr
+  if (i == digits) return false;  // no digits: str == endptr
   if (i < s.size() && !c_space(s[i])) return false;
   constexpr std::uint64_t kTop = std::uint64_t{1} << 63;
   if (kind == Num::kSigned) {
     if (neg ? v > kTop : v >= kTop) return false;  // strtol's ERANGE
-    if (out != nullptr) *out = neg ? static_cast<std::int64_t>(0 - v) : static_cast<std::int64_t>(v);
+    if (out != nullptr)
+      *out = neg ? static_cast<std::int64_t>(0 - v) : static_cast<std::int64_t>(v);
     return true;
   }
   // strtoul negates in unsigned arithmetic; safe_strtoul(l) refuses a '-' whose result reads
@@ -363,8 +364,8 @@ ParseResult RequestParser::interpret(std::string_view buf) {
     return ParseResult::kDone;
   }
   static constexpr std::string_view kKnown[] = {
-      "flush_all", "stats", "verbosity", "shutdown",  "cache_memlimit", "lru_crawler", "slabs",
-      "lru",       "watch", "misbehave", "debugtime", "extstore"};
+      "flush_all", "stats", "verbosity", "shutdown",  "cache_memlimit", "lru_crawler",
+      "slabs",     "lru",   "watch",     "misbehave", "debugtime",      "extstore"};
   if (std::find(std::begin(kKnown), std::end(kKnown), name) != std::end(kKnown)) {
     noreply_ = n > 1 && last_noreply;
     command_ = Command::kUnsupported;
@@ -438,9 +439,8 @@ ParseResult RequestParser::meta(std::string_view buf, Command c) {
     const std::string_view error = meta_flags(buf, 2);
     if (!error.empty()) {
       // md and ma do not pass the flag parser's own text on.
-      return done_local(c == Command::kMetaGet ? error
-                                               : "CLIENT_ERROR invalid or duplicate flag\r\n",
-                        false);
+      return done_local(
+          c == Command::kMetaGet ? error : "CLIENT_ERROR invalid or duplicate flag\r\n", false);
     }
     command_ = c;
     return ParseResult::kDone;
@@ -456,8 +456,7 @@ ParseResult RequestParser::meta(std::string_view buf, Command c) {
   if (!error.empty() || static_cast<std::size_t>(len) > limits_.max_value_bytes) {
     // From here memcached swallows the data block with the error.
     swallow_ = static_cast<std::uint64_t>(len) + 2;
-    return done_local(error.empty() ? "SERVER_ERROR object too large for cache\r\n" : error,
-                      false);
+    return done_local(error.empty() ? "SERVER_ERROR object too large for cache\r\n" : error, false);
   }
   bytes_ = static_cast<std::size_t>(len);
   data_off_ = pos_;
@@ -524,8 +523,20 @@ std::string_view RequestParser::meta_flags(std::string_view buf, std::size_t fir
           failed = true;
         }
         break;
-      case 'O': case 'P': case 'L': case 'k': case 's': case 't': case 'c': case 'f':
-      case 'v': case 'h': case 'l': case 'u': case 'q': case 'I':
+      case 'O':
+      case 'P':
+      case 'L':
+      case 'k':
+      case 's':
+      case 't':
+      case 'c':
+      case 'f':
+      case 'v':
+      case 'h':
+      case 'l':
+      case 'u':
+      case 'q':
+      case 'I':
         break;
       default:
         return "CLIENT_ERROR invalid flag\r\n";

@@ -17,7 +17,9 @@
 //   bytes > max_value_bytes                      -> SERVER_ERROR object too large for cache
 //                                                   (the data block is swallowed)
 //   data block not followed by \r\n              -> CLIENT_ERROR bad data chunk
-// and `noreply` silences each of them, as in memcached.
+// and `noreply` silences each of them, as in memcached. Fatal (kError, then close): a command
+// line longer than 2048 bytes (get/gets/gat/gats lines: max_get_line) -> "CLIENT_ERROR line too
+// long", and the binary protocol's magic byte 0x80 (closed without a reply).
 //
 // Meta commands (mg ms md ma mn me) are checked as memcached 1.6.18's proto_text.c checks them
 // before it touches an item: token counts, key length, the flags (_meta_flag_preparse: a flag is
@@ -27,9 +29,8 @@
 // silenced by `q`. An ms whose flags are bad, or whose length is over max_value_bytes, has its
 // data block swallowed as memcached does. Checks memcached makes later, with the item in hand
 // (opaque over 32 bytes, an M mode the command lacks), are left to the server: the request is
-// forwarded whole and the server answers (and swallows) exactly as it would directly. Fatal (kError, then close): a command
-// line longer than 2048 bytes (get/gets/gat/gats lines: max_get_line) -> "CLIENT_ERROR line too
-// long", and the binary protocol's magic byte 0x80 (closed without a reply).
+// forwarded whole and the server answers (and swallows) exactly as it would directly. A `b` key
+// is decoded as memcached decodes it (base64_decode below): the item's key, which routing uses.
 //
 // Example:
 //   RequestParser p;

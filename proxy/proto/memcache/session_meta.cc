@@ -28,8 +28,8 @@ void Client::meta() {
   auto m = new_msg(1);
   m->meta = true;
   m->quiet = parser_.quiet();
-  const bool write = cmd == Command::kMetaSet || cmd == Command::kMetaDelete ||
-                     cmd == Command::kMetaArithmetic;
+  const bool write =
+      cmd == Command::kMetaSet || cmd == Command::kMetaDelete || cmd == Command::kMetaArithmetic;
   // mg with T (touch) or N (vivify on miss) changes the item too: a hot copy would be stale.
   if (write || (cmd == Command::kMetaGet && (parser_.has_flag('T') || parser_.has_flag('N')))) {
     hot_wrote(key, m);  // before it is sent, as set does
@@ -43,14 +43,14 @@ void Client::meta() {
   const std::string_view mn = m->quiet ? std::string_view("mn\r\n") : std::string_view();
   std::string line;
   // A store on a fallback lives failover_ttl at most, as set's exptime does there.
-  const bool capped = fallback && cmd == Command::kMetaSet &&
-                      pool_->config.failover_ttl_ms != 0 && capped_line(line);
+  const bool capped = fallback && cmd == Command::kMetaSet && pool_->config.failover_ttl_ms != 0 &&
+                      capped_line(line);
   // Warm-up: a key a resize moved is migrated to its new owner first (session_warmup.cc), then
   // the request runs there. Its steps name the key in text: a binary key no text command can
   // name goes straight to the new owner.
   if (pool_->warming() && (!parser_.key_binary() || text_key_ok(key))) {
-    std::string request = capped ? line + std::string(parser_.data(in)) + "\r\n"
-                                 : std::string(parser_.request(in));
+    std::string request =
+        capped ? line + std::string(parser_.data(in)) + "\r\n" : std::string(parser_.request(in));
     request += mn;
     if (warm(cmd, key, node, m, 0, std::move(request))) return;
   }
