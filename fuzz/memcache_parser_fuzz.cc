@@ -64,10 +64,22 @@ std::string request(const RequestParser& p, std::string_view buf) {
     if (t.data() < buf.data() || t.data() + t.size() > buf.data() + buf.size()) std::abort();
     s += std::string(t) + "\x1f";
   }
-  if (is_storage(p.command())) {
+  if (is_storage(p.command()) || p.command() == chash::proxy::memcache::Command::kMetaSet) {
     const std::string_view d = p.data(buf);
     if (d.size() > kMaxValue || d.data() + d.size() > buf.data() + buf.size()) std::abort();
     s += "|" + std::string(d);
+  }
+  if (is_meta_keyed(p.command())) {
+    // Meta requests go whole: the forwarded bytes and the routing key (decoded from base64 into
+    // the parser's own buffer) stay in bounds, and a request ends where the parser says.
+    const std::string_view r = p.request(buf);
+    if (r.data() < buf.data() || r.data() + r.size() > buf.data() + buf.size() ||
+        r.size() != p.end() - p.start()) {
+      std::abort();
+    }
+    const std::string_view k = p.meta_key(buf);
+    if (k.empty() || k.size() > chash::proxy::memcache::kMaxKeyLength) std::abort();
+    s += "|key=" + std::string(k) + (p.quiet() ? "|q" : "") + "|req=" + std::string(r);
   }
   if (p.first_key() > p.key_end() || p.key_end() > p.token_count() ||
       p.forward_end() > p.token_count())
@@ -111,6 +123,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   ReplyParser c(kMaxValue), d(kMaxValue);
   c.expect_values(values);
   d.expect_values(values);
+  // Meta replies (VA/HD/EN/... and ME) on the other half of the inputs.
+  const bool meta = (static_cast<unsigned char>(all[0]) & 0x40) != 0;
+  c.expect_meta(meta);
+  d.expect_meta(meta);
   const std::size_t reply_bound = 8192 + kMaxValue + 2;  // a reply line (protocol.cc) and a value
   feed(input, "", reply_bound, c, r1, reply);
   feed(input, cuts, reply_bound, d, r2, reply);

@@ -233,13 +233,16 @@ TEST_F(MemcacheE2E, EveryCommandWithRealReplies) {
             "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n");
   // Local answers and refusals; the connection stays.
   EXPECT_EQ(c.call("version\r\n"), "VERSION 1.6.18-chash-proxy\r\n");
-  for (const std::string cmd : {"stats", "flush_all", "verbosity 1", "mg a v", "shutdown"}) {
+  for (const std::string cmd : {"stats", "flush_all", "verbosity 1", "shutdown"}) {
     const std::string r = c.call(cmd + "\r\n");
     EXPECT_TRUE(
         r.starts_with("SERVER_ERROR unsupported command '" + cmd.substr(0, cmd.find(' ')) + "'"))
         << r;
   }
-  EXPECT_EQ(c.call("ms a 2\r\nxy\r\n").substr(0, 34), "SERVER_ERROR unsupported command '");
+  // Meta commands are proxied (MemcacheMetaE2E has them all): a miss, then a store.
+  EXPECT_EQ(c.call("mg a v\r\n"), "EN\r\n");
+  ASSERT_TRUE(c.send("ms a 2 q\r\nxy\r\nmd a q\r\n"));  // quiet: no HD for either
+  EXPECT_EQ(c.call("mn\r\n"), "MN\r\n");
   EXPECT_EQ(c.call("bogus\r\n"), "ERROR\r\n");
   EXPECT_EQ(c.call("\r\n"), "ERROR\r\n");
   EXPECT_EQ(c.call("get " + std::string(251, 'k') + "\r\n"),
@@ -643,6 +646,318 @@ TEST_F(MemcacheE2E, MetricsCountMemcacheBackendConnections) {
   std::uint64_t eofs = 0;
   for (const auto& s : p.states) eofs += s->eofs.load();
   EXPECT_EQ(eofs, static_cast<std::uint64_t>(open));
+}
+
+// ---- Meta commands -------------------------------------------------------------------------
+// The reference is one memcached (1.6.18) spoken to directly: a stream through the proxy over
+// three backends must get the bytes that one server gives for the same stream, in the same
+// order. Flags whose answers are the server's own counters (c: cas, t/h/l: times) are left out.
+
+// A memcached outside the pool, and `stream` sent to it and through `proxy`: both answers.
+// The stream ends with a miss whose opaque marks the end of the answers.
+constexpr std::string_view kEndMark = "mg chash:end:mark v O999999\r\n";
+std::string until_end(int fd, const std::string& stream) {
+  if (!testing::send_all(fd, stream + std::string(kEndMark))) return "<send failed>";
+  return testing::recv_until(fd,
+                             [](const std::string& s) { return s.ends_with("EN O999999\r\n"); });
+}
+
+class MemcacheMetaE2E : public MemcacheE2E {
+ protected:
+  void SetUp() override {
+    MemcacheE2E::SetUp();
+    reference_ = std::make_unique<MemcachedServer>(dir_, "reference");
+    ASSERT_TRUE(reference_->start()) << "the reference memcached did not start";
+    start_proxy(yaml(""));
+  }
+  // The proxy's answer to `stream`, checked against the reference server's.
+  std::string same_as_memcached(const std::string& stream) {
+    auto direct = reference_->client();
+    auto c = client();
+    const std::string want = until_end(direct.fd(), stream);
+    const std::string got = until_end(c.fd(), stream);
+    EXPECT_EQ(got, want);
+    return got;
+  }
+  std::unique_ptr<MemcachedServer> reference_;
+};
+
+TEST_F(MemcacheMetaE2E, PipelinedOverThreeBackendsAnswersAsOneMemcachedInOrder) {
+  const std::string k0 = key_on(0), k1 = key_on(1), k2 = key_on(2), n0 = key_on(0, "n"),
+                    n2 = key_on(2, "n");
+  ASSERT_FALSE(k0.empty() || k1.empty() || k2.empty() || n0.empty() || n2.empty());
+  const std::string stream =
+      "ms " + k0 + " 2 T0 F7 O10 k\r\nv0\r\n" + "ms " + k1 + " 3 O11\r\nv11\r\n" + "ms " + k2 +
+      " 1 MA\r\nz\r\n" +  // append to nothing: NS
+      "mg " + k0 + " v f k O12\r\n" + "mg " + k1 + " s v\r\n" + "mg " + k2 + " v O13 k\r\n" +
+      "ma " + n0 + " N0 J40 v O14\r\n" + "ma " + n0 + " v MD D3\r\n" + "ma " + n2 + "\r\n" + "md " +
+      k1 + " O15\r\n" + "md " + k1 + " O16 k\r\n" + "mg " + k0 + " k v q O20\r\n" + "mg " + k1 +
+      " v q O21\r\n" +                // a miss: EN suppressed
+      "ms " + k2 + " 1 q\r\nq\r\n" +  // HD suppressed
+      "md " + n2 + " q\r\n" +         // NF suppressed
+      "mn\r\n" + "ms " + k2 + " 1 MR I O30\r\nr\r\n" + "mg " + k2 + " v\r\n" + "mn\r\n";
+  const std::string got = same_as_memcached(stream);
+  EXPECT_EQ(got.substr(0, 10 + k0.size()), "HD O10 k" + k0 + "\r\n");  // and not empty
+  // Every key is where `get` finds it: on the server the router names.
+  for (const std::string& k : {k0, k2, n0}) {
+    EXPECT_EQ(holder(k), "m" + std::to_string(pool()->router.route(k) + 1)) << k;
+  }
+  auto c = client();
+  EXPECT_EQ(c.call("get " + k0 + " " + k2 + " " + n0 + "\r\n"),
+            value(k0, "v0", 7) + value(k2, "r") + value(n0, "37") + "END\r\n");
+}
+
+TEST_F(MemcacheMetaE2E, QuietRequestsOverEveryBackendKeepOrderUntilMn) {
+  // Hits and misses interleaved over the three backends; only hits answer, each where its
+  // request was; every `mn` answers once all earlier requests have.
+  std::string setup, stream;
+  for (int i = 0; i < 300; ++i) {
+    const std::string k = "q:" + std::to_string(i);
+    if (i % 3 != 1) setup += "ms " + k + " " + std::to_string(k.size()) + " q\r\n" + k + "\r\n";
+    stream += "mg " + k + " v k q O" + std::to_string(i) + "\r\n";
+    if (i % 7 == 0) stream += "md q:missing:" + std::to_string(i) + " q\r\n";
+    if (i % 50 == 49) stream += "mn\r\n";
+  }
+  const std::string got = same_as_memcached(setup + "mn\r\n" + stream);
+  EXPECT_EQ(std::count(got.begin(), got.end(), 'V'), 200);  // "VA": the hits
+  std::set<NodeId> nodes;
+  for (int i = 0; i < 300; ++i) nodes.insert(pool()->router.route("q:" + std::to_string(i)));
+  EXPECT_EQ(nodes.size(), 3u);
+}
+
+TEST_F(MemcacheMetaE2E, MalformedRequestsAnswerAsMemcached) {
+  std::string eighteen;
+  for (const char f : std::string_view("vkstfOPLhluqNTRIF")) eighteen += std::string(" ") + f;
+  const std::string stream =
+      std::string("mg\r\n") + "me\r\n" + "mz k\r\n" + "mg " + std::string(251, 'k') + " v\r\n" +
+      "mg k z\r\n" + "mg k v v\r\n" + "mg k Tabc\r\n" + "mg k Fx\r\n" + "mg k MAB\r\n" +
+      "ma k Jx\r\n" + "md k Tx\r\n" + "mg k q z\r\n" + "mg k D-1\r\n" + "mg k" + eighteen +
+      " x\r\n" + "md k" + eighteen + "\r\n" + "ms k\r\n" + "ms k abc\r\n" + "ms k -1\r\n" +
+      "ms k 2 T\r\nmn\r\n" + "ms k 2 zz\r\nab\r\n" + "ms k 2 q\r\nabcd\r\n" + "mg Zm9v= b\r\n" +
+      "md Zm9 b\r\n" + "me Zm9 b\r\n" + "ms Zm9 2 b\r\nab\r\n" + "ms k 2 MZ\r\nab\r\n" + "mg k O" +
+      std::string(40, 'o') + "\r\n" + "ma k MX\r\n" + "ms k 4294967298 O1\r\nab\r\n" +
+      "mg k v T99999999999\r\n" + "ms big 2000000 T1\r\n" + std::string(2000000, 'b') + "\r\n" +
+      "mn\r\n";
+  const std::string got = same_as_memcached(stream);
+  EXPECT_NE(got.find("CLIENT_ERROR invalid or duplicate flag\r\n"), std::string::npos);
+  EXPECT_NE(got.find("SERVER_ERROR object too large for cache\r\n"), std::string::npos);
+  // The proxy refuses what memcached would store under a key with control bytes (see key_ok).
+  auto c = client();
+  EXPECT_EQ(c.call("mg k\x01y v\r\n"), "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(c.call("mn\r\n"), "MN\r\n");
+}
+
+TEST_F(MemcacheMetaE2E, Base64KeysArePlacedAsTheirDecodedKey) {
+  auto c = client();
+  std::set<NodeId> nodes;
+  for (int i = 0; i < 60; ++i) {
+    const std::string plain = "b64:" + std::to_string(i * 7919);
+    std::string encoded;
+    memcache::base64_encode(plain, encoded);
+    ASSERT_EQ(c.call("ms " + encoded + " 1 b\r\n" + std::to_string(i % 10) + "\r\n"), "HD\r\n");
+    // The server stores the decoded key: a text get finds it, on the router's server for it.
+    EXPECT_EQ(c.call("get " + plain + "\r\n"), value(plain, std::to_string(i % 10)) + "END\r\n");
+    EXPECT_EQ(holder(plain), "m" + std::to_string(pool()->router.route(plain) + 1)) << plain;
+    nodes.insert(pool()->router.route(plain));
+    // And the other way round: a text set, read back by its base64 name (k names it as stored:
+    // in text, since a text command stored it).
+    ASSERT_EQ(c.call(set(plain, "t")), "STORED\r\n");
+    EXPECT_EQ(c.call("mg " + encoded + " b v k\r\n"), "VA 1 k" + plain + "\r\nt\r\n");
+    EXPECT_EQ(c.call("md " + encoded + " b\r\n"), "HD\r\n");
+    EXPECT_EQ(c.call("mg " + plain + " v\r\n"), "EN\r\n");
+  }
+  EXPECT_EQ(nodes.size(), 3u);
+  // A binary key (bytes no text command can name) is routed and stored the same way.
+  const std::string binary("\x00\x01 \r\n\xff", 6);
+  std::string encoded;
+  memcache::base64_encode(binary, encoded);
+  ASSERT_EQ(c.call("ms " + encoded + " 2 b\r\nhi\r\n"), "HD\r\n");
+  EXPECT_EQ(c.call("mg " + encoded + " b v\r\n"), "VA 2\r\nhi\r\n");
+  const NodeId owner = pool()->router.route(binary);
+  auto direct = servers_[owner]->client();
+  EXPECT_EQ(direct.call("mg " + encoded + " b v\r\n"), "VA 2\r\nhi\r\n");
+}
+
+TEST_F(MemcacheMetaE2E, MeAndMnAreAnswered) {
+  auto c = client();
+  const std::string k = key_on(1);
+  ASSERT_EQ(c.call(set(k, "abc")), "STORED\r\n");
+  EXPECT_TRUE(c.call("me " + k + "\r\n").starts_with("ME " + k + " exp=-1 la=")) << k;
+  std::string encoded;
+  memcache::base64_encode(k, encoded);
+  EXPECT_TRUE(c.call("me " + encoded + " b\r\n").starts_with("ME " + k + " exp=-1 la="));
+  EXPECT_EQ(c.call("me nothere\r\n"), "EN\r\n");
+  EXPECT_EQ(c.call("mn\r\n"), "MN\r\n");
+  EXPECT_EQ(c.call("mn with words\r\n"), "MN\r\n");
+}
+
+// hot_cache: a get of a hot key is answered from the worker's copy; ms, md and ma must make that
+// copy stale exactly as set/delete/incr do (a stale copy would be served for its 10 s TTL).
+TEST_F(MemcacheE2E, MetaWritesInvalidateHotKeyCopies) {
+  start_proxy(
+      yaml("  hot_keys: {window: 300ms, sample: 1, min_rate: 10, log_rate: 100}\n"
+           "  hot_cache: {ttl: 10s}\n"));
+  auto c = client();
+  auto other = client();
+  ASSERT_EQ(c.call(set("hot", "0")), "STORED\r\n");
+  ASSERT_TRUE(testing::within(8s, [&] {
+    for (int i = 0; i < 200; ++i) c.call("get hot\r\n");
+    return proxy_->status_json().find("\"top\":[{\"key\":\"hot\"") != std::string::npos;
+  }));
+  std::string encoded;
+  memcache::base64_encode("hot", encoded);
+  for (int i = 1; i <= 10; ++i) {
+    // Through the other connection, with and without b.
+    const std::string v = std::to_string(i * 10);
+    const std::string line = i % 2 == 0 ? encoded + " " + std::to_string(v.size()) + " b"
+                                        : "hot " + std::to_string(v.size());
+    ASSERT_EQ(c.call("get hot\r\n").substr(0, 10), "VALUE hot ");  // a copy is there
+    ASSERT_EQ(other.call("ms " + line + "\r\n" + v + "\r\n"), "HD\r\n");
+    ASSERT_EQ(c.call("get hot\r\n"), value("hot", v) + "END\r\n") << i;
+    ASSERT_EQ(other.call("ma hot D3\r\n"), "HD\r\n");
+    ASSERT_EQ(c.call("get hot\r\n"), value("hot", std::to_string(i * 10 + 3)) + "END\r\n") << i;
+  }
+  ASSERT_EQ(other.call("md hot\r\n"), "HD\r\n");
+  EXPECT_EQ(c.call("get hot\r\n"), "END\r\n");
+}
+
+// A quiet request to a backend that is gone is answered with the error (memcached never
+// silences errors) and the client's mn still comes: nothing waits for an MN that cannot come.
+TEST_F(MemcacheE2E, QuietMetaRequestsToADeadBackendAnswerTheErrorThenMn) {
+  start_proxy(yaml("  timeout: 500\n  server_failure_limit: 1\n  server_retry_timeout: 60000\n"));
+  const std::string k1 = key_on(0), k2 = key_on(1), k3 = key_on(2);
+  auto c = client();
+  ASSERT_EQ(c.call("ms " + k2 + " 2 T0\r\nok\r\n"), "HD\r\n");
+  servers_[0]->stop();
+  ASSERT_TRUE(c.send("mg " + k2 + " v q O1\r\nmg " + k1 + " v q O2\r\nms " + k1 +
+                     " 1 q\r\nx\r\nmg " + k3 + " v q O3\r\nmn\r\n"));
+  const std::string got =
+      testing::recv_until(c.fd(), [](const std::string& s) { return s.ends_with("MN\r\n"); });
+  // k2's hit; k1's two requests fail (the connection, then the down backend); k3's miss is
+  // silent; then MN.
+  const std::string hit = "VA 2 O1\r\nok\r\n";
+  ASSERT_TRUE(got.starts_with(hit)) << got;
+  const std::string rest = got.substr(hit.size());
+  EXPECT_TRUE(rest.starts_with("SERVER_ERROR backend m1")) << rest;
+  EXPECT_EQ(std::count(rest.begin(), rest.end(), '\n'), 3) << rest;  // 2 errors + MN
+  EXPECT_TRUE(rest.ends_with("\r\nMN\r\n")) << rest;
+  EXPECT_EQ(c.call("mg " + k2 + " v\r\n"), "VA 2\r\nok\r\n");  // the connection goes on
+}
+
+// Safe failover with meta writes: while a key's server is out, ms/md/ma to its fallback are
+// noted (and an ms there lives failover_ttl at most); when it returns it serves none of the
+// old values it still holds.
+TEST_F(MemcacheE2E, MetaWritesOnAFallbackAreCappedAndNotReadStaleOnReturn) {
+  start_proxy(
+      yaml("  timeout: 300\n  auto_eject_hosts: true\n  server_failure_limit: 1\n"
+           "  server_retry_timeout: 200\n  failover_ttl: 30000\n"));
+  std::vector<std::string> keys;
+  for (int i = 0; keys.size() < 24; ++i) {
+    const std::string k = "fo:" + std::to_string(i);
+    if (pool()->router.route(k) == 1) keys.push_back(k);
+  }
+  auto c = client();
+  for (const auto& k : keys) ASSERT_EQ(c.call("ms " + k + " 3\r\nold\r\n"), "HD\r\n") << k;
+  ASSERT_EQ(c.call("ms " + keys[23] + " 1 T0\r\n5\r\n"), "HD\r\n");
+  ::kill(servers_[1]->pid(), SIGSTOP);
+  const bool ejected = testing::within(8s, [&] {
+    c.call("mg " + keys[0] + " v\r\n");
+    return pool()->states[1]->down.load();
+  });
+  if (!ejected) ::kill(servers_[1]->pid(), SIGCONT);
+  ASSERT_TRUE(ejected);
+  for (std::size_t i = 0; i < 16; ++i) {
+    std::string b64;
+    memcache::base64_encode(keys[i], b64);
+    // Text and base64 names, with no T, a long T and a quiet store.
+    const std::string name = i % 2 == 0 ? keys[i] + " 3" : b64 + " 3 b";
+    const std::string flags = i % 3 == 0 ? "" : i % 3 == 1 ? " T86400" : " q";
+    ASSERT_TRUE(c.send("ms " + name + flags + "\r\nnew\r\n"));
+    if (flags != " q") {
+      ASSERT_EQ(c.read(false, true), "HD\r\n") << keys[i];
+    }
+  }
+  EXPECT_EQ(c.call("mn\r\n"), "MN\r\n");
+  EXPECT_EQ(c.call("md " + keys[16] + "\r\n"), "NF\r\n");  // the fallback has none
+  EXPECT_EQ(c.call("ma " + keys[17] + "\r\n"), "NF\r\n");
+  // On its fallback, each copy expires within failover_ttl (30 s).
+  int seen = 0;
+  for (const std::size_t s : {std::size_t{0}, std::size_t{2}}) {
+    auto direct = servers_[s]->client();
+    for (std::size_t i = 0; i < 16; ++i) {
+      const std::string r = direct.call("mg " + keys[i] + " t v\r\n");
+      if (r == "EN\r\n") continue;
+      ++seen;
+      ASSERT_TRUE(r.starts_with("VA 3 t")) << r;
+      const int ttl = std::stoi(r.substr(6));
+      EXPECT_GT(ttl, 0) << keys[i];
+      EXPECT_LE(ttl, 30) << keys[i];
+    }
+  }
+  EXPECT_EQ(seen, 16);
+  ::kill(servers_[1]->pid(), SIGCONT);
+  ASSERT_TRUE(testing::within(8s, [&] { return !pool()->states[1]->down.load(); }));
+  int stale = 0;
+  for (std::size_t i = 0; i < 18; ++i) {
+    const std::string r = c.call("mg " + keys[i] + " v\r\n");
+    if (r == "VA 3\r\nold\r\n") ++stale;
+  }
+  EXPECT_EQ(stale, 0);
+  EXPECT_EQ(c.call("mg " + keys[20] + " v\r\n"), "VA 3\r\nold\r\n");  // never written: kept
+}
+
+// Warm-up on resize: a meta request for a key the reload moved finds the value the previous
+// owner holds (migrated to the new owner first), quiet or not, text or base64 named.
+TEST_F(MemcacheE2E, MetaRequestsReadThroughAfterAResize) {
+  start_proxy(yaml("", 2));
+  auto c = client();
+  std::map<std::string, NodeId> before;
+  for (int i = 0; i < 120; ++i) {
+    const std::string k = "warm:" + std::to_string(i * 7919);
+    ASSERT_EQ(c.call("ms " + k + " " + std::to_string(k.size()) + " F" + std::to_string(i) +
+                     "\r\n" + k + "\r\n"),
+              "HD\r\n");
+    before[k] = pool()->router.route(k);
+  }
+  proxy_.rewrite(yaml("", 3));
+  std::string message;
+  ASSERT_TRUE(proxy_->reload_from_file(message)) << message;
+  ASSERT_TRUE(testing::reload_applied(*proxy_));
+  ASSERT_TRUE(pool()->warming());
+  int moved = 0;
+  std::string quiet, want;
+  for (int i = 0; i < 120; ++i) {
+    const std::string k = "warm:" + std::to_string(i * 7919);
+    const bool has_moved = pool()->router.route(k) != before[k];
+    moved += has_moved ? 1 : 0;
+    const std::string va = "VA " + std::to_string(k.size()) + " f" + std::to_string(i);
+    if (i % 3 == 0) {
+      EXPECT_EQ(c.call("mg " + k + " v f\r\n"), va + "\r\n" + k + "\r\n") << k;
+    } else if (i % 3 == 1) {
+      std::string b64;
+      memcache::base64_encode(k, b64);
+      EXPECT_EQ(c.call("mg " + b64 + " b v f\r\n"), va + "\r\n" + k + "\r\n") << k;
+    } else {
+      quiet += "mg " + k + " v f q O" + std::to_string(i) + "\r\nmg missing:" + k + " v q\r\n";
+      want += va + " O" + std::to_string(i) + "\r\n" + k + "\r\n";
+    }
+    if (has_moved && i % 3 != 2) {
+      EXPECT_EQ(holder(k), "m" + std::to_string(pool()->router.route(k) + 1)) << k;
+    }
+  }
+  EXPECT_GT(moved, 10);
+  ASSERT_TRUE(c.send(quiet + "mn\r\n"));
+  EXPECT_EQ(testing::recv_until(c.fd(), [](const std::string& s) { return s.ends_with("MN\r\n"); }),
+            want + "MN\r\n");
+  // Writes of moved keys act at the new owner with the old value carried over.
+  for (int i = 0; i < 120; ++i) {
+    const std::string k = "warm:" + std::to_string(i * 7919);
+    if (pool()->router.route(k) == before[k]) continue;
+    EXPECT_EQ(c.call("ms " + k + " 1 MA\r\n!\r\n"), "HD\r\n") << k;
+    EXPECT_EQ(c.call("mg " + k + " v\r\n"),
+              "VA " + std::to_string(k.size() + 1) + "\r\n" + k + "!\r\n");
+    EXPECT_EQ(holder(k), "m" + std::to_string(pool()->router.route(k) + 1)) << k;
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // whole or split at any byte.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -254,6 +255,223 @@ TEST(MemcacheParserTest, SplitAtEveryByteGivesTheSameRequests) {
     }
     ASSERT_EQ(got, small_whole) << "cut at " << cut;
   }
+}
+
+// ---- Meta commands (memcached 1.6.18's proto_text.c is the reference) ----------------------
+
+// A meta request: command, routing key (hex when binary), flags seen, the bytes forwarded.
+std::string meta(std::string_view input, RequestLimits limits = {}, std::size_t step = 0) {
+  RequestParser p(limits);
+  const auto all = feed(p, input, step, [&](const std::string& buf) {
+    if (p.command() == Command::kNone) return none(p.reply());
+    std::string s = std::to_string(static_cast<int>(p.command()));
+    if (!is_meta_keyed(p.command())) return s;
+    s += "|key=";
+    const std::string_view k = p.meta_key(buf);
+    if (p.key_binary()) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      s += "b:";
+      for (const char c : k) {
+        s += kHex[static_cast<unsigned char>(c) >> 4];
+        s += kHex[c & 15];
+      }
+    } else {
+      s += k;
+    }
+    s += "|";
+    for (char f = 'A'; f <= 'z'; ++f) {
+      if (p.has_flag(f)) s += f;
+    }
+    return s + "|req=" + std::string(p.request(buf));
+  });
+  std::string out;
+  for (const auto& r : all) out += (out.empty() ? "" : "\n") + r;
+  return out;
+}
+
+constexpr int kMg = static_cast<int>(Command::kMetaGet);
+
+TEST(MemcacheParserTest, MetaRequestsAreForwardedWholeWithTheirKeyAndFlags) {
+  EXPECT_EQ(meta("mg foo v k O123 q\r\n"),
+            std::to_string(kMg) + "|key=foo|Okqv|req=mg foo v k O123 q\r\n");
+  EXPECT_EQ(meta("ms foo 3 T30 F5 I\r\nabc\r\n"),
+            std::to_string(kMg + 1) + "|key=foo|FIT|req=ms foo 3 T30 F5 I\r\nabc\r\n");
+  EXPECT_EQ(meta("ms foo 0\r\n\r\n"), std::to_string(kMg + 1) + "|key=foo||req=ms foo 0\r\n\r\n");
+  EXPECT_EQ(meta("md foo q C99 x\n").substr(0, 4), "0|re");  // x: no such flag
+  EXPECT_EQ(meta("md foo q C99\n"), std::to_string(kMg + 2) + "|key=foo|Cq|req=md foo q C99\n");
+  EXPECT_EQ(meta("ma n MI D5 N30 J10 v\r\n"),
+            std::to_string(kMg + 3) + "|key=n|DJMNv|req=ma n MI D5 N30 J10 v\r\n");
+  EXPECT_EQ(meta("me foo\r\n"), std::to_string(kMg + 4) + "|key=foo||req=me foo\r\n");
+  EXPECT_EQ(meta("mn\r\nmn whatever\r\n"),
+            std::to_string(kMg + 5) + "\n" + std::to_string(kMg + 5));
+  // Stale-while-revalidate, leases and recache flags are the server's: not interpreted.
+  EXPECT_EQ(meta("mg k s t v c f h l u R30 N30 T30 Oabc P L\r\n").substr(0, 2),
+            std::to_string(kMg));
+  // memcached's numbers (strtol): a sign, leading space-class bytes, no range check for T.
+  EXPECT_EQ(meta("mg k T-1 N+5 T\r\n"), none("CLIENT_ERROR duplicate flag\r\n"));
+  EXPECT_EQ(meta("mg k T99999999999 C18446744073709551615\r\n").substr(0, 2), std::to_string(kMg));
+}
+
+TEST(MemcacheParserTest, MetaBase64KeysRouteOnTheDecodedBytes) {
+  EXPECT_EQ(meta("mg Zm9v b v\r\n"), std::to_string(kMg) + "|key=b:666f6f|bv|req=mg Zm9v b v\r\n");
+  EXPECT_EQ(meta("ms Zm9vYmFy 1 b\r\nx\r\n"),
+            std::to_string(kMg + 1) + "|key=b:666f6f626172|b|req=ms Zm9vYmFy 1 b\r\nx\r\n");
+  EXPECT_EQ(meta("me Zm9v b\r\n"), std::to_string(kMg + 4) + "|key=b:666f6f||req=me Zm9v b\r\n");
+  EXPECT_EQ(meta("me Zm9v v b\r\n"), std::to_string(kMg + 4) + "|key=Zm9v||req=me Zm9v v b\r\n");
+  EXPECT_EQ(meta("md AAEC/w== b\r\n"),
+            std::to_string(kMg + 2) + "|key=b:000102ff|b|req=md AAEC/w== b\r\n");
+  // Invalid base64: memcached's error per command (me says "bad command line format").
+  EXPECT_EQ(meta("mg Zm9v= b\r\n"), none("CLIENT_ERROR error decoding key\r\n"));
+  EXPECT_EQ(meta("mg ==== b v\r\n"), none("CLIENT_ERROR error decoding key\r\n"));
+  EXPECT_EQ(meta("md Zm9 b\r\n"), none("CLIENT_ERROR invalid or duplicate flag\r\n"));
+  EXPECT_EQ(meta("me Zm9 b\r\n"), none("CLIENT_ERROR bad command line format\r\n"));
+  EXPECT_EQ(meta("ms Zm9 2 b\r\nab\r\nmn\r\n"),
+            none("CLIENT_ERROR error decoding key\r\n") + "\n" + std::to_string(kMg + 5));
+}
+
+TEST(MemcacheParserTest, Base64DecodesAsMemcachedDoes) {
+  auto dec = [](std::string_view in) {
+    char out[64];
+    const std::size_t n = base64_decode(in, out);
+    return n == 0 ? std::string("<bad>") : std::string(out, n);
+  };
+  EXPECT_EQ(dec("Zm9vYmFy"), "foobar");
+  EXPECT_EQ(dec("Zm9vYg=="), "foob");
+  EXPECT_EQ(dec("Zm9vYmE="), "fooba");
+  EXPECT_EQ(dec("Zg=="), "f");
+  EXPECT_EQ(dec("Zm9v!YmFy"), "foobar");  // bytes outside the alphabet are skipped
+  EXPECT_EQ(dec("Zg==Zm9v"), "f");        // nothing after a padded block is read
+  EXPECT_EQ(dec("Zg="), "<bad>");         // not a multiple of 4
+  EXPECT_EQ(dec("Z==="), "<bad>");        // three pads
+  EXPECT_EQ(dec(""), "<bad>");
+  EXPECT_EQ(dec("!!!!"), "<bad>");
+  for (const std::string s : {"", "a", "ab", "abc", "\x00\xff\x10 x", "hello world!"}) {
+    std::string enc;
+    base64_encode(s, enc);
+    if (!s.empty()) {
+      EXPECT_EQ(dec(enc), s) << enc;
+    }
+  }
+  std::string enc;
+  base64_encode("foob", enc);
+  EXPECT_EQ(enc, "Zm9vYg==");
+}
+
+TEST(MemcacheParserTest, MalformedMetaRequestsGetMemcachedsAnswers) {
+  const std::string bad = "CLIENT_ERROR bad command line format\r\n";
+  EXPECT_EQ(meta("mg\r\n"), none("ERROR\r\n"));
+  EXPECT_EQ(meta("md\r\n"), none("ERROR\r\n"));
+  EXPECT_EQ(meta("ms\r\n"), none("ERROR\r\n"));
+  EXPECT_EQ(meta("me\r\n"), none(bad));
+  EXPECT_EQ(meta("mz k\r\n"), none("ERROR\r\n"));
+  EXPECT_EQ(meta("m k\r\n"), none("ERROR\r\n"));
+  EXPECT_EQ(meta("mg " + std::string(251, 'k') + " v\r\n"), none(bad));
+  EXPECT_EQ(meta("me " + std::string(251, 'k') + "\r\n"), none(bad));
+  EXPECT_EQ(meta("mg k\x01y v\r\n"), none(bad));  // the proxy refuses control bytes in keys
+  EXPECT_EQ(meta("mg k z\r\n"), none("CLIENT_ERROR invalid flag\r\n"));
+  EXPECT_EQ(meta("mg k 1\r\n"), none("CLIENT_ERROR invalid flag\r\n"));
+  EXPECT_EQ(meta("mg k v v\r\n"), none("CLIENT_ERROR duplicate flag\r\n"));
+  EXPECT_EQ(meta("mg k \x80\r\n"), none("CLIENT_ERROR duplicate flag\r\n"));
+  EXPECT_EQ(meta("mg k Tabc\r\n"), none("CLIENT_ERROR bad token in command line format\r\n"));
+  EXPECT_EQ(meta("mg k T\r\n"), none("CLIENT_ERROR bad token in command line format\r\n"));
+  EXPECT_EQ(meta("mg k Fx\r\n"), none(bad));  // F has no text of its own
+  EXPECT_EQ(meta("mg k F-1\r\n"), none(bad));
+  EXPECT_EQ(meta("mg k Tx Fx\r\n"), none("CLIENT_ERROR bad token in command line format\r\n"));
+  EXPECT_EQ(meta("mg k MAB\r\n"), none("CLIENT_ERROR incorrect length for M token\r\n"));
+  EXPECT_EQ(meta("ma k Jx\r\n"), none("CLIENT_ERROR invalid or duplicate flag\r\n"));
+  EXPECT_EQ(meta("md k Tx\r\n"), none("CLIENT_ERROR invalid or duplicate flag\r\n"));
+  EXPECT_EQ(meta("mg k Jx\r\n"), none("CLIENT_ERROR invalid numeric initial value\r\n"));
+  EXPECT_EQ(meta("mg k D-1\r\n"), none("CLIENT_ERROR invalid numeric delta value\r\n"));
+  // `q` never silences an error.
+  EXPECT_EQ(meta("mg k q z\r\n"), none("CLIENT_ERROR invalid flag\r\n"));
+  // At most 19 tokens (MFLAG_MAX_OPT_LENGTH counts memcached's terminal token too).
+  const std::string flags17 = " a b c d e f g h i j k l m n o p q";  // letters: not parsed yet
+  EXPECT_EQ(meta("mg k O1 P L s t v c f h l u k q T1 N1 R1 I\r\n").substr(0, 2),
+            std::to_string(kMg));
+  EXPECT_EQ(meta("mg k" + flags17 + " r\r\n"), none("CLIENT_ERROR options flags are too long\r\n"));
+  EXPECT_EQ(meta("md k" + flags17 + " r\r\n"), none("CLIENT_ERROR options flags too long\r\n"));
+  EXPECT_EQ(meta("ma k" + flags17 + " r\r\n"), none("CLIENT_ERROR options flags too long\r\n"));
+  EXPECT_EQ(meta("ms k 1" + flags17 + "\r\nx\r\n"),
+            none("CLIENT_ERROR options flags too long\r\n") + "\n" + none("ERROR\r\n"));
+  // ms: errors before the flags leave the data to be read as a command line; from the flags
+  // on, the data block is swallowed.
+  EXPECT_EQ(meta("ms k\r\n"), none(bad));
+  EXPECT_EQ(meta("ms k abc\r\nmn\r\n"), none(bad) + "\n" + std::to_string(kMg + 5));
+  EXPECT_EQ(meta("ms k -1\r\n"), none(bad));
+  EXPECT_EQ(meta("ms k 2147483646\r\n"), none(bad));  // over INT_MAX - 2
+  EXPECT_EQ(meta("ms k 2 T\r\nmn\r\nmn\r\n"),
+            none("CLIENT_ERROR bad token in command line format\r\n") + "\n" +
+                std::to_string(kMg + 5));  // "mn\r\n" was the swallowed data
+  EXPECT_EQ(meta("ms k 2 zz\r\nab\r\nmn\r\n"),
+            none("CLIENT_ERROR invalid flag\r\n") + "\n" + std::to_string(kMg + 5));
+  RequestLimits small;
+  small.max_value_bytes = 10;
+  EXPECT_EQ(meta("ms k 11 T0\r\n01234567890\r\nmn\r\n", small),
+            none("SERVER_ERROR object too large for cache\r\n") + "\n" + std::to_string(kMg + 5));
+  // 4294967298 is 2 as memcached's int32 reads it (safe_strtol truncates).
+  EXPECT_EQ(meta("ms k 4294967298\r\nab\r\n"),
+            std::to_string(kMg + 1) + "|key=k||req=ms k 4294967298\r\nab\r\n");
+  // The data block must end in \r\n; what follows is read as commands (here an empty line).
+  EXPECT_EQ(meta("ms k 2 q\r\nabcd\r\n"),
+            none("CLIENT_ERROR bad data chunk\r\n") + "\n" + none("ERROR\r\n"));
+}
+
+TEST(MemcacheParserTest, MetaStreamSplitAtEveryByteGivesTheSameRequests) {
+  const std::string stream =
+      "mg foo v k O1 q\r\nms foo 3 T30 b\r\nabc\r\nms Zm9v 2 b\r\nxy\r\nmd foo q\r\nma n D2\r\n"
+      "me foo\r\nmn\r\nmg Zm9v= b\r\nms k 2 zz\r\nab\r\nmx\r\nms k 2\r\nabcd\r\nmg k v\n";
+  const std::string whole = meta(stream);
+  ASSERT_EQ(std::count(whole.begin(), whole.end(), '\n') >= 12, true) << whole;
+  for (std::size_t step = 1; step <= 9; ++step) EXPECT_EQ(meta(stream, {}, step), whole) << step;
+  for (std::size_t cut = 1; cut < stream.size(); ++cut) {
+    RequestParser p;
+    std::string buf, got;
+    for (const std::string_view piece :
+         {std::string_view(stream).substr(0, cut), std::string_view(stream).substr(cut)}) {
+      buf += piece;
+      while (p.parse(buf) == ParseResult::kDone) {
+        got += std::to_string(static_cast<int>(p.command())) + std::string(p.reply());
+        if (is_meta_keyed(p.command()))
+          got += std::string(p.meta_key(buf)) + std::string(p.request(buf));
+        p.next();
+      }
+    }
+    RequestParser q;
+    std::string expect;
+    std::string_view all(stream);
+    while (q.parse(all) == ParseResult::kDone) {
+      expect += std::to_string(static_cast<int>(q.command())) + std::string(q.reply());
+      if (is_meta_keyed(q.command()))
+        expect += std::string(q.meta_key(all)) + std::string(q.request(all));
+      q.next();
+    }
+    ASSERT_EQ(got, expect) << "cut at " << cut;
+  }
+}
+
+TEST(MemcacheParserTest, ReplyParserReadsMetaReplies) {
+  auto meta_replies = [](std::string_view input, std::size_t step = 0) {
+    ReplyParser p(1000);
+    p.expect_meta(true);
+    return feed(p, input, step, [&](const std::string& buf) {
+      return std::to_string(static_cast<int>(p.kind())) + (p.is_error() ? "!" : "") + ":" +
+             std::string(p.span().in(buf));
+    });
+  };
+  const std::string stream =
+      "HD\r\nHD O12 c5 kfoo\r\nEN\r\nEN Oab\r\nVA 3 s3 W\r\nabc\r\nVA 0\r\n\r\nNS\r\nEX c1\r\n"
+      "NF\r\nMN\r\nME foo exp=-1 la=1 cas=2 fetch=no cls=1 size=63\r\n"
+      "CLIENT_ERROR bad data chunk\r\n";
+  const auto whole = meta_replies(stream);
+  ASSERT_EQ(whole.size(), 12u);
+  EXPECT_EQ(whole[4], "2:VA 3 s3 W\r\nabc\r\n");
+  EXPECT_EQ(whole[11], "2!:CLIENT_ERROR bad data chunk\r\n");
+  for (std::size_t step = 1; step < 8; ++step) EXPECT_EQ(meta_replies(stream, step), whole);
+  for (const char* bad :
+       {"HDX\r\n", "ENd\r\n", "ME\r\n", "VA x\r\n", "VALUE a 0 1\r\n", "END\r\n"}) {
+    EXPECT_EQ(meta_replies(bad)[0].substr(0, 6), "FATAL:") << bad;
+  }
+  EXPECT_EQ(meta_replies("VA 3\r\nabcd\r\n")[0].substr(0, 6), "FATAL:");
 }
 
 // ---- Replies ------------------------------------------------------------------------------------

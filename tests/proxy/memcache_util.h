@@ -57,10 +57,11 @@ class McClient {
       in_.append(buf, static_cast<std::size_t>(n));
     }
   }
-  // (A meta command — mg, ms, md, mn — gets its one-element reply: tests look at servers.)
+  // (A meta command — mg, ms, md, ma, me, mn — gets its one-element reply.)
   std::string call(std::string_view request) {
     send(request);
-    const bool meta = request.size() > 2 && request[0] == 'm' && request[2] == ' ';
+    const bool meta =
+        request.size() > 2 && request[0] == 'm' && (request[2] == ' ' || request[2] == '\r');
     return read(is_retrieval_request(request), meta);
   }
   bool closed_by_peer() { return testing::closed_by_peer(fd_); }

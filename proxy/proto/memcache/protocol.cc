@@ -36,9 +36,51 @@ bool is_status_line(std::string_view l) noexcept {
   return parse_u64(l, v);  // incr / decr
 }
 
+// HD EN NS EX NF MN, alone or with return flags ("HD O12 c5"), and me's "ME <key> ...".
+bool is_meta_status(std::string_view l) noexcept {
+  if (l.size() < 2 || (l.size() > 2 && l[2] != ' ')) return false;
+  const std::string_view code = l.substr(0, 2);
+  return code == "HD" || code == "EN" || code == "NS" || code == "EX" || code == "NF" ||
+         code == "MN" || (code == "ME" && l.size() > 3);
+}
+
 bool is_error_line(std::string_view l) noexcept {
   return l == "ERROR" || starts_with(l, "ERROR ") || starts_with(l, "CLIENT_ERROR ") ||
          starts_with(l, "SERVER_ERROR ");
+}
+
+// memcached's numeric flag tokens go through strtol/strtoul/strtoull (util.c safe_strto*):
+// leading white space, a sign, at least one digit, no overflow of 64 bits, then the end of the
+// token or white space. Values are not range-checked further (safe_strtol truncates to 32
+// bits); the proxy only needs the verdict, and the server reads the same digits.
+bool c_space(char c) noexcept { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+enum class Num : std::uint8_t { kSigned, kUnsigned32, kUnsigned64 };
+
+bool c_number(std::string_view s, Num kind, std::int64_t* out = nullptr) noexcept {
+  std::size_t i = 0;
+  while (i < s.size() && c_space(s[i])) ++i;
+  bool neg = false;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
+  const std::size_t digits = i;
+  std::uint64_t v = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+    const auto d = static_cast<std::uint64_t>(s[i] - '0');
+    if (v > (std::numeric_limits<std::uint64_t>::max() - d) / 10) return false;  // ERANGE
+    v = v * 10 + d;
+  }
+  if (i == digits) return false;  // no digits: str == endptr
+  if (i < s.size() && !c_space(s[i])) return false;
+  constexpr std::uint64_t kTop = std::uint64_t{1} << 63;
+  if (kind == Num::kSigned) {
+    if (neg ? v > kTop : v >= kTop) return false;  // strtol's ERANGE
+    if (out != nullptr)
+      *out = neg ? static_cast<std::int64_t>(0 - v) : static_cast<std::int64_t>(v);
+    return true;
+  }
+  // strtoul negates in unsigned arithmetic; safe_strtoul(l) refuses a '-' whose result reads
+  // as negative when signed ("-1"), and lets "-0" through.
+  return !neg || (0 - v) < kTop;
 }
 
 // The line [start, nl) without a trailing '\r' (memcached accepts "\n" alone).
@@ -80,6 +122,72 @@ bool is_storage(Command c) noexcept {
   return c == Command::kSet || c == Command::kAdd || c == Command::kReplace ||
          c == Command::kAppend || c == Command::kPrepend || c == Command::kCas;
 }
+
+bool is_meta_keyed(Command c) noexcept {
+  return c == Command::kMetaGet || c == Command::kMetaSet || c == Command::kMetaDelete ||
+         c == Command::kMetaArithmetic || c == Command::kMetaDebug;
+}
+
+std::size_t base64_decode(std::string_view in, char* out) noexcept {
+  // Value of a base64 character, 64 for '=' (a zero that counts as padding), -1 outside.
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    if (c == '=') return 64;
+    return -1;
+  };
+  std::size_t count = 0;
+  for (const char c : in) count += value(c) >= 0 ? 1 : 0;
+  if (count == 0 || count % 4 != 0) return 0;
+  std::size_t n = 0;
+  unsigned block[4];
+  std::size_t k = 0;
+  int pad = 0;
+  for (const char c : in) {
+    const int v = value(c);
+    if (v < 0) continue;
+    if (v == 64) ++pad;
+    block[k++] = v == 64 ? 0 : static_cast<unsigned>(v);
+    if (k < 4) continue;
+    out[n++] = static_cast<char>((block[0] << 2) | (block[1] >> 4));
+    out[n++] = static_cast<char>((block[1] << 4) | (block[2] >> 2));
+    out[n++] = static_cast<char>((block[2] << 6) | block[3]);
+    k = 0;
+    if (pad > 0) {
+      if (pad > 2) return 0;  // "invalid padding"
+      n -= static_cast<std::size_t>(pad);
+      break;  // what follows a padded block is ignored, as memcached does
+    }
+  }
+  return n;
+}
+
+void base64_encode(std::string_view in, std::string& out) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::size_t i = 0;
+  for (; i + 3 <= in.size(); i += 3) {
+    const auto a = static_cast<unsigned char>(in[i]), b = static_cast<unsigned char>(in[i + 1]),
+               c = static_cast<unsigned char>(in[i + 2]);
+    out += kAlphabet[a >> 2];
+    out += kAlphabet[((a & 3) << 4) | (b >> 4)];
+    out += kAlphabet[((b & 15) << 2) | (c >> 6)];
+    out += kAlphabet[c & 63];
+  }
+  if (i < in.size()) {
+    const auto a = static_cast<unsigned char>(in[i]);
+    const unsigned b = i + 1 < in.size() ? static_cast<unsigned char>(in[i + 1]) : 0;
+    out += kAlphabet[a >> 2];
+    out += kAlphabet[((a & 3) << 4) | (b >> 4)];
+    out += i + 1 < in.size() ? kAlphabet[(b & 15) << 2] : '=';
+    out += '=';
+  }
+}
+
+bool text_key_ok(std::string_view k) noexcept { return key_ok(k); }
 
 // ---- RequestParser ------------------------------------------------------------------------------
 
@@ -226,6 +334,27 @@ ParseResult RequestParser::interpret(std::string_view buf) {
   if (name == "incr") return one_key(Command::kIncr, 3, 4);
   if (name == "decr") return one_key(Command::kDecr, 3, 4);
   if (name == "touch") return one_key(Command::kTouch, 3, 4);
+  // memcached reads any two-letter command starting with 'm' as a meta command (an unknown one
+  // is ERROR).
+  if (name.size() == 2 && name[0] == 'm') {
+    switch (name[1]) {
+      case 'g':
+        return meta(buf, Command::kMetaGet);
+      case 's':
+        return meta(buf, Command::kMetaSet);
+      case 'd':
+        return meta(buf, Command::kMetaDelete);
+      case 'a':
+        return meta(buf, Command::kMetaArithmetic);
+      case 'e':
+        return meta(buf, Command::kMetaDebug);
+      case 'n':
+        command_ = Command::kMetaNoop;  // whatever follows it: memcached answers MN
+        return ParseResult::kDone;
+      default:
+        return done_local(kError, false);
+    }
+  }
   if (name == "version") {
     command_ = Command::kVersion;
     return ParseResult::kDone;
@@ -235,16 +364,10 @@ ParseResult RequestParser::interpret(std::string_view buf) {
     return ParseResult::kDone;
   }
   static constexpr std::string_view kKnown[] = {
-      "flush_all", "stats", "verbosity", "shutdown",  "cache_memlimit", "lru_crawler", "slabs",
-      "lru",       "watch", "misbehave", "debugtime", "extstore",       "mg",          "ms",
-      "md",        "ma",    "mn",        "me"};
+      "flush_all", "stats", "verbosity", "shutdown",  "cache_memlimit", "lru_crawler",
+      "slabs",     "lru",   "watch",     "misbehave", "debugtime",      "extstore"};
   if (std::find(std::begin(kKnown), std::end(kKnown), name) != std::end(kKnown)) {
     noreply_ = n > 1 && last_noreply;
-    // ms carries a data block: swallow it so it is not read as commands.
-    std::uint64_t len = 0;
-    if (name == "ms" && n >= 3 && parse_u64(token(buf, 2), len) && len < (std::uint64_t{1} << 62)) {
-      swallow_ = len + 2;
-    }
     command_ = Command::kUnsupported;
     return ParseResult::kDone;
   }
@@ -283,12 +406,154 @@ ParseResult RequestParser::storage(std::string_view buf, Command c) {
   return ParseResult::kNeedMore;  // parse() continues with the data block
 }
 
+// memcached 1.6.18's meta command checks, in its order (process_mget_command and its
+// siblings). Counts below are memcached's ntokens minus its terminal empty token.
+ParseResult RequestParser::meta(std::string_view buf, Command c) {
+  const std::size_t n = tokens_.size();
+  meta_flags_ = 0;
+  key_binary_ = false;
+  if (n < 2) return done_local(c == Command::kMetaDebug ? kBadFormat : kError, false);
+  first_key_ = 1;
+  key_end_ = 2;
+  forward_end_ = n;
+  if (c == Command::kMetaDebug) {
+    // process_meta_command: only "me <key> b" decodes (b must be the first flag).
+    if (!keys_ok(buf)) return done_local(kBadFormat, false);
+    if (n >= 3 && token(buf, 2) == "b") {
+      key_len_ = base64_decode(token(buf, 1), key_buf_);
+      if (key_len_ == 0) return done_local(kBadFormat, false);
+      key_binary_ = true;
+    }
+    command_ = c;
+    return ParseResult::kDone;
+  }
+  // Over 250 bytes before decoding, as memcached checks; control characters: see key_ok.
+  if (!keys_ok(buf)) return done_local(kBadFormat, false);
+  if (c == Command::kMetaSet && n == 2) return done_local(kBadFormat, false);
+  if (n >= 20) {  // MFLAG_MAX_OPT_LENGTH
+    return done_local(c == Command::kMetaGet ? "CLIENT_ERROR options flags are too long\r\n"
+                                             : "CLIENT_ERROR options flags too long\r\n",
+                      false);
+  }
+  if (c != Command::kMetaSet) {
+    const std::string_view error = meta_flags(buf, 2);
+    if (!error.empty()) {
+      // md and ma do not pass the flag parser's own text on.
+      return done_local(
+          c == Command::kMetaGet ? error : "CLIENT_ERROR invalid or duplicate flag\r\n", false);
+    }
+    command_ = c;
+    return ParseResult::kDone;
+  }
+  // ms <key> <datalen> <flags>*: safe_strtol into an int32 (a longer number wraps, as there).
+  std::int64_t len64 = 0;
+  if (!c_number(token(buf, 2), Num::kSigned, &len64)) return done_local(kBadFormat, false);
+  const auto len = static_cast<std::int32_t>(static_cast<std::uint32_t>(len64));
+  if (len < 0 || len > std::numeric_limits<std::int32_t>::max() - 2) {
+    return done_local(kBadFormat, false);  // the data is not swallowed here: read as commands
+  }
+  const std::string_view error = meta_flags(buf, 3);
+  if (!error.empty() || static_cast<std::size_t>(len) > limits_.max_value_bytes) {
+    // From here memcached swallows the data block with the error.
+    swallow_ = static_cast<std::uint64_t>(len) + 2;
+    return done_local(error.empty() ? "SERVER_ERROR object too large for cache\r\n" : error, false);
+  }
+  bytes_ = static_cast<std::size_t>(len);
+  data_off_ = pos_;
+  command_ = c;
+  state_ = State::kData;
+  return ParseResult::kNeedMore;  // parse() continues with the data block
+}
+
+std::string_view RequestParser::meta_flags(std::string_view buf, std::size_t first) {
+  std::string_view error;  // memcached's errstr: the last error seen wins
+  bool failed = false;
+  for (std::size_t i = first; i < tokens_.size(); ++i) {
+    const std::string_view t = token(buf, i);
+    const auto o = static_cast<unsigned char>(t[0]);
+    const std::uint64_t bit = o >= 64 && o < 127 ? std::uint64_t{1} << (o - 64) : 0;
+    // seen[] covers 0..126: a byte past it, or a letter twice, ends the parse at once.
+    if (o >= 127 || (o >= 64 && (meta_flags_ & bit) != 0)) {
+      return "CLIENT_ERROR duplicate flag\r\n";
+    }
+    meta_flags_ |= bit;
+    const std::string_view arg = t.substr(1);
+    switch (o) {
+      case 'b':
+        key_len_ = base64_decode(token(buf, 1), key_buf_);
+        key_binary_ = true;
+        if (key_len_ == 0) {
+          error = "CLIENT_ERROR error decoding key\r\n";
+          failed = true;
+        }
+        break;
+      case 'N':
+      case 'T':
+      case 'R':
+        if (!c_number(arg, Num::kSigned)) {
+          error = "CLIENT_ERROR bad token in command line format\r\n";
+          failed = true;
+        }
+        break;
+      case 'F':
+        // No text of its own: the default (or an earlier flag's) stands.
+        if (!c_number(arg, Num::kUnsigned32)) failed = true;
+        break;
+      case 'C':
+        if (!c_number(arg, Num::kUnsigned64)) {
+          error = "CLIENT_ERROR bad token in command line format\r\n";
+          failed = true;
+        }
+        break;
+      case 'M':
+        if (t.size() != 2) {
+          error = "CLIENT_ERROR incorrect length for M token\r\n";
+          failed = true;
+        }
+        break;
+      case 'J':
+        if (!c_number(arg, Num::kUnsigned64)) {
+          error = "CLIENT_ERROR invalid numeric initial value\r\n";
+          failed = true;
+        }
+        break;
+      case 'D':
+        if (!c_number(arg, Num::kUnsigned64)) {
+          error = "CLIENT_ERROR invalid numeric delta value\r\n";
+          failed = true;
+        }
+        break;
+      case 'O':
+      case 'P':
+      case 'L':
+      case 'k':
+      case 's':
+      case 't':
+      case 'c':
+      case 'f':
+      case 'v':
+      case 'h':
+      case 'l':
+      case 'u':
+      case 'q':
+      case 'I':
+        break;
+      default:
+        return "CLIENT_ERROR invalid flag\r\n";
+    }
+  }
+  if (!failed) return {};
+  return error.empty() ? kBadFormat : error;
+}
+
 void RequestParser::next() noexcept {
   start_ = pos_;
   state_ = swallow_ > 0 ? State::kSwallow : State::kLine;
   command_ = Command::kNone;
   reply_ = {};
   noreply_ = false;
+  meta_flags_ = 0;
+  key_binary_ = false;
   if (tokens_.capacity() > 4096) {
     tokens_.clear();
     tokens_.shrink_to_fit();  // a huge multiget's token list is not kept
@@ -355,9 +620,7 @@ ParseResult ReplyParser::parse(std::string_view buf) {
       data_end_ = pos_ + static_cast<std::size_t>(bytes) + 2;
       in_data_ = true;
       meta_value_ = true;
-    } else if (meta_ &&
-               (line == "EN" || line == "MN" || starts_with(line, "HD") ||
-                starts_with(line, "NS") || starts_with(line, "EX") || starts_with(line, "NF"))) {
+    } else if (meta_ && is_meta_status(line)) {
       kind_ = ReplyKind::kLine;
       return ParseResult::kDone;
     } else if (is_error_line(line)) {

@@ -21,6 +21,17 @@
 // line longer than 2048 bytes (get/gets/gat/gats lines: max_get_line) -> "CLIENT_ERROR line too
 // long", and the binary protocol's magic byte 0x80 (closed without a reply).
 //
+// Meta commands (mg ms md ma mn me) are checked as memcached 1.6.18's proto_text.c checks them
+// before it touches an item: token counts, key length, the flags (_meta_flag_preparse: a flag is
+// one letter, each at most once, numeric tokens for N T R F C J D, M with one mode letter, `b`
+// a base64 key), and for ms the data length; the error text is memcached's own per command
+// (mg/ms name the flag error, md/ma say "invalid or duplicate flag"), and meta errors are never
+// silenced by `q`. An ms whose flags are bad, or whose length is over max_value_bytes, has its
+// data block swallowed as memcached does. Checks memcached makes later, with the item in hand
+// (opaque over 32 bytes, an M mode the command lacks), are left to the server: the request is
+// forwarded whole and the server answers (and swallows) exactly as it would directly. A `b` key
+// is decoded as memcached decodes it (base64_decode below): the item's key, which routing uses.
+//
 // Example:
 //   RequestParser p;
 //   std::string buf = "set k 0 0 1\r\nx\r\n";
@@ -62,9 +73,28 @@ enum class Command : std::uint8_t {
   kVersion,
   kQuit,
   kUnsupported,  // a memcached command the proxy does not forward (its name is token 0)
+  kMetaGet,
+  kMetaSet,  // a data block follows the line
+  kMetaDelete,
+  kMetaArithmetic,
+  kMetaDebug,  // me <key> [b]
+  kMetaNoop,   // mn
 };
 bool is_retrieval(Command c) noexcept;
 bool is_storage(Command c) noexcept;
+// mg ms md ma me (one key each; forwarded whole: request()) — not mn.
+bool is_meta_keyed(Command c) noexcept;
+
+// memcached's base64_decode (base64.c, 1.6.18), which is what a `b` key is stored as: bytes
+// outside the alphabet are skipped, the rest must be a non-zero multiple of 4, decoding stops
+// after the first block with '=' padding (1 or 2; more is an error). Writes at most
+// in.size() * 3 / 4 bytes to `out`; returns the decoded length, 0 on an invalid input.
+// Example: "Zm9vYmFy" -> "foobar", "Zm9v!YmFy" -> "foobar", "Zg==" -> "f", "Zg=" -> 0.
+std::size_t base64_decode(std::string_view in, char* out) noexcept;
+// Standard base64 with '=' padding (what memcached's encoder writes).
+void base64_encode(std::string_view in, std::string& out);
+// A key the classic commands can carry: 1..250 bytes, no space or control character.
+bool text_key_ok(std::string_view k) noexcept;
 
 inline constexpr std::size_t kMaxKeyLength = 250;  // memcached's KEY_MAX_LENGTH
 inline constexpr std::size_t kMaxLine = 2048;      // memcached closes longer non-get lines
@@ -103,6 +133,22 @@ class RequestParser {
   std::string_view data(std::string_view buf) const noexcept {
     return buf.substr(data_off_, bytes_);
   }
+  // Meta commands: the whole request as received (line, and for ms its data block), the key
+  // the item is stored under (decoded when `b`: a span of the parser's own buffer, valid until
+  // the next parse()), and the flags present (first letters of the flag tokens).
+  std::string_view request(std::string_view buf) const noexcept {
+    return buf.substr(start_, pos_ - start_);
+  }
+  std::string_view meta_key(std::string_view buf) const noexcept {
+    return key_binary_ ? std::string_view(key_buf_, key_len_) : token(buf, 1);
+  }
+  bool key_binary() const noexcept { return key_binary_; }
+  bool has_flag(char f) const noexcept {
+    const auto u = static_cast<unsigned char>(f);
+    return u >= 64 && u < 128 && ((meta_flags_ >> (u - 64)) & 1) != 0;
+  }
+  // `q`: the server stays silent on the nominal answer (mg: EN; ms: HD; md: HD/NF; ma: HD).
+  bool quiet() const noexcept { return has_flag('q'); }
   // kNone: the reply to send ("" when noreply silenced it).
   std::string_view reply() const noexcept { return reply_; }
   std::size_t start() const noexcept { return start_; }
@@ -120,6 +166,10 @@ class RequestParser {
   ParseResult done_local(std::string_view reply, bool silenced_by_noreply = true);
   ParseResult interpret(std::string_view buf);
   ParseResult storage(std::string_view buf, Command c);
+  ParseResult meta(std::string_view buf, Command c);
+  // memcached's _meta_flag_preparse over tokens [first, n): "" when they are good, else the
+  // error memcached names. Decodes a `b` key into key_buf_.
+  std::string_view meta_flags(std::string_view buf, std::size_t first);
   bool keys_ok(std::string_view buf) const noexcept;
   std::size_t line_limit(std::string_view buf) const noexcept;
 
@@ -139,6 +189,11 @@ class RequestParser {
   std::int32_t exptime_ = 0;
   std::uint64_t cas_ = 0;
   std::string_view reply_;  // static text
+  // Meta commands: flag letters seen ('@'..DEL as bits 0..63), the decoded `b` key.
+  std::uint64_t meta_flags_ = 0;
+  bool key_binary_ = false;
+  std::size_t key_len_ = 0;
+  char key_buf_[kMaxKeyLength] = {};
 };
 
 // Backend replies. A retrieval (expect_values) is a stream of VALUE blocks then END, or one
@@ -154,9 +209,9 @@ class ReplyParser {
 
   // Set before the first byte of each reply.
   void expect_values(bool on) noexcept { values_ = on; }
-  // Meta command replies (the proxy's own warm-up requests): HD / EN / NS / EX / NF / MN lines
-  // and "VA <size> <flags>*" with its data block, each returned as one kLine (its span covers
-  // the data block too).
+  // Meta command replies: HD / EN / NS / EX / NF / MN lines (each may carry return flags,
+  // e.g. "EN O12 kfoo"), "ME <key> <info>" (me), and "VA <size> <flags>*" with its data block,
+  // each returned as one kLine (its span covers the data block too).
   void expect_meta(bool on) noexcept { meta_ = on; }
   ParseResult parse(std::string_view buf);
 

@@ -11,8 +11,6 @@ namespace {
 
 // Why each refused memcached command is not proxied.
 std::string_view refusal(std::string_view name) noexcept {
-  if (name.size() == 2 && name[0] == 'm')
-    return "meta commands are not proxied; use get/set/delete/...";
   if (name == "flush_all" || name == "stats" || name == "cache_memlimit" || name == "lru_crawler" ||
       name == "slabs" || name == "lru" || name == "extstore") {
     return "it acts on every server; ask the memcached servers directly";
@@ -86,6 +84,20 @@ void Msg::line_part(std::uint32_t part, net::Slice line, bool error) {
     finish();
   } else {
     p.settle();
+  }
+}
+
+void Msg::quiet_reply(std::uint32_t part, net::Slice line, bool error) {
+  Part& p = parts[part];
+  p.line.hold(std::move(line));
+  p.error = error;
+}
+
+void Msg::quiet_end(std::uint32_t part) {
+  if (--outstanding == 0) {
+    finish();
+  } else {
+    parts[part].settle();
   }
 }
 
@@ -210,6 +222,7 @@ void Backend::on_input() {
       return;
     }
     const memcache::Span span = parser_.span();
+    const bool quiet_mn = m.quiet && span.in(in_.view()) == "MN\r\n";
     // Replies stay in the read chunk: the Msg holds slices of it (no copy).
     net::Slice raw = in_.slice(span.off, span.len);
     if (parser_.kind() == memcache::ReplyKind::kValue) {
@@ -218,10 +231,18 @@ void Backend::on_input() {
       parser_.next();
       continue;
     }
+    if (m.quiet && !quiet_mn) {
+      // The quiet request's own reply (an error, a hit, ...): the part waits for our MN.
+      m.quiet_reply(queue_.front().part, std::move(raw), parser_.is_error());
+      parser_.next();
+      continue;
+    }
     Pending p = take_front();
     parser_started_ = false;
     record_success(*state_);
-    if (parser_.kind() == memcache::ReplyKind::kEnd) {
+    if (m.quiet) {
+      m.quiet_end(p.part);
+    } else if (parser_.kind() == memcache::ReplyKind::kEnd) {
       m.end_part(p.part);
     } else {
       m.line_part(p.part, std::move(raw), parser_.is_error());
@@ -288,7 +309,15 @@ void Client::forward(NodeId node, const Ref<Msg>& m, std::uint32_t part,
       s->parts.resize(1);
       s->outstanding = 1;
       s->then = [](Msg&) {};
-      b->send({"delete " + std::string(k) + "\r\n"}, s, 0);
+      if (memcache::text_key_ok(k)) {
+        b->send({"delete " + std::string(k) + "\r\n"}, s, 0);
+      } else {  // a meta request's binary key (b flag): only md can name it
+        std::string line = "md ";
+        memcache::base64_encode(k, line);
+        line += " b\r\n";
+        s->meta = true;
+        b->send({line}, s, 0);
+      }
     }
   }
   b->send(bytes, m, part);
@@ -334,6 +363,18 @@ void Client::dispatch() {
                   true);
       return;
     }
+    case memcache::Command::kMetaNoop:
+      // Every earlier reply is in before this one goes out (the client's order), and each quiet
+      // request was followed by an mn of the proxy's: its backend has said all it will.
+      reply_local("MN\r\n");
+      return;
+    case memcache::Command::kMetaGet:
+    case memcache::Command::kMetaSet:
+    case memcache::Command::kMetaDelete:
+    case memcache::Command::kMetaArithmetic:
+    case memcache::Command::kMetaDebug:
+      meta();
+      return;
     case memcache::Command::kGet:
     case memcache::Command::kGets:
     case memcache::Command::kGat:

@@ -6,8 +6,9 @@
 // split into one request per backend holding its keys, and the VALUE blocks are merged back in
 // the client's key order under one END. `noreply` is stripped before forwarding and the
 // backend's answer dropped, so the backend stream never desyncs whatever the backend says.
-// version and quit are answered by the proxy; server-wide commands (stats, flush_all, ...) and
-// meta commands are refused with a SERVER_ERROR naming them, the connection kept.
+// version and quit are answered by the proxy; server-wide commands (stats, flush_all, ...) are
+// refused with a SERVER_ERROR naming them, the connection kept. Meta commands (mg ms md ma me)
+// go whole to their key's backend (proto/memcache/session_meta.cc); `mn` is answered in order.
 //
 // A Backend is one connection to one memcached, owned by one worker; replies complete the
 // queued requests in order. When it fails (connect error, timeout, closed mid-reply,
@@ -41,7 +42,10 @@ inline constexpr std::string_view kVersionReply = "VERSION 1.6.18-chash-proxy\r\
 struct Msg final : Reply {
   bool silent = false;     // noreply: whatever the backend says is dropped
   bool retrieval = false;  // VALUE blocks + END
-  bool meta = false;       // the proxy's own meta commands (warm-up): one line (+ data) each
+  bool meta = false;       // meta commands: one line (+ data) each
+  // A meta request with `q`, sent followed by an `mn` of the proxy's: the server answers it with
+  // one reply or none, then MN (dropped), which completes the part.
+  bool quiet = false;
   // A Msg of the proxy's own (a warm-up step, proto/memcache/session_warmup.cc): when every
   // part is in, `then` gets it instead of a client.
   std::function<void(Msg&)> then;
@@ -82,6 +86,9 @@ struct Msg final : Reply {
   void end_part(std::uint32_t part);
   void line_part(std::uint32_t part, net::Slice line, bool error);
   void fail_part(std::uint32_t part, std::string_view error) override;
+  // quiet: the request's reply (the part stays open until quiet_end(), at the MN).
+  void quiet_reply(std::uint32_t part, net::Slice line, bool error);
+  void quiet_end(std::uint32_t part);
   // Completes part `part` with bytes the proxy has (copied): a retrieval part's VALUE block for
   // its one key ("" for a miss), else the reply line.
   void answer_part(std::uint32_t part, std::string_view bytes);
@@ -126,6 +133,11 @@ class Client final : public ClientSession {
   void process() override;
   void dispatch();
   void retrieve();
+  // mg ms md ma me (proto/memcache/session_meta.cc).
+  void meta();
+  // The current ms's line with its T capped by failover_ttl (capped_exptime) or added; false
+  // (and `line` untouched) for append/prepend modes and T forms it does not read.
+  bool capped_line(std::string& line) const;
   // Warm-up on resize (proto/memcache/session_warmup.cc): when `key` (routed to `node`) moved,
   // the warm-up answers part `part` of `m` (true); `request` is the command for that key alone.
   bool warm(memcache::Command cmd, std::string_view key, NodeId node, const Ref<Msg>& m,

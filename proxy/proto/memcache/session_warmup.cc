@@ -8,9 +8,10 @@
 //                       gets/gat/gats with the new owner's after the copy (its cas, its TTL);
 //   set                 new: set, old: `md k`, at once;
 //   delete              at both: DELETED when either had it;
-//   add/replace/append/prepend/cas/incr/decr/touch
+//   add/replace/append/prepend/cas/incr/decr/touch, and the meta commands mg/ms/md/ma/me
 //                       migrate k (new: `mg k`, old: `mg k v t f`; copied when only an old owner
-//                       has it; the old copy deleted), then the command at the new owner.
+//                       has it; the old copy deleted), then the command at the new owner (a
+//                       meta request as the client sent it, a quiet one followed by our mn).
 // TTLs are memcached's whole seconds; `t-1` (no expiry) is copied as T0.
 #include <charconv>
 
@@ -71,6 +72,7 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
   Ref<Msg> answer_to;
   std::uint32_t answer_part = 0;
   std::string request;  // the command for this key alone, as the new owner gets it
+  bool quiet = false;  // a meta request with q: `request` ends in our mn (Msg::quiet)
   // The owner is a server back from an absence that may still hold a stale copy of the key
   // (AbsenceLog::kFlipped, the key noted): the op deletes it there before anything else.
   bool purge_first = false;
@@ -241,7 +243,8 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
       if (r.parts[0].error) return self->answer_error(r.parts[0].line.view());
       self->answer(r.parts[0].line.view());
     });
-    s->meta = false;  // a classic command: one line
+    s->meta = is_meta_keyed(cmd);  // else a classic command: one line
+    s->quiet = quiet;
     send(s, 0, owner, request);
   }
 };
@@ -267,6 +270,7 @@ bool Client::warm(Command cmd, std::string_view key, NodeId node, const Ref<Msg>
   op->answer_to = m;
   op->answer_part = part;
   op->request = std::move(request);
+  op->quiet = m->quiet;
   // As the forwarding path does for a returned server's noted keys (session.cc).
   AbsenceLog& absence = pool_->states[node]->absence;
   op->purge_first = absence.phase() == AbsenceLog::Phase::kFlipped && absence.take(key);
