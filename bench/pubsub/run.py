@@ -116,7 +116,7 @@ def main():
             f.write("p:\n  listen: 127.0.0.1:%d\n  redis: true\n  timeout: 5000\n  servers:\n" % listen)
             for i, p in enumerate(ports):
                 f.write("    - 127.0.0.1:%d:1 n%d\n" % (p, i + 1))
-        procs.append(subprocess.Popen([proxy, "-c", cfg, "--workers", str(a.workers)],
+        procs.append(subprocess.Popen([proxy, "-c", cfg, "--no-stats", "--workers", str(a.workers)],
                                       stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "proxy.log"), "w")))
         if not wait_port(listen):
             sys.exit("run.py: chash-proxy did not start (see its log)")
