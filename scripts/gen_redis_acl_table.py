@@ -95,10 +95,8 @@ def key_spec(command, ks):
     return "{%s, %s, %s, %s}" % ("|".join(perms) or "0", "|".join(extra) or "0", begin, find)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+from testports import free_port  # noqa: E402  (tests/testports.py: below the ephemeral range)
 
 
 def main():

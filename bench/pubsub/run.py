@@ -37,12 +37,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from testports import free_port  # noqa: E402  (tests/testports.py: below the ephemeral range)
 
 
 def wait_port(port, timeout=10.0):

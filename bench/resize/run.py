@@ -97,6 +97,8 @@ import time
 HOST = "127.0.0.1"  # every socket here binds or connects to this address, nothing else
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import testports  # noqa: E402  (tests/testports.py)
 NAMES = ["n1", "n2", "n3", "n4", "n5"]
 SCENARIOS = {
     "add": "add a node (n1..n4 → n1..n5)",
@@ -126,15 +128,8 @@ def log(*a):
 
 
 def free_ports(n):
-    socks = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind((HOST, 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+    """n distinct ports below the ephemeral range (tests/testports.py says why)."""
+    return testports.free_ports(n, HOST)
 
 
 def can_connect(port, timeout=0.2):

@@ -6,6 +6,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 
 import pytest
@@ -31,10 +32,8 @@ def built(path, what):
     return path
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from testports import free_port  # noqa: E402,F401  (tests/testports.py: below the ephemeral range)
 
 
 def wait_port(port, proc, limit=20.0):

@@ -32,7 +32,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -55,10 +54,8 @@ def now():
     return time.monotonic()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from testports import expect_reply, free_port  # noqa: E402  (tests/testports.py)
 
 
 def rss_kib(pid):
@@ -325,6 +322,13 @@ class Server:
                                      preexec_fn=_die_with_parent)
         log.close()
         await wait_port(self.port, 5, self.proc)
+        # The port answering is not enough: it must be this server that answers there.
+        ask = (b"*1\r\n$4\r\nPING\r\n", b"+PONG") if self.kind == REDIS else (b"version\r\n",
+                                                                               b"VERSION ")
+        if self.proc.poll() is not None or not expect_reply(self.port, *ask):
+            raise RuntimeError(f"{self.name}: {self.argv()[0]} on port {self.port} is not "
+                               f"answering as itself (exit {self.proc.poll()}; see "
+                               f"{self.name}.log)")
 
     def kill(self):
         self.proc.kill()

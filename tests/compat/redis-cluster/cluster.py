@@ -24,6 +24,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+import testports  # noqa: E402  (tests/testports.py)
 COMPAT = os.path.dirname(HERE)
 PEER = os.environ.get("PEER", "redis-server")
 
@@ -82,21 +84,9 @@ class Conn:
 
 # ---- Servers -----------------------------------------------------------------------------------
 def free_port(host):
-    """A port free on `host` whose cluster bus port (+10000) is free too."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind((host, 0))
-            port = s.getsockname()[1]
-        if port + 10000 > 65535:
-            continue
-        try:
-            with socket.socket() as a, socket.socket() as b:
-                a.bind((host, port))
-                b.bind((host, port + 10000))
-            return port
-        except OSError:
-            continue
-    raise RuntimeError("no free port pair found")
+    """A port free on `host` whose cluster bus port (+10000) is free too, both below the ephemeral
+    range (tests/testports.py says why)."""
+    return testports.free_port(host, also=(10000,))
 
 
 class Server:

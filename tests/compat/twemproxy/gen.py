@@ -63,19 +63,8 @@ def stop(p):
             p.wait(timeout=5)
 
 
-TAKEN = set()
-
-
-def free_port():
-    """A port that is free now and not handed out before by this run."""
-    for _ in range(100):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in TAKEN:
-            TAKEN.add(port)
-            return port
-    raise RuntimeError("no free port")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from testports import free_port  # noqa: E402  (tests/testports.py: below the ephemeral range)
 
 
 def port_is_free(port):
