@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -27,6 +28,10 @@ constexpr auto kTakeDeadline = std::chrono::seconds(5);  // connect to "TAKE"
 // "TAKE" to "RELEASE": the new process builds its routers and starts its workers meanwhile.
 constexpr auto kReleaseDeadline = std::chrono::seconds(120);
 constexpr std::size_t kMaxConns = 4;
+// STATE's answer: messages of whole lines up to this size (a SEQPACKET message is one kernel
+// buffer), then "END\n"; the new process takes at most kMaxState bytes of it.
+constexpr std::size_t kStateChunk = 32 * 1024;
+constexpr std::size_t kMaxState = 256u << 20;
 
 bool fill(const std::string& path, sockaddr_un& sun) {
   std::memset(&sun, 0, sizeof sun);
@@ -58,12 +63,17 @@ class HandoverServer::Conn : public net::Pollable {
 
   void on_event(std::uint32_t events) override {
     if (done_) return;
+    if (!state_out_.empty()) {
+      if (events & (EPOLLERR | EPOLLHUP)) return done();
+      return send_state();
+    }
     char buf[256];
     const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
     if (n <= 0 || (events & EPOLLERR)) return done();  // gone before RELEASE: nothing changes
     const std::string_view msg(buf, static_cast<std::size_t>(n));
     if (msg == "TAKE 1\n" && !sent_) return send_sockets();
+    if (msg == "STATE 1\n" && !sent_) return start_state();
     if (msg == "RELEASE\n" && sent_) {
       const std::string ok = "OK " + std::to_string(::getpid()) + "\n";
       [[maybe_unused]] const auto w =
@@ -111,6 +121,37 @@ class HandoverServer::Conn : public net::Pollable {
     loop_.cancel_timer(deadline_);
     deadline_ = loop_.add_timer(kReleaseDeadline, [this] { server_.finish(this); });
   }
+  // The state's lines in messages of at most kStateChunk bytes, each ending a line, then END.
+  void start_state() {
+    const std::string all = server_.state_ ? server_.state_() : std::string();
+    std::size_t at = 0;
+    while (at < all.size()) {
+      std::size_t end = std::min(all.size(), at + kStateChunk);
+      if (end < all.size()) {
+        const std::size_t nl = all.rfind('\n', end - 1);
+        end = nl != std::string::npos && nl >= at ? nl + 1 : end;
+      }
+      state_out_.push_back(all.substr(at, end - at));
+      at = end;
+    }
+    state_out_.push_back("END\n");
+    send_state();
+  }
+  // As much as the socket takes now; the rest when it is writable again. Done after END.
+  void send_state() {
+    while (state_next_ < state_out_.size()) {
+      const std::string& m = state_out_[state_next_];
+      if (::send(fd_, m.data(), m.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+        if (errno == EAGAIN || errno == EINTR) {
+          loop_.modify(fd_, EPOLLIN | EPOLLOUT, this);
+          return;
+        }
+        return done();
+      }
+      ++state_next_;
+    }
+    done();  // what was sent stays readable by the peer after the close
+  }
   void done() {
     done_ = true;
     server_.finish(this);
@@ -121,16 +162,20 @@ class HandoverServer::Conn : public net::Pollable {
   int fd_;
   bool sent_ = false;
   bool done_ = false;
+  std::vector<std::string> state_out_;  // STATE: the messages, sent up to state_next_
+  std::size_t state_next_ = 0;
   net::EventLoop::TimerId deadline_ = 0;
 };
 
 HandoverServer::HandoverServer(net::EventLoop& loop, int listen_fd,
                                std::function<HandoverSockets()> sockets,
-                               std::function<void()> on_release)
+                               std::function<void()> on_release,
+                               std::function<std::string()> state)
     : loop_(loop),
       fd_(listen_fd),
       sockets_(std::move(sockets)),
-      on_release_(std::move(on_release)) {
+      on_release_(std::move(on_release)),
+      state_(std::move(state)) {
   loop_.add(fd_, EPOLLIN, this);
 }
 
@@ -216,7 +261,7 @@ bool wait_readable(int fd, std::chrono::milliseconds timeout) {
 }  // namespace
 
 HandoverClient::HandoverClient(const std::string& path, std::chrono::milliseconds timeout)
-    : timeout_(timeout) {
+    : path_(path), timeout_(timeout) {
   sockaddr_un sun;
   if (!fill(path, sun))
     throw std::runtime_error("hand-over socket path empty or too long: " + path);
@@ -297,6 +342,53 @@ long HandoverClient::release() {
   ::close(fd_);
   fd_ = -1;
   return std::strtol(buf + 3, nullptr, 10);
+}
+
+std::optional<std::string> HandoverClient::state(std::string& error) const {
+  sockaddr_un sun;
+  if (!fill(path_, sun)) {
+    error = "hand-over socket path empty or too long";
+    return std::nullopt;
+  }
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    error = errno_text("socket");
+    return std::nullopt;
+  }
+  const std::string ask = "STATE 1\n";
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun) != 0 ||
+      ::send(fd, ask.data(), ask.size(), MSG_NOSIGNAL) < 0) {
+    error = errno_text("asking " + path_ + " for its backends' state");
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::string out;
+  std::vector<char> buf(kMaxMessage);
+  for (;;) {
+    if (!wait_readable(fd, timeout_)) {
+      error = "no answer to STATE";
+      break;
+    }
+    const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+    if (n <= 0) {
+      // An older chash-proxy closes a connection that asks what it does not know.
+      error = n == 0 ? "the old process gave no state (a chash-proxy older than STATE?)"
+                     : errno_text("reading the state");
+      break;
+    }
+    const std::string_view m(buf.data(), static_cast<std::size_t>(n));
+    if (m == "END\n") {
+      ::close(fd);
+      return out;
+    }
+    if (out.size() + m.size() > kMaxState) {
+      error = "state over " + std::to_string(kMaxState >> 20) + " MiB";
+      break;
+    }
+    out.append(m);
+  }
+  ::close(fd);
+  return std::nullopt;
 }
 
 }  // namespace chash::proxy

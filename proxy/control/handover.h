@@ -15,6 +15,16 @@
 //   new → old   "RELEASE\n"
 //   old → new   "OK <pid>\n"; the old process stops accepting, drains (drain_timeout) and exits
 //
+// Before its workers start, the new process also asks, on a second connection, for what the old
+// one knows of its backends' health (as HAProxy's server-state-file carries servers' state across
+// a reload): "STATE 1\n", answered by messages of whole lines and a last "END\n"
+// (Proxy::handover_state says what the lines hold). Without it a backend the old process had
+// ejected took the new one's first requests again — and failed them — until it was ejected anew
+// (the soak's hand-over lost 2 requests to a backend that was down), and the keys written
+// elsewhere while it was out were forgotten, so its return could serve them stale. A second
+// connection, so an older chash-proxy that does not know STATE closes only that one (and is
+// taken over without state, as before).
+//
 // Then the new process serves PATH itself, for the next upgrade. If the new process fails
 // before RELEASE (bad config, crash), the old one just keeps running.
 #pragma once
@@ -23,6 +33,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "net/event_loop.h"
@@ -37,9 +48,10 @@ using HandoverSockets = std::map<std::string, int>;
 class HandoverServer : public net::Pollable {
  public:
   // sockets(): what to send now (fds stay the caller's). on_release(): the new process runs;
-  // called once, then this server stops listening.
+  // called once, then this server stops listening. state(): the answer to STATE, whole lines.
   HandoverServer(net::EventLoop& loop, int listen_fd, std::function<HandoverSockets()> sockets,
-                 std::function<void()> on_release);
+                 std::function<void()> on_release,
+                 std::function<std::string()> state = nullptr);
   ~HandoverServer() override;
   HandoverServer(const HandoverServer&) = delete;
   HandoverServer& operator=(const HandoverServer&) = delete;
@@ -56,6 +68,7 @@ class HandoverServer : public net::Pollable {
   int fd_;
   std::function<HandoverSockets()> sockets_;
   std::function<void()> on_release_;
+  std::function<std::string()> state_;
   std::map<Conn*, std::unique_ptr<Conn>> conns_;
   bool released_ = false;
 };
@@ -74,8 +87,12 @@ class HandoverClient {
   int take(const std::string& key);
   // Tells the old process to stop accepting and drain; returns its pid. Throws on failure.
   long release();
+  // The old process's STATE answer (the lines before END), or nullopt with `error` when it has
+  // none to give (an older chash-proxy), or the answer was cut or over the limit.
+  std::optional<std::string> state(std::string& error) const;
 
  private:
+  std::string path_;
   int fd_ = -1;
   std::chrono::milliseconds timeout_;
   HandoverSockets sockets_;

@@ -10,6 +10,7 @@
 
 #include "chash/version.h"
 #include "base/log.h"
+#include "control/handover_state.h"
 #include "control/sd_notify.h"
 #include "control/status.h"
 #include "net/socket.h"
@@ -58,6 +59,7 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
   topology_ = build_topology(config_, nullptr, version_, &discovered_);
   // Names are looked up here, before any worker runs (workers never resolve).
   resolver_->resolve_now(*topology_);
+  if (predecessor_ != nullptr) adopt_predecessor_state();
   // Sentinel-managed masters and Redis Cluster maps likewise (membership/sentinel.h,
   // membership/cluster.h); none reachable is logged, not fatal: the watchers keep asking.
   sentinel_ =
@@ -333,6 +335,29 @@ void Proxy::hot_keys_tick() {
   control_.add_timer(std::chrono::milliseconds(100), [this] { hot_keys_tick(); });
 }
 
+void Proxy::adopt_predecessor_state() {
+  std::string error;
+  const auto text = predecessor_->state(error);
+  if (!text) {
+    log(LogLevel::kWarn, "hand-over: no backend state from the old process; every backend starts up",
+        {{"reason", error}});
+    return;
+  }
+  // Before any worker serves: the first request already avoids a backend the old one ejected.
+  // What the old process notes after this answer, while its last clients drain, is not here
+  // (docs/PROXY.md "Zero-downtime restart").
+  const AdoptedState a = adopt_backend_state(*topology_, *text);
+  const std::string down = std::to_string(a.down), keys = std::to_string(a.keys),
+                    skipped = std::to_string(a.skipped);
+  if (a.error.empty()) {
+    log(LogLevel::kInfo, "hand-over: backend state taken over",
+        {{"down", down}, {"noted_keys", keys}, {"skipped", skipped}});
+  } else {
+    log(LogLevel::kWarn, "hand-over: backend state taken over up to a malformed line",
+        {{"down", down}, {"noted_keys", keys}, {"skipped", skipped}, {"reason", a.error}});
+  }
+}
+
 void Proxy::serve_handover() {
   std::string error;
   const int fd = HandoverServer::listen(options_.handover_socket, error);
@@ -341,7 +366,8 @@ void Proxy::serve_handover() {
     return;
   }
   handover_ = std::make_unique<HandoverServer>(
-      control_, fd, [this] { return handover_sockets(); }, [this] { begin_drain("hand-over"); });
+      control_, fd, [this] { return handover_sockets(); }, [this] { begin_drain("hand-over"); },
+      [this] { return encode_backend_state(*topology()); });
 }
 
 HandoverSockets Proxy::handover_sockets() const {

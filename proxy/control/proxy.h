@@ -127,6 +127,8 @@ class Proxy {
                       std::string& error);
   Listeners listeners_for(const Topology& t) const;
   HandoverSockets handover_sockets() const;
+  // --takeover: the old process's backend health (control/handover_state.h) onto topology_.
+  void adopt_predecessor_state();
   void serve_handover();
   bool reload_locked(const ProxyConfig& config, std::string& message);  // holds mu_
   void begin_drain(std::string_view why);

@@ -96,6 +96,22 @@ std::vector<std::string> AbsenceLog::swap() {
   return out;
 }
 
+std::vector<std::string> AbsenceLog::keys(bool& overflow) const {
+  std::lock_guard lock(mu_);
+  overflow = overflow_;
+  return {keys_.begin(), keys_.end()};
+}
+
+void AbsenceLog::restore(const std::vector<std::string>& keys, bool overflow, std::size_t limit) {
+  if (overflow) {
+    std::lock_guard lock(mu_);
+    overflow_ = true;
+    keys_.clear();
+    return;
+  }
+  for (const auto& k : keys) note(k, limit);
+}
+
 bool AbsenceLog::overflowed() const {
   std::lock_guard lock(mu_);
   return overflow_;

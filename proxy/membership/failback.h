@@ -56,6 +56,10 @@ class AbsenceLog {
   // membership/rebalance.cc).
   bool contains(std::string_view key) const;
   std::vector<std::string> swap();  // the noted keys, forgotten
+  // A copy of the noted keys and whether it overflowed (a binary hand-over passes it on,
+  // control/handover.h); restore() adds what a predecessor passed, as note() would.
+  std::vector<std::string> keys(bool& overflow) const;
+  void restore(const std::vector<std::string>& keys, bool overflow, std::size_t limit);
   bool overflowed() const;
   bool empty() const;
   void clear();

@@ -434,6 +434,48 @@ TEST_F(LifecycleTest, BinaryHandOverUnderLoadThenSigtermDrains) {
   EXPECT_EQ(new_proxy.terminate(0), 0);
 }
 
+// The old process's health goes with the sockets (control/handover_state.h): a backend it had
+// ejected is out in the new one from the first request — none of them fails on it again — and
+// the key written elsewhere meanwhile is still noted, to be deleted there before it returns.
+TEST_F(LifecycleTest, HandOverCarriesTheEjectionsAndTheNotedKeys) {
+  const std::string handover = (dir_ / "state-handover.sock").string();
+  const std::uint16_t port = testing::free_port();
+  const std::string yaml =
+      pool("alpha", "127.0.0.1:" + std::to_string(port), {sock(1) + ":1 a", sock(2) + ":1 b"},
+           "  auto_eject_hosts: true\n  server_failure_limit: 1\n"
+           "  server_retry_timeout: 600000\n") +
+      "chash_proxy:\n  drain_timeout: 5000\n";
+  ProxyOptions old_options;
+  old_options.handover_socket = handover;
+  proxies_[0].start(dir_, yaml, 2, old_options);
+  const std::string kb = keys_on(*proxies_[0], "b", 1).at(0);
+  servers_[1]->stop();
+  {
+    RespClient c(RespClient::dial_tcp(port));
+    EXPECT_EQ(c.call({"GET", kb}).rfind("-", 0), 0u) << "b is gone: this one fails and ejects it";
+    EXPECT_EQ(c.call({"SET", kb, "v2"}), "+OK\r\n") << "written at its next choice";
+  }
+  ASSERT_TRUE(proxies_[0]->topology()->pools.at(0)->states.at(1)->down.load());
+
+  const fs::path new_dir = dir_ / "new";
+  fs::create_directories(new_dir);
+  ProxyOptions new_options;
+  new_options.handover_socket = handover;
+  new_options.takeover = true;
+  proxies_[1].start(new_dir, yaml, 2, new_options);
+  const auto t = proxies_[1]->topology();
+  const BackendState& b = *t->pools.at(0)->states.at(1);
+  EXPECT_TRUE(b.down.load()) << "ejected in the old process, out in the new one";
+  EXPECT_TRUE(b.absence.contains(kb)) << "deleted on b before it takes traffic again";
+  EXPECT_FALSE(t->pools.at(0)->states.at(0)->down.load());
+  proxies_[0].stop();
+  RespClient after(RespClient::dial_tcp(port));
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(after.call({"GET", kb}), "$2\r\nv2\r\n") << "no request waits for b to fail again";
+  }
+  EXPECT_EQ(b.errors.load(), 0u);
+}
+
 TEST_F(LifecycleTest, TakeoverWithoutARunningProxyFailsClearly) {
   ProxyOptions options;
   options.handover_socket = (dir_ / "nobody.sock").string();
