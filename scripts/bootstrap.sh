@@ -20,6 +20,7 @@ PACKAGES=(
   librsvg2-bin                    # rsvg-convert: render SVG plots to PNG to look at them
   chromium libpng-dev             # the admin status page's browser test: headless Chromium, its screenshot decoded
   redis-server redis-tools        # chash-proxy tests run real redis-server and redis-benchmark
+  curl netcat-openbsd             # the proxy docs' examples (curl the admin port, nc the stats port) run as written
   redis-sentinel                  # chash-proxy Sentinel tests run three real Sentinels
   memcached                       # chash-proxy memcache pools are tested against real memcached
   nutcracker haproxy nginx libnginx-mod-stream wrk libmemcached-tools  # make bench-proxy peers and load

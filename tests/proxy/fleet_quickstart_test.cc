@@ -23,6 +23,7 @@
 #include <regex>
 #include <sstream>
 
+#include "doc_util.h"
 #include "etcd_util.h"
 #include "redis_util.h"
 
@@ -30,13 +31,6 @@ namespace chash::proxy::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 // The quick start of docs/FLEET.md: its ```yaml block and the indented command lines after it.
 struct QuickStart {
@@ -62,37 +56,6 @@ QuickStart quick_start(const std::string& doc) {
     }
   }
   return q;
-}
-
-// Replaces every `from` in `text` with `to`; false when `from` is not there.
-bool substitute(std::string& text, const std::string& from, const std::string& to) {
-  bool found = false;
-  for (std::size_t at = text.find(from); at != std::string::npos;
-       at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
-    found = true;
-  }
-  return found;
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (const char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-struct RunResult {
-  int code = -1;
-  std::string out;
-};
-
-// Runs `command` with sh, for at most `limit_s` seconds; its output (stdout and stderr).
-RunResult shell(const std::string& command, const fs::path& dir, int limit_s = 60) {
-  const fs::path out = dir / "command.out";
-  const std::string full = "timeout " + std::to_string(limit_s) + " sh -c " +
-                           shell_quote(command) + " >" + out.string() + " 2>&1";
-  const int status = std::system(full.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(out)};
 }
 
 // Needs the chash CLI (the doc's commands run it): compiled only in a tree that builds it.

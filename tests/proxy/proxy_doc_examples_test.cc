@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: Apache-2.0
+// docs/PROXY.md's examples run as a reader runs them: the quick start (its heredoc config,
+// `--check`, the proxy, redis-cli, `chash route`, curl on the admin port, nc on the stats port),
+// the ACL users' redis-cli lines (each answer as the line's comment says), and the memcached
+// pool's printf | nc. The commands and YAML are read from the doc, not copied here; only the
+// addresses change, each by a substitution that must find its text, and `chash`/`chash-proxy`
+// are this build's (first in PATH). Real redis-server and memcached on 127.0.0.1.
+//
+// Not run here: the admin-auth curl lines (a token file under /etc and a host name, proxy-1) and
+// the TLS redis-cli line, whose behaviour tests/proxy/admin_test.cc and tls_e2e_test.cc check.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <regex>
+
+#include "doc_util.h"
+#include "e2e_util.h"
+
+namespace chash::proxy::testing {
+namespace {
+
+#if defined(CHASH_CLI_PATH) && defined(CHASH_PROXY_PATH)
+
+std::string proxy_doc() { return read_text(fs::path(CHASH_PROXY_DOCS).parent_path() / "PROXY.md"); }
+
+// PATH with this build's chash and chash-proxy first.
+std::string path_env() {
+  return "PATH=" + fs::path(CHASH_CLI_PATH).parent_path().string() + ":" +
+         fs::path(CHASH_PROXY_PATH).parent_path().string() + ":$PATH";
+}
+
+bool dials(std::uint16_t port) {
+  const int fd = dial_tcp(port);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
+// A server of the test's on 127.0.0.1 (its readiness: the port or unix socket accepts).
+bool start_redis(ChildProcess& p, const fs::path& dir, const std::string& name, std::uint16_t port,
+                 const std::string& aclfile = "") {
+  std::vector<std::string> argv = {"redis-server", "--bind", "127.0.0.1", "--port",
+                                   std::to_string(port), "--save", "", "--appendonly", "no",
+                                   "--dir", dir.string(), "--logfile",
+                                   (dir / (name + ".log")).string()};
+  if (!aclfile.empty()) argv.insert(argv.end(), {"--aclfile", aclfile});
+  return p.start(argv, [port] { return dials(port); });
+}
+
+// The doc's command `line` without its trailing "   # comment", and the comment.
+std::pair<std::string, std::string> command_and_comment(const std::string& line) {
+  const std::size_t hash = line.find("  #");
+  if (hash == std::string::npos) return {line, ""};
+  const std::size_t end = line.find_last_not_of(' ', hash);
+  const std::size_t c = line.find_first_not_of(" #", hash);
+  return {line.substr(0, end + 1), c == std::string::npos ? "" : line.substr(c)};
+}
+
+// A comment such as "NOPERM ... 'flushall' command" as a pattern: "..." stands for anything.
+std::regex pattern_of(const std::string& comment) {
+  std::string re;
+  for (std::size_t i = 0; i < comment.size(); ++i) {
+    if (comment.compare(i, 3, "...") == 0) {
+      re += ".*";
+      i += 2;
+    } else if (std::string("\\^$.|?*+()[]{}").find(comment[i]) != std::string::npos) {
+      re += std::string("\\") + comment[i];
+    } else {
+      re += comment[i];
+    }
+  }
+  return std::regex(re);
+}
+
+// Starts `chash-proxy ARGS` from `dir` (the doc's command line, PATH as path_env) in the
+// background; ready once `port` accepts.
+bool start_proxy(ChildProcess& p, const fs::path& dir, const std::string& command,
+                 std::uint16_t port) {
+  return p.start({"bash", "-c",
+                  "cd " + shell_quote(dir.string()) + " && export " + path_env() + " && exec " +
+                      command + " 2>>" + (dir / "proxy.log").string()},
+                 [port] { return dials(port); });
+}
+
+TEST(ProxyDocExamples, TheQuickStartRunsAsWritten) {
+  ASSERT_TRUE(have_program("redis-server") && have_program("redis-cli") && have_program("curl") &&
+              have_program("nc"))
+      << "redis-server, redis-cli, curl or nc missing: scripts/bootstrap.sh installs them";
+  const std::vector<std::string> lines = code_lines(proxy_doc(), "## Quick start");
+  ASSERT_GE(lines.size(), 20u) << "docs/PROXY.md's quick start lost its block";
+  ScopedTestDir scoped("chash-proxy-doc-quickstart");
+  const fs::path& dir = scoped.path();
+  const std::uint16_t listen = free_port(), admin = free_port(), stats = free_port();
+  const std::uint16_t r1 = free_port(), r2 = free_port();
+  ChildProcess redis1, redis2, proxy;
+  ASSERT_TRUE(start_redis(redis1, dir, "r1", r1));
+  ASSERT_TRUE(start_redis(redis2, dir, "r2", r2));
+
+  // The heredoc that writes proxy.yml is one command; each line after it is one.
+  std::vector<std::string> commands;
+  std::string heredoc;
+  bool in_heredoc = false;
+  for (const std::string& l : lines) {
+    if (l.starts_with("cat > proxy.yml <<'YML'")) in_heredoc = true;
+    if (in_heredoc) {
+      heredoc += l + "\n";
+      if (l == "YML") {
+        commands.push_back(heredoc);
+        in_heredoc = false;
+      }
+    } else if (!l.empty()) {
+      commands.push_back(l);
+    }
+  }
+  ASSERT_FALSE(heredoc.empty()) << "no `cat > proxy.yml <<'YML'` in the quick start";
+  std::string all;
+  for (const auto& c : commands) all += c + "\n";
+  const std::vector<std::pair<std::string, std::string>> subs = {
+      {"127.0.0.1:22121", "127.0.0.1:" + std::to_string(listen)},
+      {"-p 22121", "-p " + std::to_string(listen)},
+      {"127.0.0.1:6379", "127.0.0.1:" + std::to_string(r1)},
+      {"127.0.0.1:6380", "127.0.0.1:" + std::to_string(r2)},
+      {"127.0.0.1:22223", "127.0.0.1:" + std::to_string(admin)},
+      {"127.0.0.1:22222", "127.0.0.1:" + std::to_string(stats)},
+      {"nc 127.0.0.1 22222", "nc 127.0.0.1 " + std::to_string(stats)}};
+  for (const auto& [from, to] : subs) {
+    EXPECT_NE(all.find(from), std::string::npos) << "the quick start lost " << from;
+  }
+  auto local = [&](std::string text) {
+    for (const auto& [from, to] : subs) substitute(text, from, to);
+    return text;
+  };
+
+  std::size_t ran = 0;
+  std::string routed_to;
+  for (const std::string& raw : commands) {
+    const auto [command, comment] = command_and_comment(local(raw));
+    if (command.starts_with("chash-proxy") && command.find("--check") == std::string::npos &&
+        command.find(" -t") == std::string::npos) {
+      ASSERT_TRUE(start_proxy(proxy, dir, command, listen)) << read_text(dir / "proxy.log");
+      ++ran;
+      continue;
+    }
+    const RunResult r = shell("export " + path_env() + "; " + command, dir, 30);
+    ASSERT_EQ(r.code, 0) << command << "\n" << r.out;
+    ++ran;
+    if (command.starts_with("redis-cli")) {
+      EXPECT_EQ(r.out, "OK\n") << command;
+    } else if (command.starts_with("chash route")) {
+      routed_to = r.out;
+    } else if (command.starts_with("curl")) {
+      EXPECT_NE(r.out.find("# TYPE"), std::string::npos) << command << "\n" << r.out;
+    } else if (command.starts_with("nc ")) {
+      EXPECT_NE(r.out.find("\"alpha\""), std::string::npos) << r.out;
+    }
+  }
+  EXPECT_GE(ran, 7u);
+  // `chash route` named the server the proxy stored user:42 on.
+  const bool on_r1 = routed_to.find("r1") != std::string::npos;
+  ASSERT_NE(on_r1, routed_to.find("r2") != std::string::npos) << routed_to;
+  const RunResult held =
+      shell("redis-cli -p " + std::to_string(on_r1 ? r1 : r2) + " get user:42", dir);
+  EXPECT_EQ(held.out, "x\n") << "chash route said " << routed_to;
+}
+
+TEST(ProxyDocExamples, TheAclUsersAnswerAsTheCommentsSay) {
+  ASSERT_TRUE(have_program("redis-server") && have_program("redis-cli"));
+  const std::string doc = proxy_doc();
+  const std::vector<std::string> lines = code_lines(doc, "### ACL users");
+  ScopedTestDir scoped("chash-proxy-doc-acl");
+  const fs::path& dir = scoped.path();
+  // The first block is the config; the redis-cli lines are the commands.
+  std::string yaml;
+  std::vector<std::string> commands;
+  bool first_block = true;
+  for (const std::string& l : lines) {
+    if (l.empty()) first_block = false;
+    if (first_block) yaml += l + "\n";
+    if (l.starts_with("redis-cli")) commands.push_back(l);
+  }
+  ASSERT_NE(yaml.find("acl:"), std::string::npos) << yaml;
+  ASSERT_GE(commands.size(), 5u);
+  // The backends hold the proxy's user as the doc says they must.
+  const std::vector<std::string> backend_acl = {"user default off",
+                                                "user proxy on >backend-secret ~* +@all"};
+  std::string aclfile;
+  for (const auto& rule : backend_acl) {
+    ASSERT_NE(doc.find("`" + rule + "`"), std::string::npos) << "the doc no longer says " << rule;
+    aclfile += rule + "\n";
+  }
+  std::ofstream(dir / "users.acl") << aclfile;
+  const std::uint16_t listen = free_port(), admin = free_port(), r1 = free_port(),
+                      r2 = free_port();
+  ChildProcess redis1, redis2, proxy;
+  ASSERT_TRUE(start_redis(redis1, dir, "r1", r1, (dir / "users.acl").string()));
+  ASSERT_TRUE(start_redis(redis2, dir, "r2", r2, (dir / "users.acl").string()));
+  std::ofstream(dir / "admin.token") << "doc-example-token\n";
+  const std::vector<std::pair<std::string, std::string>> subs = {
+      {"127.0.0.1:22121", "127.0.0.1:" + std::to_string(listen)},
+      {"127.0.0.1:6379", "127.0.0.1:" + std::to_string(r1)},
+      {"127.0.0.1:6380", "127.0.0.1:" + std::to_string(r2)},
+      {"admin: 22223", "admin: " + std::to_string(admin)},
+      {"/etc/chash-proxy/admin.token", (dir / "admin.token").string()}};
+  for (const auto& [from, to] : subs) {
+    ASSERT_TRUE(substitute(yaml, from, to)) << "the ACL example lost " << from;
+  }
+  std::ofstream(dir / "acl.yml") << yaml;
+  ASSERT_TRUE(start_proxy(proxy, dir, "chash-proxy -c acl.yml --no-stats", listen))
+      << read_text(dir / "proxy.log") << yaml;
+  for (std::string line : commands) {
+    ASSERT_TRUE(substitute(line, "-p 22121", "-p " + std::to_string(listen))) << line;
+    const auto [command, comment] = command_and_comment(line);
+    ASSERT_FALSE(comment.empty()) << "each line says what it answers: " << line;
+    const RunResult r = shell(command, dir, 30);
+    EXPECT_TRUE(std::regex_search(r.out, pattern_of(comment)))
+        << command << "\nanswered: " << r.out << "the doc says: " << comment;
+  }
+}
+
+TEST(ProxyDocExamples, TheMemcachedPoolAnswersThePrintfLine) {
+  ASSERT_TRUE(have_program("memcached") && have_program("nc"));
+  const std::vector<std::string> lines = code_lines(proxy_doc(), "## Memcached pools");
+  ScopedTestDir scoped("chash-proxy-doc-mc");
+  const fs::path& dir = scoped.path();
+  std::string yaml, command;
+  for (const std::string& l : lines) {
+    if (l.starts_with("printf ")) {
+      command = l;
+      break;
+    }
+    yaml += l + "\n";
+  }
+  ASSERT_FALSE(command.empty()) << "no printf | nc line under '## Memcached pools'";
+  const std::uint16_t listen = free_port(), m1 = free_port();
+  const std::string m2 = (dir / "m2.sock").string();
+  const std::vector<std::pair<std::string, std::string>> subs = {
+      {"127.0.0.1:22122", "127.0.0.1:" + std::to_string(listen)},
+      {"127.0.0.1:11211", "127.0.0.1:" + std::to_string(m1)},
+      {"/var/run/memcached/m2.sock", m2}};
+  for (const auto& [from, to] : subs) {
+    ASSERT_TRUE(substitute(yaml, from, to)) << "the memcached example lost " << from;
+  }
+  ASSERT_TRUE(substitute(command, "127.0.0.1 22122", "127.0.0.1 " + std::to_string(listen)));
+  std::vector<std::string> user;
+  if (::geteuid() == 0) user = {"-u", "root"};
+  ChildProcess mc1, mc2, proxy;
+  std::vector<std::string> a1 = {"memcached", "-l", "127.0.0.1", "-p", std::to_string(m1), "-U", "0"};
+  std::vector<std::string> a2 = {"memcached", "-s", m2};
+  a1.insert(a1.end(), user.begin(), user.end());
+  a2.insert(a2.end(), user.begin(), user.end());
+  ASSERT_TRUE(mc1.start(a1, [m1] { return dials(m1); }));
+  ASSERT_TRUE(mc2.start(a2, [&m2] { return fs::exists(m2); }));
+  std::ofstream(dir / "mc.yml") << yaml;
+  ASSERT_TRUE(start_proxy(proxy, dir, "chash-proxy -c mc.yml --no-stats", listen))
+      << read_text(dir / "proxy.log") << yaml;
+  const RunResult r = shell(command, dir, 30);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "STORED\r\nVALUE k 0 1\r\nx\r\nEND\r\n") << command;
+}
+
+#endif
+
+}  // namespace
+}  // namespace chash::proxy::testing
