@@ -250,6 +250,9 @@ void parse_global_section(const Ctx& ctx, const YAML::Node& name, const YAML::No
       cfg.stats_interval_ms = ctx.number<std::uint32_t>(kv.second, k, 1, 3600u * 1000u);
     } else if (k == "drain_timeout") {
       cfg.drain_timeout_ms = ctx.number<std::uint32_t>(kv.second, k, 0, 3600u * 1000u);
+    } else if (k == "state_file") {
+      cfg.state_file = ctx.scalar(kv.second, k);
+      if (cfg.state_file.empty()) fail_at(ctx.source, line_of(kv.second), "state_file: empty path");
     } else if (k == "membership") {
       cfg.membership = parse_membership(ctx, kv.second, "chash_proxy", nullptr);
     } else {

@@ -21,7 +21,7 @@
 // acl (Redis ACL users in aclfile syntax), max_request_bytes, max_pipeline, hash_balance_factor,
 // ...; servers may be maps {server: "h:p:w name", password: x, user: y}.
 // The reserved top-level key `chash_proxy:` holds process settings: workers, admin, admin_auth,
-// stats, stats_interval, drain_timeout.
+// stats, stats_interval, drain_timeout, state_file.
 //
 // Errors throw chash::Error whose message starts with "<source>:<line>: " and names the key.
 #pragma once
@@ -280,6 +280,10 @@ struct ProxyConfig {
   std::uint32_t stats_interval_ms = 30000;  // nutcracker's -i: how often the stats are aggregated
   // SIGTERM / hand-over: stop accepting, let in-flight requests finish for up to this, then exit.
   std::uint32_t drain_timeout_ms = 10000;
+  // `state_file:` the backends' health (ejections, safe return's noted keys) is written here when
+  // it changes and read at start, so a restart — a crash, a reboot — lets a backend that was out
+  // back only through safe return (control/handover_state.h). Empty: kept in memory only.
+  std::string state_file;
   // `membership:` — the default for every plain pool (null: the file's servers).
   std::shared_ptr<const EtcdMembership> membership;
 };

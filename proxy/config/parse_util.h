@@ -41,7 +41,7 @@ inline constexpr std::string_view kPoolKeys[] = {
 
 inline constexpr std::string_view kGlobalKeys[] = {
     "workers", "admin", "admin_auth", "admin_tls", "stats", "stats_interval", "drain_timeout",
-    "membership"};
+    "state_file", "membership"};
 
 inline constexpr std::string_view kGlobalSection = "chash_proxy";
 

@@ -4,7 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -28,6 +34,9 @@ std::string pool_key(const PoolConfig& pc) { return "pool " + listen_key(pc); }
 std::string admin_key(const Address& a) { return "admin " + a.text(); }
 std::string stats_key(const Address& a) { return "stats " + a.text(); }
 constexpr auto kDrainPoll = std::chrono::milliseconds(20);
+// How often chash_proxy.state_file is compared with the backends' health (and rewritten when it
+// moved): a crash forgets at most this much of it.
+constexpr auto kStateFileEvery = std::chrono::milliseconds(100);
 
 std::int64_t wall_ms() noexcept {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -59,7 +68,9 @@ Proxy::Proxy(ProxyConfig config, ProxyOptions options)
   topology_ = build_topology(config_, nullptr, version_, &discovered_);
   // Names are looked up here, before any worker runs (workers never resolve).
   resolver_->resolve_now(*topology_);
-  if (predecessor_ != nullptr) adopt_predecessor_state();
+  state_file_ = config_.state_file;
+  // The predecessor's view is the newer one when there is a predecessor to ask.
+  if (predecessor_ == nullptr || !adopt_predecessor_state()) load_state_file();
   // Sentinel-managed masters and Redis Cluster maps likewise (membership/sentinel.h,
   // membership/cluster.h); none reachable is logged, not fatal: the watchers keep asking.
   sentinel_ =
@@ -303,6 +314,7 @@ void Proxy::run() {
   health_->start();
   hot_keys_tick();
   ui_tick();
+  state_file_tick();
   for (MembershipSource* s : sources_) s->start();
   {
     std::lock_guard lock(run_mu_);
@@ -311,6 +323,7 @@ void Proxy::run() {
   run_cv_.notify_all();
   if (!stop_requested_) control_.run();
   for (auto& w : workers_) w->stop();
+  if (!state_file_handed_) write_state_file();  // what the last moments changed
 }
 
 void Proxy::hot_keys_tick() {
@@ -335,13 +348,15 @@ void Proxy::hot_keys_tick() {
   control_.add_timer(std::chrono::milliseconds(100), [this] { hot_keys_tick(); });
 }
 
-void Proxy::adopt_predecessor_state() {
+bool Proxy::adopt_predecessor_state() {
   std::string error;
   const auto text = predecessor_->state(error);
   if (!text) {
-    log(LogLevel::kWarn, "hand-over: no backend state from the old process; every backend starts up",
+    log(LogLevel::kWarn,
+        state_file_.empty() ? "hand-over: no backend state from the old process; every backend starts up"
+                            : "hand-over: no backend state from the old process; reading state_file",
         {{"reason", error}});
-    return;
+    return false;
   }
   // Before any worker serves: the first request already avoids a backend the old one ejected.
   // What the old process notes after this answer, while its last clients drain, is not here
@@ -356,6 +371,75 @@ void Proxy::adopt_predecessor_state() {
     log(LogLevel::kWarn, "hand-over: backend state taken over up to a malformed line",
         {{"down", down}, {"noted_keys", keys}, {"skipped", skipped}, {"reason", a.error}});
   }
+  return true;
+}
+
+void Proxy::load_state_file() {
+  if (state_file_.empty()) return;
+  std::error_code ec;
+  if (!std::filesystem::exists(state_file_, ec)) return;  // the first start: nothing to read
+  std::ifstream in(state_file_, std::ios::binary);
+  if (!in) {
+    log(LogLevel::kWarn, "state_file: cannot read it; every backend starts up",
+        {{"path", state_file_}, {"reason", std::strerror(errno)}});
+    return;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  const AdoptedState a = adopt_backend_state(*topology_, text.str());
+  const std::string down = std::to_string(a.down), keys = std::to_string(a.keys),
+                    skipped = std::to_string(a.skipped);
+  if (a.error.empty()) {
+    log(LogLevel::kInfo, "state_file: backend state loaded",
+        {{"path", state_file_}, {"down", down}, {"noted_keys", keys}, {"skipped", skipped}});
+  } else {
+    log(LogLevel::kWarn, "state_file: backend state loaded up to a malformed line",
+        {{"path", state_file_}, {"down", down}, {"noted_keys", keys}, {"reason", a.error}});
+  }
+}
+
+void Proxy::state_file_tick() {
+  if (!state_file_handed_) write_state_file();
+  control_.add_timer(kStateFileEvery, [this] { state_file_tick(); });
+}
+
+void Proxy::write_state_file() {
+  if (state_file_.empty()) return;
+  // Cheap to compare every tick; the file is rewritten only when something in it moved.
+  const auto t = topology();
+  std::string fingerprint;
+  for (const auto& pool : t->pools) {
+    for (const auto& st : pool->states) {
+      fingerprint += pool->config.name + '\0' + st->name + '\0' +
+                     (st->down.load(std::memory_order_relaxed) ? '1' : '0') +
+                     std::to_string(static_cast<int>(st->absence.phase())) + ':' +
+                     std::to_string(st->absence.changes()) + '\n';
+    }
+  }
+  if (fingerprint == state_fingerprint_) return;
+  // Written whole beside it, then renamed over it: a crash leaves the old file or the new one.
+  const std::string tmp = state_file_ + ".tmp";
+  const std::string text = encode_backend_state(*t);
+  std::string error;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) error = std::string("cannot write ") + tmp + ": " + std::strerror(errno);
+  }
+  if (error.empty() && std::rename(tmp.c_str(), state_file_.c_str()) != 0) {
+    error = std::string("cannot rename ") + tmp + ": " + std::strerror(errno);
+  }
+  if (!error.empty()) {
+    if (error != state_file_error_) {
+      log(LogLevel::kError, "state_file: not written; a restart would forget the backends' health",
+          {{"reason", error}});
+    }
+    state_file_error_ = error;
+    return;
+  }
+  state_file_error_.clear();
+  state_fingerprint_ = std::move(fingerprint);
 }
 
 void Proxy::serve_handover() {
@@ -392,6 +476,7 @@ void Proxy::drain() {
 }
 
 void Proxy::begin_drain(std::string_view why) {
+  if (why == "hand-over") state_file_handed_ = true;  // the state file is the successor's now
   if (draining_ || config_.drain_timeout_ms == 0) {
     control_.stop();  // a second SIGTERM, or no drain configured: stop now
     return;

@@ -127,8 +127,14 @@ class Proxy {
                       std::string& error);
   Listeners listeners_for(const Topology& t) const;
   HandoverSockets handover_sockets() const;
-  // --takeover: the old process's backend health (control/handover_state.h) onto topology_.
-  void adopt_predecessor_state();
+  // --takeover: the old process's backend health (control/handover_state.h) onto topology_;
+  // false when it gave none.
+  bool adopt_predecessor_state();
+  // chash_proxy.state_file: read at start (load_state_file), written by state_file_tick when the
+  // backends' health changed; not by a process that has handed over (its successor writes it).
+  void load_state_file();
+  void state_file_tick();
+  void write_state_file();
   void serve_handover();
   bool reload_locked(const ProxyConfig& config, std::string& message);  // holds mu_
   void begin_drain(std::string_view why);
@@ -145,6 +151,10 @@ class Proxy {
   Metrics metrics_;
   std::unique_ptr<Resolver> resolver_;
   std::unique_ptr<HandoverClient> predecessor_;  // --takeover: until released
+  std::string state_file_;           // chash_proxy.state_file, as at start ("" = none)
+  std::string state_fingerprint_;    // what the last write of it reflected
+  std::string state_file_error_;     // the last failure logged (each new one is logged once)
+  bool state_file_handed_ = false;   // handed over: the successor writes the state file
   // Pool listening sockets by address (as configured); workers hold them too.
   std::map<std::string, std::shared_ptr<ListenSocket>> listen_;
   int admin_fd_ = -1;

@@ -71,14 +71,19 @@ void AbsenceLog::note(std::string_view key, std::size_t limit) {
   if (keys_.size() >= limit && !keys_.count(std::string(key))) {
     overflow_ = true;  // the log can no longer say which keys are stale
     keys_.clear();
+    changes_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  if (keys_.emplace(key).second) noted_.fetch_add(1, std::memory_order_relaxed);
+  if (keys_.emplace(key).second) {
+    noted_.fetch_add(1, std::memory_order_relaxed);
+    changes_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 bool AbsenceLog::take(std::string_view key) {
   std::lock_guard lock(mu_);
   const bool noted = keys_.erase(std::string(key)) > 0;
+  if (noted) changes_.fetch_add(1, std::memory_order_relaxed);
   // The last stale copy is gone: requests stop looking here (a new absence notes afresh).
   if (noted && keys_.empty() && phase() == Phase::kFlipped) set_phase(Phase::kNormal);
   return noted;
@@ -93,6 +98,7 @@ std::vector<std::string> AbsenceLog::swap() {
   std::lock_guard lock(mu_);
   std::vector<std::string> out(keys_.begin(), keys_.end());
   keys_.clear();
+  changes_.fetch_add(1, std::memory_order_relaxed);
   return out;
 }
 
@@ -107,6 +113,7 @@ void AbsenceLog::restore(const std::vector<std::string>& keys, bool overflow, st
     std::lock_guard lock(mu_);
     overflow_ = true;
     keys_.clear();
+    changes_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   for (const auto& k : keys) note(k, limit);
@@ -126,6 +133,7 @@ void AbsenceLog::clear() {
   std::lock_guard lock(mu_);
   keys_.clear();
   overflow_ = false;
+  changes_.fetch_add(1, std::memory_order_relaxed);
 }
 
 // ---- FailbackSweeper ----------------------------------------------------------------------------

@@ -68,6 +68,8 @@ class AbsenceLog {
   void set_phase(Phase p) noexcept { phase_.store(p, std::memory_order_release); }
   std::uint64_t noted() const noexcept { return noted_.load(std::memory_order_relaxed); }
   std::uint64_t swept() const noexcept { return swept_.load(std::memory_order_relaxed); }
+  // Bumped by every change of the noted keys (chash_proxy.state_file writes when it moves).
+  std::uint64_t changes() const noexcept { return changes_.load(std::memory_order_relaxed); }
   void count_swept(std::uint64_t n) noexcept { swept_.fetch_add(n, std::memory_order_relaxed); }
 
  private:
@@ -75,7 +77,7 @@ class AbsenceLog {
   std::unordered_set<std::string> keys_;
   bool overflow_ = false;
   std::atomic<Phase> phase_{Phase::kNormal};
-  std::atomic<std::uint64_t> noted_{0}, swept_{0};
+  std::atomic<std::uint64_t> noted_{0}, swept_{0}, changes_{0};
 };
 
 class FailbackSweeper {

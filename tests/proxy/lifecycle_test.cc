@@ -17,6 +17,7 @@
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -474,6 +475,56 @@ TEST_F(LifecycleTest, HandOverCarriesTheEjectionsAndTheNotedKeys) {
     EXPECT_EQ(after.call({"GET", kb}), "$2\r\nv2\r\n") << "no request waits for b to fail again";
   }
   EXPECT_EQ(b.errors.load(), 0u);
+}
+
+// chash_proxy.state_file: a restart (here a stop and a new Proxy, as after a crash) starts with
+// the ejections and noted keys the last process wrote, so a backend that held a stale copy while
+// it was out lets it go before serving it. Without the file the new process took b for up and
+// served its old value v1.
+TEST_F(LifecycleTest, AStateFileKeepsTheEjectionsAndNotedKeysAcrossARestart) {
+  const std::uint16_t port = testing::free_port();
+  const fs::path state = dir_ / "backends.state";
+  const std::string yaml =
+      pool("alpha", "127.0.0.1:" + std::to_string(port), {sock(1) + ":1 a", sock(2) + ":1 b"},
+           "  timeout: 300\n  auto_eject_hosts: true\n  server_failure_limit: 1\n"
+           "  server_retry_timeout: 300\n") +
+      "chash_proxy:\n  drain_timeout: 0\n  state_file: " + state.string() + "\n";
+  proxies_[0].start(dir_, yaml, 2);
+  const std::string kb = keys_on(*proxies_[0], "b", 1).at(0);
+  {
+    RespClient c(RespClient::dial_tcp(port));
+    ASSERT_EQ(c.call({"SET", kb, "v1"}), "+OK\r\n");
+    ::kill(servers_[1]->pid(), SIGSTOP);  // b holds v1, and answers nothing
+    EXPECT_EQ(c.call({"GET", kb}).rfind("-", 0), 0u) << "b times out: ejected";
+    EXPECT_EQ(c.call({"SET", kb, "v2"}), "+OK\r\n") << "written at its next choice, noted";
+  }
+  std::string hex;
+  for (const unsigned char ch : kb) {
+    hex += "0123456789abcdef"[ch >> 4];
+    hex += "0123456789abcdef"[ch & 15];
+  }
+  EXPECT_TRUE(testing::within(3s, [&] {
+    std::ifstream f(state);
+    std::stringstream text;
+    text << f.rdbuf();
+    return text.str().find("K " + hex) != std::string::npos;
+  })) << "the noted key reaches the state file";
+  proxies_[0].stop();
+
+  const fs::path new_dir = dir_ / "restarted";
+  fs::create_directories(new_dir);
+  proxies_[1].start(new_dir, yaml, 2);
+  const auto t = proxies_[1]->topology();
+  EXPECT_TRUE(t->pools.at(0)->states.at(1)->down.load()) << "b starts out";
+  EXPECT_TRUE(t->pools.at(0)->states.at(1)->absence.contains(kb));
+  ::kill(servers_[1]->pid(), SIGCONT);
+  RespClient after(RespClient::dial_tcp(port));
+  EXPECT_EQ(after.call({"GET", kb}), "$2\r\nv2\r\n");
+  // b comes back through safe return: its stale v1 is deleted before it serves kb.
+  EXPECT_TRUE(testing::within(10s, [&] { return !t->pools.at(0)->states.at(1)->down.load(); }));
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(after.call({"GET", kb}), "$2\r\nv2\r\n");
+  RespClient direct(RespClient::dial_unix(servers_[1]->socket()));
+  EXPECT_NE(direct.call({"GET", kb}), "$2\r\nv1\r\n") << "the stale copy is gone from b";
 }
 
 TEST_F(LifecycleTest, TakeoverWithoutARunningProxyFailsClearly) {
