@@ -1,0 +1,443 @@
+// SPDX-License-Identifier: Apache-2.0
+// chash-proxy's memcache pools speaking memcached's binary protocol (proto/memcache/
+// session_binary.cc): real memcached processes on unix sockets, the proxy in-process on a free
+// 127.0.0.1 port, a small binary client below, and libmemcached's memccp/memccat --binary
+// (libmemcached-tools, scripts/bootstrap.sh). memcached must be installed: these tests fail
+// without it.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+#include "control/proxy.h"
+#include "e2e_util.h"
+#include "memcache_util.h"
+#include "proto/memcache/binary.h"
+
+namespace chash::proxy {
+namespace {
+
+namespace fs = std::filesystem;
+namespace bin = memcache::binary;
+namespace op = memcache::binary::op;
+namespace st = memcache::binary::status;
+using testing::McClient;
+using testing::MemcachedServer;
+using testing::set;
+using testing::value;
+
+// One response packet.
+struct Resp {
+  std::uint8_t opcode = 0;
+  std::uint16_t status = 0xffff;  // 0xffff: none (EOF or timeout)
+  std::uint32_t opaque = 0;
+  std::uint64_t cas = 0;
+  std::string extras, key, value;
+  std::uint32_t flags() const { return extras.size() == 4 ? bin::be32(extras.data()) : ~0u; }
+  std::uint64_t number() const { return value.size() == 8 ? bin::be64(value.data()) : ~0ull; }
+};
+
+std::string be32s(std::uint32_t v) {
+  std::string s;
+  bin::append_be32(s, v);
+  return s;
+}
+std::string be64s(std::uint64_t v) {
+  std::string s;
+  bin::append_be64(s, v);
+  return s;
+}
+
+std::string packet(std::uint8_t opcode, std::string_view key, std::string_view extras = {},
+                   std::string_view value = {}, std::uint32_t opaque = 0, std::uint64_t cas = 0) {
+  std::string p;
+  p += static_cast<char>(bin::kRequestMagic);
+  p += static_cast<char>(opcode);
+  p += static_cast<char>(key.size() >> 8);
+  p += static_cast<char>(key.size());
+  p += static_cast<char>(extras.size());
+  p += std::string(3, '\0');
+  bin::append_be32(p, static_cast<std::uint32_t>(extras.size() + key.size() + value.size()));
+  bin::append_be32(p, opaque);
+  bin::append_be64(p, cas);
+  p += extras;
+  p += key;
+  p += value;
+  return p;
+}
+std::string store(std::uint8_t opcode, std::string_view key, std::string_view value,
+                  std::uint32_t flags = 0, std::uint32_t exptime = 0, std::uint32_t opaque = 0,
+                  std::uint64_t cas = 0) {
+  return packet(opcode, key, be32s(flags) + be32s(exptime), value, opaque, cas);
+}
+std::string arith(std::uint8_t opcode, std::string_view key, std::uint64_t delta,
+                  std::uint64_t initial, std::uint32_t exptime, std::uint32_t opaque = 0) {
+  return packet(opcode, key, be64s(delta) + be64s(initial) + be32s(exptime), {}, opaque);
+}
+
+// A blocking binary-protocol client (5 s timeouts).
+class BinClient {
+ public:
+  explicit BinClient(int fd) : fd_(fd) {}
+  BinClient(BinClient&& o) noexcept : fd_(std::exchange(o.fd_, -1)), in_(std::move(o.in_)) {}
+  ~BinClient() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool send(std::string_view bytes) { return testing::send_all(fd_, bytes); }
+  Resp read() {
+    Resp r;
+    while (in_.size() < bin::kHeaderSize || in_.size() < bin::kHeaderSize + body_len()) {
+      char buf[65536];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return r;
+      in_.append(buf, static_cast<std::size_t>(n));
+    }
+    const char* h = in_.data();
+    EXPECT_EQ(static_cast<unsigned char>(h[0]), bin::kResponseMagic);
+    r.opcode = static_cast<std::uint8_t>(h[1]);
+    const std::size_t keylen = bin::be16(h + 2), extlen = static_cast<unsigned char>(h[4]);
+    r.status = bin::be16(h + 6);
+    r.opaque = bin::be32(h + 12);
+    r.cas = bin::be64(h + 16);
+    const std::size_t body = body_len();
+    r.extras = in_.substr(bin::kHeaderSize, extlen);
+    r.key = in_.substr(bin::kHeaderSize + extlen, keylen);
+    r.value = in_.substr(bin::kHeaderSize + extlen + keylen, body - extlen - keylen);
+    in_.erase(0, bin::kHeaderSize + body);
+    return r;
+  }
+  Resp call(std::string_view request) {
+    send(request);
+    return read();
+  }
+  bool closed_by_peer() { return in_.empty() && testing::closed_by_peer(fd_); }
+
+ private:
+  std::size_t body_len() const { return bin::be32(in_.data() + 8); }
+  int fd_;
+  std::string in_;
+};
+
+std::pair<std::string, int> run(const std::string& cmd) {
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {"popen failed", -1};
+  std::string out;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  const int status = ::pclose(p);
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+class MemcacheBinaryE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testing::have_program("memcached"))
+        << "memcached not installed (run scripts/bootstrap.sh)";
+    ::signal(SIGPIPE, SIG_IGN);
+    dir_ = testing::make_test_dir("chash-proxy-mcbin");
+    for (int i = 1; i <= 3; ++i) {
+      servers_.push_back(std::make_unique<MemcachedServer>(dir_, "m" + std::to_string(i)));
+      ASSERT_TRUE(servers_.back()->start()) << "memcached m" << i << " did not start";
+    }
+    std::string y = "alpha:\n  listen: 127.0.0.1:0\n  max_value_bytes: 100000\n  servers:\n";
+    for (int i = 1; i <= 3; ++i) {
+      y += "    - " + servers_[static_cast<std::size_t>(i - 1)]->socket() + ":1 m" +
+           std::to_string(i) + "\n";
+    }
+    proxy_.start(dir_, y, 2);
+  }
+  void TearDown() override {
+    proxy_.stop();
+    servers_.clear();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  BinClient bclient() { return BinClient(testing::dial_tcp(proxy_->port(0))); }
+  McClient tclient() { return McClient(testing::dial_tcp(proxy_->port(0))); }
+  std::shared_ptr<const Pool> pool() { return proxy_->topology()->pools[0]; }
+  // A key (prefix0..prefix999) the router sends to `node`.
+  std::string key_on(NodeId node, const std::string& prefix = "k") {
+    for (int i = 0; i < 1000; ++i) {
+      const std::string k = prefix + std::to_string(i);
+      if (pool()->router.route(k) == node) return k;
+    }
+    return "";
+  }
+
+  fs::path dir_;
+  std::vector<std::unique_ptr<MemcachedServer>> servers_;
+  testing::ProxyRunner proxy_;
+};
+
+TEST_F(MemcacheBinaryE2E, GetFamilyReturnsValueFlagsCasAndKey) {
+  auto c = bclient();
+  const Resp s = c.call(store(op::kSet, "g1", std::string("v\0\r\nx", 5), 42, 0, 11));
+  ASSERT_EQ(s.status, st::kSuccess);
+  EXPECT_EQ(s.opaque, 11u);
+  EXPECT_NE(s.cas, 0u);
+  const Resp g = c.call(packet(op::kGet, "g1", {}, {}, 12));
+  EXPECT_EQ(g.opcode, op::kGet);
+  EXPECT_EQ(g.status, st::kSuccess);
+  EXPECT_EQ(g.opaque, 12u);
+  EXPECT_EQ(g.value, std::string("v\0\r\nx", 5));
+  EXPECT_EQ(g.flags(), 42u);
+  EXPECT_EQ(g.key, "");
+  EXPECT_EQ(g.cas, s.cas);
+  const Resp k = c.call(packet(op::kGetK, "g1", {}, {}, 13));
+  EXPECT_EQ(k.key, "g1");
+  EXPECT_EQ(k.value, std::string("v\0\r\nx", 5));
+  const Resp miss = c.call(packet(op::kGet, "nope", {}, {}, 14));
+  EXPECT_EQ(miss.status, st::kKeyNotFound);
+  EXPECT_EQ(miss.value, "Not found");
+  EXPECT_EQ(miss.opaque, 14u);
+  const Resp kmiss = c.call(packet(op::kGetK, "nope", {}, {}, 15));
+  EXPECT_EQ(kmiss.status, st::kKeyNotFound);
+  EXPECT_EQ(kmiss.key, "nope");
+}
+
+TEST_F(MemcacheBinaryE2E, StorageCommandsAnswerAsMemcached) {
+  auto c = bclient();
+  EXPECT_EQ(c.call(store(op::kAdd, "s1", "a")).status, st::kSuccess);
+  EXPECT_EQ(c.call(store(op::kAdd, "s1", "b")).status, st::kKeyExists);
+  EXPECT_EQ(c.call(store(op::kReplace, "s1", "c", 7)).status, st::kSuccess);
+  EXPECT_EQ(c.call(store(op::kReplace, "nothere", "c")).status, st::kKeyNotFound);
+  EXPECT_EQ(c.call(packet(op::kAppend, "s1", {}, ">")).status, st::kSuccess);
+  EXPECT_EQ(c.call(packet(op::kPrepend, "s1", {}, "<")).status, st::kSuccess);
+  EXPECT_EQ(c.call(packet(op::kAppend, "nothere", {}, "x")).status, st::kNotStored);
+  const Resp g = c.call(packet(op::kGet, "s1"));
+  EXPECT_EQ(g.value, "<c>");
+  EXPECT_EQ(g.flags(), 7u);  // append/prepend keep the flags
+  // CAS: the current one stores, a stale one is refused.
+  const Resp ok = c.call(store(op::kSet, "s1", "d", 0, 0, 0, g.cas));
+  EXPECT_EQ(ok.status, st::kSuccess);
+  EXPECT_EQ(c.call(store(op::kSet, "s1", "e", 0, 0, 0, g.cas)).status, st::kKeyExists);
+  EXPECT_EQ(c.call(store(op::kSet, "nothere", "e", 0, 0, 0, 1234)).status, st::kKeyNotFound);
+  // Delete, with a stale CAS then none.
+  EXPECT_EQ(c.call(packet(op::kDelete, "s1", {}, {}, 0, g.cas)).status, st::kKeyExists);
+  EXPECT_EQ(c.call(packet(op::kDelete, "s1")).status, st::kSuccess);
+  EXPECT_EQ(c.call(packet(op::kDelete, "s1")).status, st::kKeyNotFound);
+  EXPECT_EQ(c.call(packet(op::kGet, "s1")).status, st::kKeyNotFound);
+}
+
+TEST_F(MemcacheBinaryE2E, IncrDecrTouchGatVersionNoop) {
+  auto c = bclient();
+  // A missing counter with exptime 0xffffffff is not created.
+  EXPECT_EQ(c.call(arith(op::kIncrement, "n", 1, 5, 0xffffffff)).status, st::kKeyNotFound);
+  Resp r = c.call(arith(op::kIncrement, "n", 1, 5, 0));
+  EXPECT_EQ(r.status, st::kSuccess);
+  EXPECT_EQ(r.number(), 5u);  // created with the initial value
+  r = c.call(arith(op::kIncrement, "n", 10, 5, 0));
+  EXPECT_EQ(r.number(), 15u);
+  EXPECT_NE(r.cas, 0u);
+  r = c.call(arith(op::kDecrement, "n", 20, 0, 0));
+  EXPECT_EQ(r.number(), 0u);  // decr stops at 0, as memcached
+  ASSERT_EQ(c.call(store(op::kSet, "word", "abc")).status, st::kSuccess);
+  EXPECT_EQ(c.call(arith(op::kIncrement, "word", 1, 0, 0)).status, st::kNonNumeric);
+  // touch and gat: flags back, a new TTL (1 s: gone after 2.1 s).
+  ASSERT_EQ(c.call(store(op::kSet, "t", "tv", 3)).status, st::kSuccess);
+  r = c.call(packet(op::kTouch, "t", be32s(100)));
+  EXPECT_EQ(r.status, st::kSuccess);
+  EXPECT_EQ(r.flags(), 3u);
+  EXPECT_EQ(r.value, "");
+  EXPECT_EQ(c.call(packet(op::kTouch, "none", be32s(100))).status, st::kKeyNotFound);
+  r = c.call(packet(op::kGat, "t", be32s(1)));
+  EXPECT_EQ(r.status, st::kSuccess);
+  EXPECT_EQ(r.value, "tv");
+  EXPECT_EQ(r.flags(), 3u);
+  r = c.call(packet(op::kGatK, "t", be32s(1)));
+  EXPECT_EQ(r.key, "t");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  EXPECT_EQ(c.call(packet(op::kGet, "t")).status, st::kKeyNotFound);
+  r = c.call(packet(op::kVersion, "", {}, {}, 77));
+  EXPECT_EQ(r.status, st::kSuccess);
+  EXPECT_EQ(r.opaque, 77u);
+  EXPECT_EQ(r.value, "1.6.18-chash-proxy");
+  r = c.call(packet(op::kNoop, "", {}, {}, 78));
+  EXPECT_EQ(r.opcode, op::kNoop);
+  EXPECT_EQ(r.status, st::kSuccess);
+  EXPECT_EQ(r.opaque, 78u);
+}
+
+// A pipeline of quiet commands over keys on all three backends: only the hits (getkq) and the
+// errors come back, in request order with their opaques, then the noop.
+TEST_F(MemcacheBinaryE2E, QuietCommandsKeepOpaqueOrderAcrossBackends) {
+  auto c = bclient();
+  std::vector<std::string> keys;
+  std::set<NodeId> nodes;
+  for (int i = 0; i < 30; ++i) {
+    keys.push_back("quiet:user:" + std::to_string(i * 7919));
+    nodes.insert(pool()->router.route(keys.back()));
+  }
+  ASSERT_EQ(nodes.size(), 3u);
+  std::string batch;
+  std::uint32_t opaque = 100;
+  for (std::size_t i = 0; i < keys.size(); i += 2) {  // every other key stored, quietly
+    batch += store(op::kSetQ, keys[i], "v" + keys[i], static_cast<std::uint32_t>(i), 0, opaque++);
+  }
+  batch += store(op::kAddQ, keys[0], "dup", 0, 0, 555);  // an error: always answered
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    batch += packet(op::kGetKQ, keys[i], {}, {}, static_cast<std::uint32_t>(1000 + i));
+  }
+  batch += packet(op::kDeleteQ, "never-stored", {}, {}, 556);  // Not found: answered
+  batch += arith(op::kIncrementQ, "qc", 1, 9, 0, 557);         // success: silent
+  batch += packet(op::kNoop, "", {}, {}, 9999);
+  ASSERT_TRUE(c.send(batch));
+  Resp r = c.read();
+  EXPECT_EQ(r.opaque, 555u);
+  EXPECT_EQ(r.status, st::kKeyExists);
+  for (std::size_t i = 0; i < keys.size(); i += 2) {
+    r = c.read();
+    EXPECT_EQ(r.opcode, op::kGetKQ);
+    EXPECT_EQ(r.status, st::kSuccess);
+    EXPECT_EQ(r.opaque, 1000 + i);
+    EXPECT_EQ(r.key, keys[i]);
+    EXPECT_EQ(r.value, "v" + keys[i]);
+    EXPECT_EQ(r.flags(), i);
+  }
+  r = c.read();
+  EXPECT_EQ(r.opaque, 556u);
+  EXPECT_EQ(r.status, st::kKeyNotFound);
+  r = c.read();
+  EXPECT_EQ(r.opcode, op::kNoop);
+  EXPECT_EQ(r.opaque, 9999u);
+  const Resp n = c.call(packet(op::kGet, "qc"));
+  EXPECT_EQ(n.value, "9");
+  // getq's miss is silent, its hit answered.
+  ASSERT_TRUE(c.send(packet(op::kGetQ, "none", {}, {}, 1) + packet(op::kGetQ, keys[0], {}, {}, 2) +
+                     packet(op::kNoop, "", {}, {}, 3)));
+  r = c.read();
+  EXPECT_EQ(r.opaque, 2u);
+  EXPECT_EQ(r.value, "v" + keys[0]);
+  EXPECT_EQ(c.read().opaque, 3u);
+}
+
+// One pool, one placement, one set of items for text and binary clients: flags and CAS too.
+TEST_F(MemcacheBinaryE2E, TextAndBinaryClientsShareKeys) {
+  auto b = bclient();
+  auto t = tclient();
+  for (NodeId node = 0; node < 3; ++node) {
+    const std::string k = key_on(node, "shared");
+    const Resp s = b.call(store(op::kSet, k, "from-binary", 17));
+    ASSERT_EQ(s.status, st::kSuccess);
+    // The text client sees the value, the flags and the CAS the binary client was given.
+    EXPECT_EQ(t.call("gets " + k + "\r\n"),
+              "VALUE " + k + " 17 11 " + std::to_string(s.cas) + "\r\nfrom-binary\r\nEND\r\n");
+    // On the server the router names, as a text set would be.
+    auto direct = servers_[node]->client();
+    EXPECT_EQ(direct.call("get " + k + "\r\n"), value(k, "from-binary", 17) + "END\r\n");
+    ASSERT_EQ(t.call("set " + k + " 5 0 9\r\nfrom-text\r\n"), "STORED\r\n");
+    const Resp g = b.call(packet(op::kGet, k));
+    EXPECT_EQ(g.value, "from-text");
+    EXPECT_EQ(g.flags(), 5u);
+  }
+  // A key the text protocol cannot carry goes as base64 (meta `b`): stored under its raw
+  // bytes, on the server the raw key routes to.
+  const std::string raw("a key\r\n\x01", 8);
+  ASSERT_EQ(b.call(store(op::kSet, raw, "rawv", 1)).status, st::kSuccess);
+  std::string encoded;
+  memcache::base64_encode(raw, encoded);
+  EXPECT_EQ(t.call("mg " + encoded + " b v f\r\n"), "VA 4 f1\r\nrawv\r\n");
+  auto owner = servers_[pool()->router.route(raw)]->client();
+  EXPECT_EQ(owner.call("mg " + encoded + " b v\r\n"), "VA 4\r\nrawv\r\n");
+  EXPECT_EQ(b.call(packet(op::kGetK, raw)).key, raw);
+  // Keys no meta command can carry are Invalid arguments, the connection kept.
+  EXPECT_EQ(b.call(packet(op::kGet, std::string(251, 'k'))).status, st::kInvalidArguments);
+  EXPECT_EQ(b.call(packet(op::kGet, std::string(200, ' '))).status, st::kInvalidArguments);
+  EXPECT_EQ(b.call(packet(op::kGet, "")).status, st::kInvalidArguments);
+  EXPECT_EQ(b.call(packet(op::kGet, std::string(250, 'k'))).status, st::kKeyNotFound);
+}
+
+TEST_F(MemcacheBinaryE2E, SaslUnknownAndServerWideOpcodesAreRefusedClearly) {
+  auto c = bclient();
+  for (const std::uint8_t o : {op::kSaslListMechs, op::kSaslAuth, op::kSaslStep}) {
+    const Resp r = c.call(packet(o, o == op::kSaslListMechs ? "" : "PLAIN", {}, {}, o));
+    EXPECT_EQ(r.status, st::kUnknownCommand) << int(o);
+    EXPECT_EQ(r.opaque, o);
+    EXPECT_NE(r.value.find("no SASL"), std::string::npos) << r.value;
+  }
+  Resp r = c.call(packet(0x42, "", {}, {}, 5));
+  EXPECT_EQ(r.status, st::kUnknownCommand);
+  EXPECT_EQ(r.opaque, 5u);
+  for (const std::uint8_t o : {op::kFlush, op::kFlushQ, op::kStat, op::kVerbosity}) {
+    r = c.call(packet(o, "", o == op::kFlush || o == op::kFlushQ ? be32s(0) : std::string()));
+    EXPECT_EQ(r.status, st::kNotSupported) << int(o);
+    EXPECT_NE(r.value.find("every server"), std::string::npos) << r.value;
+  }
+  // A request of the wrong shape (get with extras) is Invalid arguments.
+  EXPECT_EQ(c.call(packet(op::kGet, "k", "xxxx")).status, st::kInvalidArguments);
+  EXPECT_EQ(c.call(packet(op::kNoop, "")).status, st::kSuccess);  // still served
+}
+
+TEST_F(MemcacheBinaryE2E, OversizeBodyIsRefusedAndClosedBadMagicClosed) {
+  {
+    auto c = bclient();
+    std::string p = store(op::kSet, "big", std::string(200000, 'b'), 0, 0, 31);
+    p.resize(bin::kHeaderSize + 8);  // the header alone is enough to refuse it
+    ASSERT_TRUE(c.send(p));
+    const Resp r = c.read();
+    EXPECT_EQ(r.status, st::kTooLarge);
+    EXPECT_EQ(r.opaque, 31u);
+    EXPECT_TRUE(c.closed_by_peer());
+  }
+  {
+    // Over max_value_bytes (100000) but within the framing slack: Too large, connection kept.
+    auto c = bclient();
+    EXPECT_EQ(c.call(store(op::kSet, "big", std::string(100100, 'b'))).status, st::kTooLarge);
+    EXPECT_EQ(c.call(store(op::kSet, "fits", std::string(100000, 'f'))).status, st::kSuccess);
+    EXPECT_EQ(c.call(packet(op::kGet, "fits")).value, std::string(100000, 'f'));
+  }
+  {
+    auto c = bclient();
+    EXPECT_EQ(c.call(packet(op::kNoop, "")).status, st::kSuccess);
+    ASSERT_TRUE(c.send("get k\r\n"));  // no 0x80: memcached closes, so do we
+    EXPECT_TRUE(c.closed_by_peer());
+  }
+  {
+    auto c = bclient();
+    EXPECT_EQ(c.call(packet(op::kQuit, "", {}, {}, 4)).opaque, 4u);
+    EXPECT_TRUE(c.closed_by_peer());
+  }
+  {
+    auto c = bclient();
+    ASSERT_TRUE(c.send(packet(op::kQuitQ, "")));
+    EXPECT_TRUE(c.closed_by_peer());
+  }
+  auto t = tclient();  // text clients are unaffected
+  EXPECT_EQ(t.call("get fits\r\n").size(), value("fits", std::string(100000, 'f')).size() + 5);
+}
+
+// libmemcached's own tools in binary mode (libmemcached-tools): memccp stores files, memccat
+// reads them, through the proxy; a text client reads the same items.
+TEST_F(MemcacheBinaryE2E, LibmemcachedToolsInBinaryMode) {
+  ASSERT_TRUE(testing::have_program("memccp") && testing::have_program("memccat"))
+      << "libmemcached-tools not installed (run scripts/bootstrap.sh)";
+  const std::string servers = "--servers=127.0.0.1:" + std::to_string(proxy_->port(0));
+  std::vector<std::string> names;
+  for (int i = 0; i < 12; ++i) {
+    names.push_back("file" + std::to_string(i) + ".txt");
+    std::ofstream(dir_ / names.back()) << "contents of " << names.back() << "\n" << i;
+  }
+  std::string files;
+  for (const auto& n : names) files += " " + (dir_ / n).string();
+  auto [out, rc] = run("cd " + dir_.string() + " && memccp --binary --flag=9 " + servers + files);
+  ASSERT_EQ(rc, 0) << out;
+  std::string expected;
+  for (const auto& n : names) {
+    const std::string want = "contents of " + n + "\n" + n.substr(4, n.find('.') - 4);
+    auto [cat, crc] = run("memccat --binary " + servers + " " + n);
+    EXPECT_EQ(crc, 0) << cat;
+    EXPECT_EQ(cat, want + "\n") << n;  // memccat ends each value with a newline
+    auto t = tclient();
+    EXPECT_EQ(t.call("get " + n + "\r\n"), value(n, want, 9) + "END\r\n");
+  }
+  auto [miss, mrc] = run("memccat --binary " + servers + " no-such-file");
+  EXPECT_NE(mrc, 0) << miss;
+}
+
+}  // namespace
+}  // namespace chash::proxy
