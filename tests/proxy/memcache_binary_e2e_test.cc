@@ -439,5 +439,27 @@ TEST_F(MemcacheBinaryE2E, LibmemcachedToolsInBinaryMode) {
   EXPECT_NE(mrc, 0) << miss;
 }
 
+// spymemcached 2.12 with BinaryConnectionFactory (tests/clients/java/SpyBinary.java, Java's
+// single-file launcher; Debian's libspymemcached-java and openjdk-17-jdk-headless from
+// scripts/bootstrap.sh): every step an application takes, getBulk's getkq+noop pipeline over
+// three backends included; a text client then reads what it stored.
+TEST_F(MemcacheBinaryE2E, SpymemcachedBinaryConnectionFactory) {
+  const std::string jar = "/usr/share/java/spymemcached.jar";
+  ASSERT_TRUE(testing::have_program("java") && fs::exists(jar))
+      << "java or spymemcached missing (run scripts/bootstrap.sh)";
+  const fs::path source =
+      fs::path(CHASH_PROXY_DOCS).parent_path().parent_path() / "tests/clients/java/SpyBinary.java";
+  auto [out, rc] = run("cd " + dir_.string() + " && timeout 120 java -cp " + jar + " " +
+                       source.string() + " " + std::to_string(proxy_->port(0)) + " spy:");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("ok getBulk (133 of 133)"), std::string::npos) << out;
+  EXPECT_NE(out.find("DONE"), std::string::npos) << out;
+  auto t = tclient();
+  const std::string r = t.call("get spy:shared\r\n");
+  EXPECT_TRUE(r.starts_with("VALUE spy:shared ") &&
+              r.find("\r\nfrom-spymemcached\r\nEND") != std::string::npos)
+      << r;
+}
+
 }  // namespace
 }  // namespace chash::proxy
