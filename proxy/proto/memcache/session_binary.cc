@@ -208,6 +208,8 @@ void Client::dispatch_binary() {
   MetaKey mk;
   bool write = false;
   bool with_data = false;
+  std::int64_t ttl = -1;  // set/add/replace: the exptime, written after the key is routed
+  std::string tail;       // ms: what follows T
   switch (loud_op) {
     case op::kNoop:
       // After every earlier response (reply order): the end of a quiet batch.
@@ -278,12 +280,12 @@ void Client::dispatch_binary() {
       if (mk.b64) line += " b";
       if (!concat) {
         add_number(line, 'F', be32(extras.data()));
-        add_number(line, 'T', be32(extras.data() + 4));
+        ttl = be32(extras.data() + 4);  // T is added once the owner is known (failover_ttl)
       }
       static constexpr char kMode[] = {0, 'S', 'E', 'R', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'A', 'P'};
-      line += " c M";
-      line += kMode[loud_op];
-      if (bin_parser_.cas() != 0) add_number(line, 'C', bin_parser_.cas());
+      tail = " c M";
+      tail += kMode[loud_op];
+      if (bin_parser_.cas() != 0) add_number(tail, 'C', bin_parser_.cas());
       write = with_data = true;
       break;
     }
@@ -318,7 +320,6 @@ void Client::dispatch_binary() {
       binary_local(status::kUnknownCommand, "Unknown command");
       return;
   }
-  line += "\r\n";
   hot_note(key);
   auto m = make_ref<Msg>();
   m->parts.resize(1);
@@ -334,7 +335,15 @@ void Client::dispatch_binary() {
   if (!route(key, m, node)) return;
   // Safe failover and warm-up name the key in text commands: a base64 key goes straight to its
   // owner, as a meta request's `b` key does (session_meta.cc).
-  if (write && !mk.b64 && cmd != Command::kMetaGet) note_fallback_write(key, node);
+  const bool fallback =
+      write && !mk.b64 && cmd != Command::kMetaGet && note_fallback_write(key, node);
+  if (ttl >= 0) {
+    // A store on a fallback lives failover_ttl at most, as a text set does there (session.cc).
+    if (fallback && pool_->config.failover_ttl_ms != 0) ttl = capped_exptime(ttl);
+    add_number(line, 'T', static_cast<std::uint64_t>(ttl));
+  }
+  line += tail;
+  line += "\r\n";
   const std::string_view data = with_data ? value : std::string_view();
   const std::string_view crlf = with_data ? std::string_view("\r\n") : std::string_view();
   if (pool_->warming() && !mk.b64) {
