@@ -26,102 +26,16 @@ namespace fs = std::filesystem;
 namespace bin = memcache::binary;
 namespace op = memcache::binary::op;
 namespace st = memcache::binary::status;
+using testing::arith;
+using testing::be32s;
+using testing::BinClient;
+using testing::BinResp;
 using testing::McClient;
 using testing::MemcachedServer;
+using testing::packet;
 using testing::set;
+using testing::store;
 using testing::value;
-
-// One response packet.
-struct Resp {
-  std::uint8_t opcode = 0;
-  std::uint16_t status = 0xffff;  // 0xffff: none (EOF or timeout)
-  std::uint32_t opaque = 0;
-  std::uint64_t cas = 0;
-  std::string extras, key, value;
-  std::uint32_t flags() const { return extras.size() == 4 ? bin::be32(extras.data()) : ~0u; }
-  std::uint64_t number() const { return value.size() == 8 ? bin::be64(value.data()) : ~0ull; }
-};
-
-std::string be32s(std::uint32_t v) {
-  std::string s;
-  bin::append_be32(s, v);
-  return s;
-}
-std::string be64s(std::uint64_t v) {
-  std::string s;
-  bin::append_be64(s, v);
-  return s;
-}
-
-std::string packet(std::uint8_t opcode, std::string_view key, std::string_view extras = {},
-                   std::string_view value = {}, std::uint32_t opaque = 0, std::uint64_t cas = 0) {
-  std::string p;
-  p += static_cast<char>(bin::kRequestMagic);
-  p += static_cast<char>(opcode);
-  p += static_cast<char>(key.size() >> 8);
-  p += static_cast<char>(key.size());
-  p += static_cast<char>(extras.size());
-  p += std::string(3, '\0');
-  bin::append_be32(p, static_cast<std::uint32_t>(extras.size() + key.size() + value.size()));
-  bin::append_be32(p, opaque);
-  bin::append_be64(p, cas);
-  p += extras;
-  p += key;
-  p += value;
-  return p;
-}
-std::string store(std::uint8_t opcode, std::string_view key, std::string_view value,
-                  std::uint32_t flags = 0, std::uint32_t exptime = 0, std::uint32_t opaque = 0,
-                  std::uint64_t cas = 0) {
-  return packet(opcode, key, be32s(flags) + be32s(exptime), value, opaque, cas);
-}
-std::string arith(std::uint8_t opcode, std::string_view key, std::uint64_t delta,
-                  std::uint64_t initial, std::uint32_t exptime, std::uint32_t opaque = 0) {
-  return packet(opcode, key, be64s(delta) + be64s(initial) + be32s(exptime), {}, opaque);
-}
-
-// A blocking binary-protocol client (5 s timeouts).
-class BinClient {
- public:
-  explicit BinClient(int fd) : fd_(fd) {}
-  BinClient(BinClient&& o) noexcept : fd_(std::exchange(o.fd_, -1)), in_(std::move(o.in_)) {}
-  ~BinClient() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  bool send(std::string_view bytes) { return testing::send_all(fd_, bytes); }
-  Resp read() {
-    Resp r;
-    while (in_.size() < bin::kHeaderSize || in_.size() < bin::kHeaderSize + body_len()) {
-      char buf[65536];
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return r;
-      in_.append(buf, static_cast<std::size_t>(n));
-    }
-    const char* h = in_.data();
-    EXPECT_EQ(static_cast<unsigned char>(h[0]), bin::kResponseMagic);
-    r.opcode = static_cast<std::uint8_t>(h[1]);
-    const std::size_t keylen = bin::be16(h + 2), extlen = static_cast<unsigned char>(h[4]);
-    r.status = bin::be16(h + 6);
-    r.opaque = bin::be32(h + 12);
-    r.cas = bin::be64(h + 16);
-    const std::size_t body = body_len();
-    r.extras = in_.substr(bin::kHeaderSize, extlen);
-    r.key = in_.substr(bin::kHeaderSize + extlen, keylen);
-    r.value = in_.substr(bin::kHeaderSize + extlen + keylen, body - extlen - keylen);
-    in_.erase(0, bin::kHeaderSize + body);
-    return r;
-  }
-  Resp call(std::string_view request) {
-    send(request);
-    return read();
-  }
-  bool closed_by_peer() { return in_.empty() && testing::closed_by_peer(fd_); }
-
- private:
-  std::size_t body_len() const { return bin::be32(in_.data() + 8); }
-  int fd_;
-  std::string in_;
-};
 
 std::pair<std::string, int> run(const std::string& cmd) {
   FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
@@ -176,11 +90,11 @@ class MemcacheBinaryE2E : public ::testing::Test {
 
 TEST_F(MemcacheBinaryE2E, GetFamilyReturnsValueFlagsCasAndKey) {
   auto c = bclient();
-  const Resp s = c.call(store(op::kSet, "g1", std::string("v\0\r\nx", 5), 42, 0, 11));
+  const BinResp s = c.call(store(op::kSet, "g1", std::string("v\0\r\nx", 5), 42, 0, 11));
   ASSERT_EQ(s.status, st::kSuccess);
   EXPECT_EQ(s.opaque, 11u);
   EXPECT_NE(s.cas, 0u);
-  const Resp g = c.call(packet(op::kGet, "g1", {}, {}, 12));
+  const BinResp g = c.call(packet(op::kGet, "g1", {}, {}, 12));
   EXPECT_EQ(g.opcode, op::kGet);
   EXPECT_EQ(g.status, st::kSuccess);
   EXPECT_EQ(g.opaque, 12u);
@@ -188,14 +102,14 @@ TEST_F(MemcacheBinaryE2E, GetFamilyReturnsValueFlagsCasAndKey) {
   EXPECT_EQ(g.flags(), 42u);
   EXPECT_EQ(g.key, "");
   EXPECT_EQ(g.cas, s.cas);
-  const Resp k = c.call(packet(op::kGetK, "g1", {}, {}, 13));
+  const BinResp k = c.call(packet(op::kGetK, "g1", {}, {}, 13));
   EXPECT_EQ(k.key, "g1");
   EXPECT_EQ(k.value, std::string("v\0\r\nx", 5));
-  const Resp miss = c.call(packet(op::kGet, "nope", {}, {}, 14));
+  const BinResp miss = c.call(packet(op::kGet, "nope", {}, {}, 14));
   EXPECT_EQ(miss.status, st::kKeyNotFound);
   EXPECT_EQ(miss.value, "Not found");
   EXPECT_EQ(miss.opaque, 14u);
-  const Resp kmiss = c.call(packet(op::kGetK, "nope", {}, {}, 15));
+  const BinResp kmiss = c.call(packet(op::kGetK, "nope", {}, {}, 15));
   EXPECT_EQ(kmiss.status, st::kKeyNotFound);
   EXPECT_EQ(kmiss.key, "nope");
 }
@@ -209,11 +123,11 @@ TEST_F(MemcacheBinaryE2E, StorageCommandsAnswerAsMemcached) {
   EXPECT_EQ(c.call(packet(op::kAppend, "s1", {}, ">")).status, st::kSuccess);
   EXPECT_EQ(c.call(packet(op::kPrepend, "s1", {}, "<")).status, st::kSuccess);
   EXPECT_EQ(c.call(packet(op::kAppend, "nothere", {}, "x")).status, st::kNotStored);
-  const Resp g = c.call(packet(op::kGet, "s1"));
+  const BinResp g = c.call(packet(op::kGet, "s1"));
   EXPECT_EQ(g.value, "<c>");
   EXPECT_EQ(g.flags(), 7u);  // append/prepend keep the flags
   // CAS: the current one stores, a stale one is refused.
-  const Resp ok = c.call(store(op::kSet, "s1", "d", 0, 0, 0, g.cas));
+  const BinResp ok = c.call(store(op::kSet, "s1", "d", 0, 0, 0, g.cas));
   EXPECT_EQ(ok.status, st::kSuccess);
   EXPECT_EQ(c.call(store(op::kSet, "s1", "e", 0, 0, 0, g.cas)).status, st::kKeyExists);
   EXPECT_EQ(c.call(store(op::kSet, "nothere", "e", 0, 0, 0, 1234)).status, st::kKeyNotFound);
@@ -228,7 +142,7 @@ TEST_F(MemcacheBinaryE2E, IncrDecrTouchGatVersionNoop) {
   auto c = bclient();
   // A missing counter with exptime 0xffffffff is not created.
   EXPECT_EQ(c.call(arith(op::kIncrement, "n", 1, 5, 0xffffffff)).status, st::kKeyNotFound);
-  Resp r = c.call(arith(op::kIncrement, "n", 1, 5, 0));
+  BinResp r = c.call(arith(op::kIncrement, "n", 1, 5, 0));
   EXPECT_EQ(r.status, st::kSuccess);
   EXPECT_EQ(r.number(), 5u);  // created with the initial value
   r = c.call(arith(op::kIncrement, "n", 10, 5, 0));
@@ -287,7 +201,7 @@ TEST_F(MemcacheBinaryE2E, QuietCommandsKeepOpaqueOrderAcrossBackends) {
   batch += arith(op::kIncrementQ, "qc", 1, 9, 0, 557);         // success: silent
   batch += packet(op::kNoop, "", {}, {}, 9999);
   ASSERT_TRUE(c.send(batch));
-  Resp r = c.read();
+  BinResp r = c.read();
   EXPECT_EQ(r.opaque, 555u);
   EXPECT_EQ(r.status, st::kKeyExists);
   for (std::size_t i = 0; i < keys.size(); i += 2) {
@@ -305,7 +219,7 @@ TEST_F(MemcacheBinaryE2E, QuietCommandsKeepOpaqueOrderAcrossBackends) {
   r = c.read();
   EXPECT_EQ(r.opcode, op::kNoop);
   EXPECT_EQ(r.opaque, 9999u);
-  const Resp n = c.call(packet(op::kGet, "qc"));
+  const BinResp n = c.call(packet(op::kGet, "qc"));
   EXPECT_EQ(n.value, "9");
   // getq's miss is silent, its hit answered.
   ASSERT_TRUE(c.send(packet(op::kGetQ, "none", {}, {}, 1) + packet(op::kGetQ, keys[0], {}, {}, 2) +
@@ -322,7 +236,7 @@ TEST_F(MemcacheBinaryE2E, TextAndBinaryClientsShareKeys) {
   auto t = tclient();
   for (NodeId node = 0; node < 3; ++node) {
     const std::string k = key_on(node, "shared");
-    const Resp s = b.call(store(op::kSet, k, "from-binary", 17));
+    const BinResp s = b.call(store(op::kSet, k, "from-binary", 17));
     ASSERT_EQ(s.status, st::kSuccess);
     // The text client sees the value, the flags and the CAS the binary client was given.
     EXPECT_EQ(t.call("gets " + k + "\r\n"),
@@ -331,7 +245,7 @@ TEST_F(MemcacheBinaryE2E, TextAndBinaryClientsShareKeys) {
     auto direct = servers_[node]->client();
     EXPECT_EQ(direct.call("get " + k + "\r\n"), value(k, "from-binary", 17) + "END\r\n");
     ASSERT_EQ(t.call("set " + k + " 5 0 9\r\nfrom-text\r\n"), "STORED\r\n");
-    const Resp g = b.call(packet(op::kGet, k));
+    const BinResp g = b.call(packet(op::kGet, k));
     EXPECT_EQ(g.value, "from-text");
     EXPECT_EQ(g.flags(), 5u);
   }
@@ -355,12 +269,12 @@ TEST_F(MemcacheBinaryE2E, TextAndBinaryClientsShareKeys) {
 TEST_F(MemcacheBinaryE2E, SaslUnknownAndServerWideOpcodesAreRefusedClearly) {
   auto c = bclient();
   for (const std::uint8_t o : {op::kSaslListMechs, op::kSaslAuth, op::kSaslStep}) {
-    const Resp r = c.call(packet(o, o == op::kSaslListMechs ? "" : "PLAIN", {}, {}, o));
+    const BinResp r = c.call(packet(o, o == op::kSaslListMechs ? "" : "PLAIN", {}, {}, o));
     EXPECT_EQ(r.status, st::kUnknownCommand) << int(o);
     EXPECT_EQ(r.opaque, o);
     EXPECT_NE(r.value.find("no SASL"), std::string::npos) << r.value;
   }
-  Resp r = c.call(packet(0x42, "", {}, {}, 5));
+  BinResp r = c.call(packet(0x42, "", {}, {}, 5));
   EXPECT_EQ(r.status, st::kUnknownCommand);
   EXPECT_EQ(r.opaque, 5u);
   for (const std::uint8_t o : {op::kFlush, op::kFlushQ, op::kStat, op::kVerbosity}) {
@@ -379,7 +293,7 @@ TEST_F(MemcacheBinaryE2E, OversizeBodyIsRefusedAndClosedBadMagicClosed) {
     std::string p = store(op::kSet, "big", std::string(200000, 'b'), 0, 0, 31);
     p.resize(bin::kHeaderSize + 8);  // the header alone is enough to refuse it
     ASSERT_TRUE(c.send(p));
-    const Resp r = c.read();
+    const BinResp r = c.read();
     EXPECT_EQ(r.status, st::kTooLarge);
     EXPECT_EQ(r.opaque, 31u);
     EXPECT_TRUE(c.closed_by_peer());
