@@ -58,12 +58,20 @@ class MemcacheBinaryE2E : public ::testing::Test {
       servers_.push_back(std::make_unique<MemcachedServer>(dir_, "m" + std::to_string(i)));
       ASSERT_TRUE(servers_.back()->start()) << "memcached m" << i << " did not start";
     }
-    std::string y = "alpha:\n  listen: 127.0.0.1:0\n  max_value_bytes: 100000\n  servers:\n";
+    proxy_.start(dir_, yaml(""), 2);
+  }
+  std::string yaml(const std::string& extra) {
+    std::string y =
+        "alpha:\n  listen: 127.0.0.1:0\n  max_value_bytes: 100000\n" + extra + "  servers:\n";
     for (int i = 1; i <= 3; ++i) {
       y += "    - " + servers_[static_cast<std::size_t>(i - 1)]->socket() + ":1 m" +
            std::to_string(i) + "\n";
     }
-    proxy_.start(dir_, y, 2);
+    return y;
+  }
+  void restart_proxy(const std::string& extra) {
+    proxy_.stop();
+    proxy_.start(dir_, yaml(extra), 2);
   }
   void TearDown() override {
     proxy_.stop();
@@ -373,6 +381,60 @@ TEST_F(MemcacheBinaryE2E, SpymemcachedBinaryConnectionFactory) {
   EXPECT_TRUE(r.starts_with("VALUE spy:shared ") &&
               r.find("\r\nfrom-spymemcached\r\nEND") != std::string::npos)
       << r;
+}
+
+// hot_cache: a text get of a hot key is answered from the worker's copy; a binary write of the
+// key (set, incr, append, delete, touch) must make that copy stale as the text writes do.
+TEST_F(MemcacheBinaryE2E, BinaryWritesInvalidateHotKeyCopies) {
+  restart_proxy(
+      "  hot_keys: {window: 300ms, sample: 1, min_rate: 10, log_rate: 100}\n"
+      "  hot_cache: {ttl: 10s}\n");
+  auto t = tclient();
+  auto b = bclient();
+  ASSERT_EQ(t.call(set("hot", "0")), "STORED\r\n");
+  ASSERT_TRUE(testing::within(std::chrono::seconds(8), [&] {
+    for (int i = 0; i < 200; ++i) t.call("get hot\r\n");
+    return proxy_->status_json().find("\"top\":[{\"key\":\"hot\"") != std::string::npos;
+  }));
+  for (int i = 1; i <= 5; ++i) {
+    const std::string v = std::to_string(i * 10);
+    ASSERT_EQ(t.call("get hot\r\n").substr(0, 10), "VALUE hot ");  // a copy is there
+    ASSERT_EQ(b.call(store(op::kSet, "hot", v)).status, st::kSuccess);
+    ASSERT_EQ(t.call("get hot\r\n"), value("hot", v) + "END\r\n") << i;
+    ASSERT_EQ(b.call(arith(op::kIncrement, "hot", 3, 0, 0)).number(),
+              static_cast<std::uint64_t>(i * 10 + 3));
+    ASSERT_EQ(t.call("get hot\r\n"), value("hot", std::to_string(i * 10 + 3)) + "END\r\n") << i;
+    ASSERT_EQ(b.call(packet(op::kAppend, "hot", {}, "x")).status, st::kSuccess);
+    ASSERT_EQ(t.call("get hot\r\n"), value("hot", std::to_string(i * 10 + 3) + "x") + "END\r\n");
+  }
+  ASSERT_EQ(b.call(packet(op::kDelete, "hot")).status, st::kSuccess);
+  EXPECT_EQ(t.call("get hot\r\n"), "END\r\n");
+}
+
+// A quiet request to a backend that is gone is answered with the error (quiet never silences
+// an error) and the noop still comes: nothing waits for a reply that cannot come.
+TEST_F(MemcacheBinaryE2E, QuietRequestsToADeadBackendAnswerTheErrorThenNoop) {
+  restart_proxy("  timeout: 500\n  server_failure_limit: 1\n  server_retry_timeout: 60000\n");
+  const std::string k1 = key_on(0), k2 = key_on(1), k3 = key_on(2);
+  auto c = bclient();
+  ASSERT_EQ(c.call(store(op::kSet, k2, "ok")).status, st::kSuccess);
+  servers_[0]->stop();
+  ASSERT_TRUE(c.send(packet(op::kGetKQ, k2, {}, {}, 1) + packet(op::kGetKQ, k1, {}, {}, 2) +
+                     store(op::kSetQ, k1, "x", 0, 0, 3) + packet(op::kGetKQ, k3, {}, {}, 4) +
+                     packet(op::kNoop, "", {}, {}, 5)));
+  BinResp r = c.read();
+  EXPECT_EQ(r.opaque, 1u);
+  EXPECT_EQ(r.value, "ok");
+  r = c.read();  // k1's get: the connection failed
+  EXPECT_EQ(r.opaque, 2u);
+  EXPECT_EQ(r.status, st::kInternalError);
+  EXPECT_NE(r.value.find("backend m1"), std::string::npos) << r.value;
+  r = c.read();  // k1's set: the backend is down now
+  EXPECT_EQ(r.opaque, 3u);
+  EXPECT_EQ(r.status, st::kInternalError);
+  r = c.read();  // k3's miss is silent: the noop
+  EXPECT_EQ(r.opcode, op::kNoop);
+  EXPECT_EQ(r.opaque, 5u);
 }
 
 }  // namespace
