@@ -102,7 +102,7 @@ bool is_get(std::uint8_t loud_op) {
 
 void Msg::emit_binary(net::OutQueue& out) {
   const Part& p = parts[0];
-  std::string_view r = p.line.view();
+  const std::string_view r = p.line.view();
   const std::uint8_t loud_op = loud(bin_opcode);
   const bool quiet_op = is_quiet(bin_opcode);
   // Header + extras (at most 8 bytes) + a getk's key, built on the stack: no allocation for a
@@ -118,7 +118,13 @@ void Msg::emit_binary(net::OutQueue& out) {
     key.copy(head + n, key.size());
     n += key.size();
     out.append(std::string_view(head, n));
-    out.append(p.line.chunk(), value);
+    // A value from the reply is queued from its chunk; a text of ours is copied.
+    const bool in_reply = value.data() >= r.data() && value.data() + value.size() <= r.end();
+    if (in_reply) {
+      out.append(p.line.chunk(), value);
+    } else {
+      out.append(value);
+    }
   };
   const std::size_t nl = r.find("\r\n");
   const std::string_view line = r.substr(0, nl);
@@ -143,13 +149,10 @@ void Msg::emit_binary(net::OutQueue& out) {
       // The counter as a 64-bit big-endian number.
       std::uint64_t v = 0;
       std::from_chars(data.data(), data.data() + data.size(), v);
-      char value[8];
-      put_be32(value, static_cast<std::uint32_t>(v >> 32));
-      put_be32(value + 4, static_cast<std::uint32_t>(v));
-      std::string copy(value, 8);  // the value is not in the backend's chunk
       encode_header(head, bin_opcode, status::kSuccess, bin_opaque, cas, 0, 0, 8);
-      out.append(std::string_view(head, kHeaderSize));
-      out.append(copy);
+      put_be32(head + kHeaderSize, static_cast<std::uint32_t>(v >> 32));
+      put_be32(head + kHeaderSize + 4, static_cast<std::uint32_t>(v));
+      out.append(std::string_view(head, kHeaderSize + 8));
     }
   } else if (code == "HD") {
     if (loud_op == op::kTouch) {
@@ -203,8 +206,11 @@ void Client::dispatch_binary() {
   };
   constexpr std::string_view kInvalid = "Invalid arguments";
   Command cmd = Command::kMetaGet;
-  std::string line;
-  line.reserve(64 + key.size() * 4 / 3);
+  std::string line;  // one allocation, for keyed requests only (noop/version make none)
+  auto begin = [&](std::string_view verb) {
+    line.reserve(64 + key.size() * 4 / 3);
+    line = verb;
+  };
   MetaKey mk;
   bool write = false;
   bool with_data = false;
@@ -247,7 +253,7 @@ void Client::dispatch_binary() {
     case op::kGet:
     case op::kGetK:
       if (!shape(0, false)) return binary_local(status::kInvalidArguments, kInvalid);
-      line = "mg ";
+      begin("mg ");
       if (!(mk = add_key(line, key)).ok) return binary_local(status::kInvalidArguments, kInvalid);
       line += mk.b64 ? " b f v c" : " f v c";
       break;
@@ -255,7 +261,7 @@ void Client::dispatch_binary() {
     case op::kGatK:
     case op::kTouch:
       if (!shape(4, false)) return binary_local(status::kInvalidArguments, kInvalid);
-      line = "mg ";
+      begin("mg ");
       if (!(mk = add_key(line, key)).ok) return binary_local(status::kInvalidArguments, kInvalid);
       if (mk.b64) line += " b";
       add_number(line, 'T', be32(extras.data()));
@@ -273,7 +279,7 @@ void Client::dispatch_binary() {
         return binary_local(status::kTooLarge, "Too large.");
       }
       cmd = Command::kMetaSet;
-      line = "ms ";
+      begin("ms ");
       if (!(mk = add_key(line, key)).ok) return binary_local(status::kInvalidArguments, kInvalid);
       line += ' ';
       line += std::to_string(value.size());
@@ -292,7 +298,7 @@ void Client::dispatch_binary() {
     case op::kDelete:
       if (!shape(0, false)) return binary_local(status::kInvalidArguments, kInvalid);
       cmd = Command::kMetaDelete;
-      line = "md ";
+      begin("md ");
       if (!(mk = add_key(line, key)).ok) return binary_local(status::kInvalidArguments, kInvalid);
       if (mk.b64) line += " b";
       if (bin_parser_.cas() != 0) add_number(line, 'C', bin_parser_.cas());
@@ -302,7 +308,7 @@ void Client::dispatch_binary() {
     case op::kDecrement: {
       if (!shape(20, false)) return binary_local(status::kInvalidArguments, kInvalid);
       cmd = Command::kMetaArithmetic;
-      line = "ma ";
+      begin("ma ");
       if (!(mk = add_key(line, key)).ok) return binary_local(status::kInvalidArguments, kInvalid);
       if (mk.b64) line += " b";
       line += loud_op == op::kIncrement ? " v c MI" : " v c MD";
