@@ -310,6 +310,15 @@ TEST_F(MemcacheBinaryE2E, OversizeBodyIsRefusedAndClosedBadMagicClosed) {
     // Over max_value_bytes (100000) but within the framing slack: Too large, connection kept.
     auto c = bclient();
     EXPECT_EQ(c.call(store(op::kSet, "big", std::string(100100, 'b'))).status, st::kTooLarge);
+    // As memcached: a set it cannot store unlinks the old value (no stale read after it);
+    // add/append leave it.
+    ASSERT_EQ(c.call(store(op::kSet, "old", "v")).status, st::kSuccess);
+    EXPECT_EQ(c.call(store(op::kAdd, "old", std::string(100100, 'b'))).status, st::kTooLarge);
+    EXPECT_EQ(c.call(packet(op::kAppend, "old", {}, std::string(100100, 'b'))).status,
+              st::kTooLarge);
+    EXPECT_EQ(c.call(packet(op::kGet, "old")).value, "v");
+    EXPECT_EQ(c.call(store(op::kSetQ, "old", std::string(100100, 'b'), 0, 0, 8)).opaque, 8u);
+    EXPECT_EQ(c.call(packet(op::kGet, "old")).status, st::kKeyNotFound);
     EXPECT_EQ(c.call(store(op::kSet, "fits", std::string(100000, 'f'))).status, st::kSuccess);
     EXPECT_EQ(c.call(packet(op::kGet, "fits")).value, std::string(100000, 'f'));
   }

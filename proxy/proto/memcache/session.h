@@ -57,6 +57,7 @@ struct Msg final : Reply {
   std::uint8_t bin_opcode = 0;
   std::uint32_t bin_opaque = 0;
   std::string bin_key;
+  bool bin_too_large = false;  // a set refused as too large: answered 0x0003 (its md unlinked)
   // A Msg of the proxy's own (a warm-up step, proto/memcache/session_warmup.cc): when every
   // part is in, `then` gets it instead of a client.
   std::function<void(Msg&)> then;

@@ -131,7 +131,9 @@ void Msg::emit_binary(net::OutQueue& out) {
   const std::string_view code = line.substr(0, 2);
   const std::string_view key =
       loud_op == op::kGetK || loud_op == op::kGatK ? std::string_view(bin_key) : std::string_view();
-  if (p.error || !(line.size() == 2 || (line.size() > 2 && line[2] == ' '))) {
+  if (bin_too_large) {
+    respond(status::kTooLarge, 0, {}, {}, "Too large.");  // the md's reply does not matter
+  } else if (p.error || !(line.size() == 2 || (line.size() > 2 && line[2] == ' '))) {
     respond(error_status(line), 0, {}, {}, line);  // errors answer quiet opcodes too
   } else if (code == "VA" &&
              (is_get(loud_op) || loud_op == op::kIncrement || loud_op == op::kDecrement)) {
@@ -214,8 +216,9 @@ void Client::dispatch_binary() {
   MetaKey mk;
   bool write = false;
   bool with_data = false;
-  std::int64_t ttl = -1;  // set/add/replace: the exptime, written after the key is routed
-  std::string tail;       // ms: what follows T
+  bool too_large = false;  // a set over max_value_bytes: sent as md, answered Too large
+  std::int64_t ttl = -1;   // set/add/replace: the exptime, written after the key is routed
+  std::string tail;        // ms: what follows T
   switch (loud_op) {
     case op::kNoop:
       // After every earlier response (reply order): the end of a quiet batch.
@@ -276,7 +279,16 @@ void Client::dispatch_binary() {
       const bool concat = loud_op == op::kAppend || loud_op == op::kPrepend;
       if (!shape(concat ? 0 : 8, true)) return binary_local(status::kInvalidArguments, kInvalid);
       if (value.size() > limits_.max_value_bytes) {
-        return binary_local(status::kTooLarge, "Too large.");
+        if (loud_op != op::kSet) return binary_local(status::kTooLarge, "Too large.");
+        // memcached unlinks the key's old value when it cannot store a set (else a later get
+        // reads the value the client meant to replace): the same through an md, answered Too
+        // large whatever the md finds.
+        cmd = Command::kMetaDelete;
+        begin("md ");
+        if (!(mk = add_key(line, key)).ok) return binary_local(status::kInvalidArguments, kInvalid);
+        if (mk.b64) line += " b";
+        write = too_large = true;
+        break;
       }
       cmd = Command::kMetaSet;
       begin("ms ");
@@ -334,6 +346,7 @@ void Client::dispatch_binary() {
   m->is_binary = true;
   m->bin_opcode = opcode;
   m->bin_opaque = bin_parser_.opaque();
+  m->bin_too_large = too_large;
   if (loud_op == op::kGetK || loud_op == op::kGatK) m->bin_key.assign(key);
   push(m);
   if (write) hot_wrote(key, m);  // before it is sent, as set does
