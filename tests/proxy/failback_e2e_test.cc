@@ -149,7 +149,8 @@ TEST_F(FailbackE2E, AReturnMovesTheFallbacksValuesHome) {
   })) << proxy->status_json();
   for (const int other : {0, 2}) {
     RespClient o(RespClient::dial_unix(redis[static_cast<std::size_t>(other)]->socket()));
-    for (const auto& k : k2) EXPECT_EQ(o.call({"EXISTS", k}), ":0\r\n") << k << " left at n" << other + 1;
+    for (const auto& k : k2)
+      EXPECT_EQ(o.call({"EXISTS", k}), ":0\r\n") << k << " left at n" << other + 1;
   }
   EXPECT_TRUE(eventually([&] { return !pool().warming(); }));
 }
@@ -288,6 +289,57 @@ TEST_F(FailbackE2E, ReturningMemcachedServesNoStaleValue) {
   }
   EXPECT_EQ(stale, 0);
   EXPECT_EQ(c.call("get " + k2[25] + "\r\n"), value(k2[25], "old") + "END\r\n");  // untouched
+  proxy.stop();
+}
+
+// The same through a binary-protocol client (proto/memcache/session_binary.cc): its stores on
+// the fallback are noted and capped at failover_ttl, so the returning server serves none of its
+// old values to binary gets.
+TEST_F(FailbackE2E, ReturningMemcachedServesNoStaleValueToBinaryClients) {
+  namespace op = memcache::binary::op;
+  std::vector<std::unique_ptr<MemcachedServer>> mc;
+  std::string y = std::string("m:\n  listen: 127.0.0.1:0\n  protocol: memcache\n") + kHealth +
+                  "  failover_ttl: 30000\n  servers:\n";
+  for (int i = 1; i <= 3; ++i) {
+    mc.push_back(std::make_unique<MemcachedServer>(dir, "m" + std::to_string(i)));
+    ASSERT_TRUE(mc.back()->start());
+    y += "    - " + mc.back()->socket() + ":1 m" + std::to_string(i) + "\n";
+  }
+  proxy.start(dir, y);
+  BinClient c(dial_tcp(port()));
+  const auto k2 = keys_of(1, 30);
+  for (const auto& k : k2) ASSERT_EQ(c.call(store(op::kSet, k, "old")).status, 0) << k;
+  pause(mc[1]->pid());
+  ASSERT_TRUE(eventually([&] {
+    c.call(packet(op::kGet, k2[0]));
+    return down(1);
+  }));
+  for (std::size_t i = 0; i < 20; ++i) {
+    ASSERT_EQ(c.call(store(op::kSet, k2[i], "new", 0, 0)).status, 0) << k2[i];
+  }
+  EXPECT_EQ(c.call(packet(op::kDelete, k2[20])).status, memcache::binary::status::kKeyNotFound);
+  // On its next choice, the copy (stored without an exptime) expires within failover_ttl.
+  int found = 0;
+  for (int s : {0, 2}) {
+    const std::string meta =
+        mc[static_cast<std::size_t>(s)]->client().call("mg " + k2[0] + " t\r\n");
+    if (meta == "EN\r\n") continue;
+    ++found;
+    ASSERT_TRUE(meta.starts_with("HD t")) << meta;
+    const int ttl = std::stoi(meta.substr(4));
+    EXPECT_GT(ttl, 0);
+    EXPECT_LE(ttl, 30);
+  }
+  EXPECT_EQ(found, 1);
+  resume(mc[1]->pid());
+  ASSERT_TRUE(eventually([&] { return !down(1); }));
+  int stale = 0;
+  for (std::size_t i = 0; i < k2.size(); ++i) {
+    const BinResp r = c.call(packet(op::kGet, k2[i]));
+    if (i <= 20 && r.value == "old") ++stale;
+  }
+  EXPECT_EQ(stale, 0);
+  EXPECT_EQ(c.call(packet(op::kGet, k2[25])).value, "old");  // untouched
   proxy.stop();
 }
 

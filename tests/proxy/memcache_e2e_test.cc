@@ -359,16 +359,24 @@ TEST_F(MemcacheE2E, TooLargeValueIsRefusedAndTheConnectionStaysUsable) {
   EXPECT_LT(rss_kb() - before, 64 * 1024);
 }
 
+// Binary-protocol clients are served (memcache_binary_e2e_test.cc); one that breaks the
+// framing is closed like a garbage text client, and neither disturbs the others.
 TEST_F(MemcacheE2E, BinaryAndGarbageClientsAreClosedOthersServed) {
   start_proxy(yaml(""));
   auto good = client();
   ASSERT_EQ(good.call(set("g", "1")), "STORED\r\n");
   {
-    auto bin = client();  // a binary-protocol GET
+    auto bin = client();  // a binary-protocol GET of "k": Not found (status 1), then bad magic
     ASSERT_TRUE(
         bin.send(std::string("\x80\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00"
                              "\x00\x00\x00\x00\x00\x00\x00\x00k",
                              25)));
+    const std::string r =
+        testing::recv_until(bin.fd(), [](const std::string& in) { return in.size() >= 24; });
+    ASSERT_GE(r.size(), 24u);
+    EXPECT_EQ(static_cast<unsigned char>(r[0]), 0x81);
+    EXPECT_EQ(r[7], 1);  // status 0x0001: Not found
+    bin.send("junk\r\n");
     EXPECT_TRUE(bin.closed_by_peer());
   }
   {

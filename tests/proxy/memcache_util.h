@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "e2e_util.h"
+#include "proto/memcache/binary.h"
 #include "proto/memcache/protocol.h"
 
 namespace chash::proxy::testing {
@@ -80,6 +81,111 @@ inline std::string set(std::string_view key, std::string_view data, std::string_
   return std::string(verb) + " " + std::string(key) + " 0 0 " + std::to_string(data.size()) +
          "\r\n" + std::string(data) + "\r\n";
 }
+
+// ---- A blocking memcached binary-protocol client -------------------------------------------
+
+// One response packet (proto/memcache/binary.h).
+struct BinResp {
+  std::uint8_t opcode = 0;
+  std::uint16_t status = 0xffff;  // 0xffff: none (EOF or timeout)
+  std::uint32_t opaque = 0;
+  std::uint64_t cas = 0;
+  std::string extras, key, value;
+  std::uint32_t flags() const {
+    return extras.size() == 4 ? memcache::binary::be32(extras.data()) : ~0u;
+  }
+  std::uint64_t number() const {
+    return value.size() == 8 ? memcache::binary::be64(value.data()) : ~0ull;
+  }
+};
+
+inline std::string be32s(std::uint32_t v) {
+  std::string s;
+  memcache::binary::append_be32(s, v);
+  return s;
+}
+inline std::string be64s(std::uint64_t v) {
+  std::string s;
+  memcache::binary::append_be64(s, v);
+  return s;
+}
+
+inline std::string packet(std::uint8_t opcode, std::string_view key, std::string_view extras = {},
+                          std::string_view value = {}, std::uint32_t opaque = 0,
+                          std::uint64_t cas = 0) {
+  std::string p;
+  p += static_cast<char>(memcache::binary::kRequestMagic);
+  p += static_cast<char>(opcode);
+  p += static_cast<char>(key.size() >> 8);
+  p += static_cast<char>(key.size());
+  p += static_cast<char>(extras.size());
+  p += std::string(3, '\0');
+  memcache::binary::append_be32(
+      p, static_cast<std::uint32_t>(extras.size() + key.size() + value.size()));
+  memcache::binary::append_be32(p, opaque);
+  memcache::binary::append_be64(p, cas);
+  p += extras;
+  p += key;
+  p += value;
+  return p;
+}
+inline std::string store(std::uint8_t opcode, std::string_view key, std::string_view value,
+                         std::uint32_t flags = 0, std::uint32_t exptime = 0,
+                         std::uint32_t opaque = 0, std::uint64_t cas = 0) {
+  return packet(opcode, key, be32s(flags) + be32s(exptime), value, opaque, cas);
+}
+inline std::string arith(std::uint8_t opcode, std::string_view key, std::uint64_t delta,
+                         std::uint64_t initial, std::uint32_t exptime, std::uint32_t opaque = 0) {
+  return packet(opcode, key, be64s(delta) + be64s(initial) + be32s(exptime), {}, opaque);
+}
+
+// A blocking binary-protocol client (5 s timeouts).
+class BinClient {
+ public:
+  explicit BinClient(int fd) : fd_(fd) {}
+  BinClient(BinClient&& o) noexcept : fd_(std::exchange(o.fd_, -1)), in_(std::move(o.in_)) {}
+  ~BinClient() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool send(std::string_view bytes) { return testing::send_all(fd_, bytes); }
+  BinResp read() {
+    BinResp r;
+    while (in_.size() < memcache::binary::kHeaderSize ||
+           in_.size() < memcache::binary::kHeaderSize + body_len()) {
+      char buf[65536];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return r;
+      in_.append(buf, static_cast<std::size_t>(n));
+    }
+    const char* h = in_.data();
+    if (static_cast<unsigned char>(h[0]) != memcache::binary::kResponseMagic) {
+      r.status = 0xfffe;  // not a response: the test sees a status no server sends
+      return r;
+    }
+    r.opcode = static_cast<std::uint8_t>(h[1]);
+    const std::size_t keylen = memcache::binary::be16(h + 2),
+                      extlen = static_cast<unsigned char>(h[4]);
+    r.status = memcache::binary::be16(h + 6);
+    r.opaque = memcache::binary::be32(h + 12);
+    r.cas = memcache::binary::be64(h + 16);
+    const std::size_t body = body_len();
+    r.extras = in_.substr(memcache::binary::kHeaderSize, extlen);
+    r.key = in_.substr(memcache::binary::kHeaderSize + extlen, keylen);
+    r.value = in_.substr(memcache::binary::kHeaderSize + extlen + keylen, body - extlen - keylen);
+    in_.erase(0, memcache::binary::kHeaderSize + body);
+    return r;
+  }
+  BinResp call(std::string_view request) {
+    send(request);
+    return read();
+  }
+  bool closed_by_peer() { return in_.empty() && testing::closed_by_peer(fd_); }
+
+ private:
+  std::size_t body_len() const { return memcache::binary::be32(in_.data() + 8); }
+  int fd_;
+  std::string in_;
+};
 
 // ---- memcached processes ---------------------------------------------------------------------
 

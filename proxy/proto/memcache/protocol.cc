@@ -227,7 +227,8 @@ ParseResult RequestParser::parse(std::string_view buf) {
         return ParseResult::kDone;
       }
       case State::kLine: {
-        // The binary protocol's request magic: this client does not speak text.
+        // The binary protocol's request magic inside a text connection (the session picks the
+        // binary parser from a connection's first byte, as memcached does): closed.
         if (pos_ == start_ && pos_ < buf.size() && static_cast<unsigned char>(buf[pos_]) == 0x80) {
           reply_ = {};
           return ParseResult::kError;

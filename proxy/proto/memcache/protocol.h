@@ -19,7 +19,9 @@
 //   data block not followed by \r\n              -> CLIENT_ERROR bad data chunk
 // and `noreply` silences each of them, as in memcached. Fatal (kError, then close): a command
 // line longer than 2048 bytes (get/gets/gat/gats lines: max_get_line) -> "CLIENT_ERROR line too
-// long", and the binary protocol's magic byte 0x80 (closed without a reply).
+// long", and the binary protocol's magic byte 0x80 at the start of a request (closed without a
+// reply: a connection speaks binary only when its first byte is 0x80, and then it never reaches
+// this parser — proto/memcache/binary.h).
 //
 // Meta commands (mg ms md ma mn me) are checked as memcached 1.6.18's proto_text.c checks them
 // before it touches an item: token counts, key length, the flags (_meta_flag_preparse: a flag is

@@ -158,7 +158,9 @@ void Msg::finish() {
 }
 
 void Msg::emit(net::OutQueue& out) {
-  if (silent) {
+  if (is_binary) {
+    emit_binary(out);
+  } else if (silent) {
     // noreply: nothing
   } else if (!retrieval) {
     out.append(parts[0].line);
@@ -259,9 +261,20 @@ Client::Client(Worker& worker, std::size_t pool_index, int fd)
     : ClientSession(worker, pool_index, fd),
       limits_{pool_->config.max_value_bytes,
               std::min<std::size_t>(pool_->config.max_request_bytes, std::size_t{1} << 20)},
-      parser_(limits_) {}
+      parser_(limits_),
+      bin_parser_(limits_) {}
 
 void Client::process() {
+  if (wire_ == Wire::kUnknown) {
+    if (in_.empty()) return;
+    wire_ =
+        static_cast<unsigned char>(in_[0]) == binary::kRequestMagic ? Wire::kBinary : Wire::kText;
+  }
+  if (wire_ == Wire::kBinary) {
+    parse_requests(
+        bin_parser_, [&] { return std::string(bin_parser_.error()); }, [&] { dispatch_binary(); });
+    return;
+  }
   parse_requests(
       parser_, [&] { return std::string(parser_.error()); }, [&] { dispatch(); });
 }

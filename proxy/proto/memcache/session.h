@@ -9,6 +9,9 @@
 // version and quit are answered by the proxy; server-wide commands (stats, flush_all, ...) are
 // refused with a SERVER_ERROR naming them, the connection kept. Meta commands (mg ms md ma me)
 // go whole to their key's backend (proto/memcache/session_meta.cc); `mn` is answered in order.
+// A connection whose first byte is 0x80 speaks the binary protocol for its life, as memcached
+// decides: each packet goes to its key's backend as a meta command and the meta reply comes back
+// as a binary response (proto/memcache/session_binary.cc).
 //
 // A Backend is one connection to one memcached, owned by one worker; replies complete the
 // queued requests in order. When it fails (connect error, timeout, closed mid-reply,
@@ -28,6 +31,7 @@
 
 #include "core/session.h"
 #include "membership/topology.h"
+#include "proto/memcache/binary.h"
 #include "proto/memcache/protocol.h"
 
 namespace chash::proxy::memcache {
@@ -46,6 +50,14 @@ struct Msg final : Reply {
   // A meta request with `q`, sent followed by an `mn` of the proxy's: the server answers it with
   // one reply or none, then MN (dropped), which completes the part.
   bool quiet = false;
+  // A binary-protocol request sent as a meta command (session_binary.cc): parts[0]'s meta reply
+  // is answered as a binary response to `bin_opcode` with the client's opaque (and for
+  // getk/gatk its key); a quiet opcode's nominal answer is left out.
+  bool is_binary = false;
+  std::uint8_t bin_opcode = 0;
+  std::uint32_t bin_opaque = 0;
+  std::string bin_key;
+  bool bin_too_large = false;  // a set refused as too large: answered 0x0003 (its md unlinked)
   // A Msg of the proxy's own (a warm-up step, proto/memcache/session_warmup.cc): when every
   // part is in, `then` gets it instead of a client.
   std::function<void(Msg&)> then;
@@ -98,6 +110,7 @@ struct Msg final : Reply {
 
  private:
   void finish();
+  void emit_binary(net::OutQueue& out);
   const Part* failed_ = nullptr;  // the part whose error line answers the request
 };
 
@@ -132,6 +145,10 @@ class Client final : public ClientSession {
   void hot_mark(const Ref<Msg>& m, std::string_view key);
   void process() override;
   void dispatch();
+  // The binary protocol (proto/memcache/session_binary.cc): one packet of bin_parser_.
+  void dispatch_binary();
+  // Queues a response of the proxy's own to the current binary packet.
+  void binary_local(std::uint16_t status, std::string_view body, bool close_after = false);
   void retrieve();
   // mg ms md ma me (proto/memcache/session_meta.cc).
   void meta();
@@ -158,6 +175,11 @@ class Client final : public ClientSession {
 
   memcache::RequestLimits limits_;
   memcache::RequestParser parser_;
+  // Which protocol the connection speaks, from its first byte (0x80: binary), as memcached's
+  // try_read_command_negotiate decides it once per connection.
+  enum class Wire : std::uint8_t { kUnknown, kText, kBinary };
+  Wire wire_ = Wire::kUnknown;
+  binary::RequestParser bin_parser_;
   std::vector<std::uint32_t> key_parts_;  // scratch for retrievals: each key's part
 };
 
