@@ -53,17 +53,6 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-// Runs a shell command; its stdout+stderr and exit status.
-std::pair<std::string, int> run(const std::string& cmd) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {"popen failed", -1};
-  std::string out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  const int status = ::pclose(p);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
-
 // sha256("h"), as `#` rules give it.
 const std::string kHashOfH = "aaa9402664f1a41f40ebbc52c9993eb66aeb366602958fdfaa283b71e64db123";
 

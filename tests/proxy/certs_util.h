@@ -12,20 +12,11 @@
 #include <string>
 #include <utility>
 
+#include "e2e_util.h"
+
 namespace chash::proxy::testing {
 
 namespace fs = std::filesystem;
-
-// Runs `cmd` through the shell: what it printed (stdout and stderr) and its exit code.
-inline std::pair<std::string, int> run(const std::string& cmd) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {"popen failed", -1};
-  std::string out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  const int status = ::pclose(p);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
 
 class Certs {
  public:

@@ -29,20 +29,10 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using testing::RedisServer;
+using testing::run;
 
 // The source tree (CHASH_PROXY_DOCS is <source>/docs/PROXY.md).
 fs::path source_dir() { return fs::path(CHASH_PROXY_DOCS).parent_path().parent_path(); }
-
-// Runs a shell command; its stdout+stderr and exit status.
-std::pair<std::string, int> run(const std::string& cmd) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {"popen failed", -1};
-  std::string out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  const int status = ::pclose(p);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
 
 class ClientsE2E : public ::testing::Test {
  protected:

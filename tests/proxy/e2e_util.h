@@ -188,6 +188,17 @@ inline bool have_program(const std::string& name) {
 }
 
 // A server process started by the test and SIGKILLed by the destructor.
+// Runs `cmd` through the shell: what it printed (stdout and stderr) and its exit code.
+inline std::pair<std::string, int> run(const std::string& cmd) {
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {"popen failed", -1};
+  std::string out;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  const int status = ::pclose(p);
+  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
 class ChildProcess {
  public:
   ChildProcess() = default;

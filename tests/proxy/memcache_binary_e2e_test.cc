@@ -28,6 +28,7 @@ namespace op = memcache::binary::op;
 namespace st = memcache::binary::status;
 using testing::arith;
 using testing::be32s;
+using testing::run;
 using testing::BinClient;
 using testing::BinResp;
 using testing::McClient;
@@ -36,16 +37,6 @@ using testing::packet;
 using testing::set;
 using testing::store;
 using testing::value;
-
-std::pair<std::string, int> run(const std::string& cmd) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {"popen failed", -1};
-  std::string out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  const int status = ::pclose(p);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
 
 class MemcacheBinaryE2E : public ::testing::Test {
  protected:
