@@ -51,6 +51,29 @@ final class KeyPack {
     return new KeyPack(buf, offsets);
   }
 
+  /** Raw keys (binary keys, or bytes the caller already encoded): copied as they are. */
+  static KeyPack of(byte[][] keys) {
+    int[] offsets = new int[keys.length + 1];
+    long total = 0;
+    for (int i = 0; i < keys.length; i++) {
+      if (keys[i] == null) {
+        throw new NullPointerException("keys[" + i + "]");
+      }
+      total += keys[i].length;
+    }
+    if (total > Integer.MAX_VALUE - 8) {
+      throw new IllegalArgumentException("keys: " + total + " bytes in all, over one array's limit");
+    }
+    byte[] buf = new byte[(int) total];
+    int pos = 0;
+    for (int i = 0; i < keys.length; i++) {
+      System.arraycopy(keys[i], 0, buf, pos, keys[i].length);
+      pos += keys[i].length;
+      offsets[i + 1] = pos;
+    }
+    return new KeyPack(buf, offsets);
+  }
+
   private static byte[] ensure(byte[] buf, int size) {
     return size <= buf.length ? buf : Arrays.copyOf(buf, Math.max(size, buf.length * 2));
   }

@@ -139,6 +139,33 @@ public final class Router implements AutoCloseable {
     return out;
   }
 
+  /** The owners of raw {@code keys}, in order (null for a key that cannot be routed). */
+  public String[] routeAll(byte[][] keys) {
+    int[] idx = routeAllIndexes(keys);
+    String[] out = new String[idx.length];
+    for (int i = 0; i < idx.length; i++) {
+      out[i] = name(idx[i]);
+    }
+    return out;
+  }
+
+  /**
+   * The owners' indexes of raw {@code keys} (-1 for a key that cannot be routed), each key's
+   * bytes as given — binary keys, or keys the caller keeps encoded — in one native call, as
+   * {@link #routeAllIndexes(String[])}.
+   */
+  public int[] routeAllIndexes(byte[][] keys) {
+    Objects.requireNonNull(keys, "keys");
+    KeyPack pack = KeyPack.of(keys);
+    int[] out = new int[keys.length];
+    try {
+      nativeRouteBatch(live(), pack.bytes, pack.offsets, keys.length, out);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+    return out;
+  }
+
   /**
    * Up to {@code n} distinct nodes for {@code key} in the placement's preference order: the owner
    * first, then the next choices (the next distinct nodes clockwise on a ring).

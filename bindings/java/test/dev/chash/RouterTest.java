@@ -60,6 +60,33 @@ class RouterTest {
   }
 
   @Test
+  void byteArrayBatchEqualsSingleCallsOnBinaryKeys() {
+    java.util.Random rnd = new java.util.Random(7);
+    byte[][] keys = new byte[600][];
+    for (int i = 0; i < keys.length; i++) {
+      keys[i] = new byte[i % 40]; // key 0, 40, 80 ... empty
+      rnd.nextBytes(keys[i]);
+    }
+    String[] text = Keys.make(300);
+    byte[][] encoded = new byte[text.length][];
+    for (int i = 0; i < text.length; i++) {
+      encoded[i] = text[i].getBytes(StandardCharsets.UTF_8);
+    }
+    try (Router r = Router.preset("ketama", "10.0.0.1:11211", "10.0.0.2:11211", "10.0.0.3:11211")) {
+      int[] batch = r.routeAllIndexes(keys);
+      String[] names = r.routeAll(keys);
+      for (int i = 0; i < keys.length; i++) {
+        assertEquals(r.routeIndex(keys[i]), batch[i], "key " + i);
+        assertEquals(r.nodes().get(batch[i]), names[i]);
+      }
+      assertArrayEquals(r.routeAllIndexes(text), r.routeAllIndexes(encoded),
+          "a String key routes as its UTF-8 bytes");
+      assertEquals(0, r.routeAllIndexes(new byte[0][]).length);
+      assertThrows(NullPointerException.class, () -> r.routeAll(new byte[][] {{1}, null}));
+    }
+  }
+
+  @Test
   void keysThatCannotBeRoutedAreNull() {
     try (Router r = Router.preset("nginx-ip-hash", "a", "b")) {
       assertNull(r.route("not an address"));
