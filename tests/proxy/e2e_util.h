@@ -54,6 +54,15 @@ inline bool within(std::chrono::milliseconds limit, const std::function<bool()>&
 }
 
 // True once every worker routes with the proxy's current topology (after a reload).
+// A key (prefix0..prefix999) that `pool`'s router sends to backend `node`; "" when none does.
+inline std::string key_on_node(const Pool& pool, NodeId node, const std::string& prefix = "k") {
+  for (int i = 0; i < 1000; ++i) {
+    const std::string k = prefix + std::to_string(i);
+    if (pool.router.route(k) == node) return k;
+  }
+  return "";
+}
+
 inline bool reload_applied(const Proxy& proxy) {
   return eventually([&] { return proxy.applied_version() == proxy.topology()->version; });
 }

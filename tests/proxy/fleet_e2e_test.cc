@@ -115,6 +115,17 @@ class FleetE2E : public ::testing::Test {
     }
     return true;
   }
+  // SIGSTOPs r2, then asks each proxy for one of r2's keys (keys[0], keys[1]) until `ejected`
+  // holds: each proxy's failures are its votes.
+  bool stop_r2_until(RespClient& c1, RespClient& c2, const std::vector<std::string>& keys,
+                     const std::function<bool()>& ejected) {
+    ::kill(redis[1]->pid(), SIGSTOP);
+    return within(10s, [&] {
+      c1.call({"GET", keys[0]});
+      c2.call({"GET", keys[1]});
+      return ejected();
+    });
+  }
   // A key the pool of proxy `i` routes to server `name`, the `n`th such.
   std::string key_on(int i, const std::string& name, int n = 0) {
     const auto pl = pool(i);
@@ -332,10 +343,7 @@ TEST_F(FleetE2E, QuorumEjectsAndTheReturnServesNoStaleValue) {
   for (int n = 0; n < 20; ++n) keys.push_back(key_on(0, "r2", n));
   RespClient c1(RespClient::dial_tcp(port(0))), c2(RespClient::dial_tcp(port(1)));
   for (const auto& k : keys) ASSERT_EQ(c1.call({"SET", k, "old"}), "+OK\r\n");
-  ::kill(redis[1]->pid(), SIGSTOP);
-  ASSERT_TRUE(within(10s, [&] {
-    c1.call({"GET", keys[0]});
-    c2.call({"GET", keys[1]});
+  ASSERT_TRUE(stop_r2_until(c1, c2, keys, [&] {
     const auto s = state();
     return s.target.ejected == std::vector<std::string>{"r2"} && pool(0)->fleet_epoch == s.epoch &&
            pool(1)->fleet_epoch == s.epoch;
@@ -379,10 +387,7 @@ TEST_F(FleetE2E, AServerAddedWhileAnotherIsOutLosesNoneOfItsKeys) {
   }
   RespClient c1(RespClient::dial_tcp(port(0))), c2(RespClient::dial_tcp(port(1)));
   for (const auto& k : keys) ASSERT_EQ(c1.call({"SET", k, "old"}), "+OK\r\n");
-  ::kill(redis[1]->pid(), SIGSTOP);
-  ASSERT_TRUE(within(10s, [&] {
-    c1.call({"GET", keys[0]});
-    c2.call({"GET", keys[1]});
+  ASSERT_TRUE(stop_r2_until(c1, c2, keys, [&] {
     return settled([](const fleet::PoolState& st) {
       return st.target.ejected == std::vector<std::string>{"r2"};
     });

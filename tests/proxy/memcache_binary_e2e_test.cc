@@ -75,11 +75,7 @@ class MemcacheBinaryE2E : public ::testing::Test {
   std::shared_ptr<const Pool> pool() { return proxy_->topology()->pools[0]; }
   // A key (prefix0..prefix999) the router sends to `node`.
   std::string key_on(NodeId node, const std::string& prefix = "k") {
-    for (int i = 0; i < 1000; ++i) {
-      const std::string k = prefix + std::to_string(i);
-      if (pool()->router.route(k) == node) return k;
-    }
-    return "";
+    return testing::key_on_node(*pool(), node, prefix);
   }
 
   fs::path dir_;

@@ -114,21 +114,28 @@ TEST(PoolRouteTest, HashBalanceFactorPassesKeysOnFromABusyBackend) {
   EXPECT_NE(pool->route("k"), busy);
 }
 
+// A pool fed by etcd (the fleet's routing is given to build_topology as Discovered), and its
+// servers r0..r(n-1) on 127.0.0.1:7000.. as the fleet's state would list them.
+constexpr const char* kFleetPoolYaml =
+    "chash_proxy:\n  membership:\n    etcd: [127.0.0.1:2379]\n"
+    "a:\n  listen: 127.0.0.1:0\n  redis: true\n  algorithm: ring\n  auto_eject_hosts: true\n"
+    "  servers:\n   - 127.0.0.1:7000:1 r0\n";
+
+std::vector<ServerConfig> fleet_servers(const ProxyConfig& cfg, int n) {
+  std::vector<std::string> specs;
+  for (int i = 0; i < n; ++i)
+    specs.push_back("127.0.0.1:" + std::to_string(7000 + i) + ":1 r" + std::to_string(i));
+  return servers_from_strings(cfg.pools[0], specs);
+}
+
 // A fleet pool in a return's prepare (docs/FLEET.md "Return"): routed with r1 ejected, read
 // through the routing with r1 in. A key of r1's is written to its fallback now, and read at r1
 // once the fleet commits: r1 must be among its previous owners (a write deletes its copy there, a
 // miss reads it) although the route has it out — and although this proxy's own probes may not
 // have seen it back yet (then the request fails on it rather than skip it).
 TEST(PoolRouteTest, AReturningServerIsAPreviousOwnerInItsPrepare) {
-  const std::string y =
-      "chash_proxy:\n  membership:\n    etcd: [127.0.0.1:2379]\n"
-      "a:\n  listen: 127.0.0.1:0\n  redis: true\n  algorithm: ring\n  auto_eject_hosts: true\n"
-      "  servers:\n   - 127.0.0.1:7000:1 r0\n";
-  const ProxyConfig cfg = parse_config(y, "t.yml");
-  std::vector<std::string> specs;
-  for (int i = 0; i < 3; ++i)
-    specs.push_back("127.0.0.1:" + std::to_string(7000 + i) + ":1 r" + std::to_string(i));
-  const auto servers = servers_from_strings(cfg.pools[0], specs);
+  const ProxyConfig cfg = parse_config(kFleetPoolYaml, "t.yml");
+  const auto servers = fleet_servers(cfg, 3);
   auto fleet = std::make_shared<FleetPool>();
   fleet->epoch = 7;
   fleet->phase = "prepare";
@@ -164,15 +171,8 @@ TEST(PoolRouteTest, AReturningServerIsAPreviousOwnerInItsPrepare) {
 // owned then is noted in r1's absence log wherever it goes now — a fallback write, or one the
 // add gave r3 — so r1's return sweeps the older copy it holds. Other keys are not noted.
 TEST(PoolRouteTest, AWriteOfAKeyAnOutServerHeldBeforeAChangeIsNoted) {
-  const std::string y =
-      "chash_proxy:\n  membership:\n    etcd: [127.0.0.1:2379]\n"
-      "a:\n  listen: 127.0.0.1:0\n  redis: true\n  algorithm: ring\n  auto_eject_hosts: true\n"
-      "  servers:\n   - 127.0.0.1:7000:1 r0\n";
-  const ProxyConfig cfg = parse_config(y, "t.yml");
-  std::vector<std::string> specs;
-  for (int i = 0; i < 4; ++i)
-    specs.push_back("127.0.0.1:" + std::to_string(7000 + i) + ":1 r" + std::to_string(i));
-  const auto servers = servers_from_strings(cfg.pools[0], specs);
+  const ProxyConfig cfg = parse_config(kFleetPoolYaml, "t.yml");
+  const auto servers = fleet_servers(cfg, 4);
   const std::vector<ServerConfig> before(servers.begin(), servers.begin() + 3);
   auto fleet = std::make_shared<FleetPool>();
   fleet->epoch = 9;
