@@ -24,17 +24,6 @@
 
 namespace chash::proxy::testing {
 
-// A command's output and exit status (stderr folded in).
-inline std::pair<std::string, int> run_command(const std::string& cmd) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {"popen failed", -1};
-  std::string out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  const int status = ::pclose(p);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-}
-
 inline std::string call_port(std::uint16_t port, const std::vector<std::string>& argv) {
   RespClient c(RespClient::dial_tcp(port));
   return c.ok() ? c.call(argv) : "";
@@ -85,7 +74,7 @@ class RedisCluster {
     std::string cmd = "redis-cli --cluster create";
     for (const auto p : ports_) cmd += " 127.0.0.1:" + std::to_string(p);
     cmd += " --cluster-replicas " + std::to_string(replicas_) + " --cluster-yes";
-    const auto [out, rc] = run_command(cmd);
+    const auto [out, rc] = run(cmd);
     if (rc != 0) {
       ADD_FAILURE() << cmd << ": " << out;
       return false;
@@ -118,7 +107,7 @@ class RedisCluster {
             repl.find("master_link_status:up") == std::string::npos)
           return false;
       }
-      return run_command("redis-cli --cluster check 127.0.0.1:" + std::to_string(live_port()))
+      return run("redis-cli --cluster check 127.0.0.1:" + std::to_string(live_port()))
                  .second == 0;
     });
   }
@@ -158,7 +147,7 @@ class RedisCluster {
   }
   // redis-cli --cluster reshard of `slots` slots from node `from` to node `to`.
   std::pair<std::string, int> reshard(std::size_t from, std::size_t to, int slots) const {
-    return run_command("redis-cli --cluster reshard " + seed(from) + " --cluster-from " + id(from) +
+    return run("redis-cli --cluster reshard " + seed(from) + " --cluster-from " + id(from) +
                        " --cluster-to " + id(to) + " --cluster-slots " + std::to_string(slots) +
                        " --cluster-yes --cluster-pipeline 10");
   }

@@ -114,12 +114,7 @@ public final class Router implements AutoCloseable {
 
   /** The owners of {@code keys}, in order (null for a key that cannot be routed). */
   public String[] routeAll(String[] keys) {
-    int[] idx = routeAllIndexes(keys);
-    String[] out = new String[idx.length];
-    for (int i = 0; i < idx.length; i++) {
-      out[i] = name(idx[i]);
-    }
-    return out;
+    return names(routeAllIndexes(keys));
   }
 
   /**
@@ -129,24 +124,12 @@ public final class Router implements AutoCloseable {
    */
   public int[] routeAllIndexes(String[] keys) {
     Objects.requireNonNull(keys, "keys");
-    KeyPack pack = KeyPack.of(keys);
-    int[] out = new int[keys.length];
-    try {
-      nativeRouteBatch(live(), pack.bytes, pack.offsets, keys.length, out);
-    } finally {
-      Reference.reachabilityFence(this);
-    }
-    return out;
+    return routeBatch(KeyPack.of(keys), keys.length);
   }
 
   /** The owners of raw {@code keys}, in order (null for a key that cannot be routed). */
   public String[] routeAll(byte[][] keys) {
-    int[] idx = routeAllIndexes(keys);
-    String[] out = new String[idx.length];
-    for (int i = 0; i < idx.length; i++) {
-      out[i] = name(idx[i]);
-    }
-    return out;
+    return names(routeAllIndexes(keys));
   }
 
   /**
@@ -156,12 +139,25 @@ public final class Router implements AutoCloseable {
    */
   public int[] routeAllIndexes(byte[][] keys) {
     Objects.requireNonNull(keys, "keys");
-    KeyPack pack = KeyPack.of(keys);
-    int[] out = new int[keys.length];
+    return routeBatch(KeyPack.of(keys), keys.length);
+  }
+
+  // One native call for a packed batch of n keys.
+  private int[] routeBatch(KeyPack pack, int n) {
+    int[] out = new int[n];
     try {
-      nativeRouteBatch(live(), pack.bytes, pack.offsets, keys.length, out);
+      nativeRouteBatch(live(), pack.bytes, pack.offsets, n, out);
     } finally {
       Reference.reachabilityFence(this);
+    }
+    return out;
+  }
+
+  // Node names for indexes (null for -1).
+  private String[] names(int[] idx) {
+    String[] out = new String[idx.length];
+    for (int i = 0; i < idx.length; i++) {
+      out[i] = name(idx[i]);
     }
     return out;
   }
