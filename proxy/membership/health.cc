@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "base/log.h"
 #include "core/protocols.h"
@@ -94,9 +95,10 @@ void apply_probe_result(BackendState& s, const PoolConfig& pool, bool was_down, 
 class HealthChecker::Probe : public net::Pollable {
  public:
   Probe(net::EventLoop& loop, std::shared_ptr<const Pool> pool, NodeId node,
-        const HealthChecker::ReturnHook* hook)
+        const HealthChecker::ReturnHook* hook, std::unordered_set<Probe*>* live)
       : loop_(loop),
         hook_(hook),
+        live_(live),
         node_(node),
         pool_(std::move(pool)),
         state_(pool_->states[node]),
@@ -109,7 +111,15 @@ class HealthChecker::Probe : public net::Pollable {
     if (fd_ >= 0) ::close(fd_);
   }
 
+  // Its checker is going: out of the loop, and freed by the caller.
+  void abandon() {
+    loop_.cancel_timer(timer_);
+    if (fd_ >= 0) loop_.remove(fd_);
+    state_->probing = false;
+  }
+
   void start() {
+    live_->insert(this);
     state_->probing = true;
     was_down_ = state_->down.load();
     std::string error = "its address does not resolve";
@@ -205,6 +215,7 @@ class HealthChecker::Probe : public net::Pollable {
   void finish(bool ok, const std::string& why) {
     if (done_) return;
     done_ = true;
+    live_->erase(this);
     loop_.cancel_timer(timer_);
     if (fd_ >= 0) loop_.remove(fd_);
     apply_probe_result(*state_, pool_->config, was_down_, ok, why, role_,
@@ -215,6 +226,7 @@ class HealthChecker::Probe : public net::Pollable {
 
   net::EventLoop& loop_;
   const HealthChecker::ReturnHook* hook_;
+  std::unordered_set<Probe*>* live_;  // the checker's probes under way
   NodeId node_;
   std::shared_ptr<const Pool> pool_;
   std::shared_ptr<BackendState> state_;
@@ -236,6 +248,13 @@ class HealthChecker::Probe : public net::Pollable {
 HealthChecker::HealthChecker(net::EventLoop& loop, TopologySource topology, Resolver* resolver)
     : loop_(loop), topology_(std::move(topology)), resolver_(resolver) {}
 
+HealthChecker::~HealthChecker() {
+  for (Probe* p : std::vector<Probe*>(probes_.begin(), probes_.end())) {
+    p->abandon();
+    delete p;
+  }
+}
+
 void HealthChecker::start() {
   loop_.add_timer(kTick, [this] {
     tick();
@@ -254,7 +273,7 @@ void HealthChecker::tick() {
       // A backend that is down may have moved: look its name up again (off this thread); the
       // probe after the next server_retry_timeout uses what it finds.
       if (resolver_ != nullptr && pool->states[i]->down.load()) resolver_->refresh(pool, i);
-      (new Probe(loop_, pool, i, &return_hook_))->start();  // frees itself
+      (new Probe(loop_, pool, i, &return_hook_, &probes_))->start();  // frees itself
     }
   }
 }

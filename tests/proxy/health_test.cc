@@ -263,6 +263,26 @@ TEST(HealthCheckerTest, TcpConnectBringsADownBackendBack) {
   EXPECT_FALSE(s.down.load());
 }
 
+// A checker that goes (the proxy stops) while a probe waits on a silent backend frees the probe:
+// it is out of the loop and its backend no longer shows a probe under way. (Before, the probe
+// stayed allocated with nothing left to run it: LeakSanitizer found one in a CI proof.)
+TEST(HealthCheckerTest, AProbeUnderWayIsFreedWithItsChecker) {
+  Listener backend;  // accepts (in the kernel's queue) and never answers
+  const auto t = one_backend("", backend.address());
+  BackendState& s = *t->pools[0]->states[0];
+  mark_down(s);
+  net::EventLoop loop;
+  {
+    HealthChecker checker(loop, [&] { return t; });
+    checker.tick();
+    for (int i = 0; i < 5; ++i) loop.run_once(std::chrono::milliseconds(10));
+    ASSERT_TRUE(s.probing.load()) << "the memcache probe waits for VERSION";
+  }
+  EXPECT_FALSE(s.probing.load());
+  loop.run_once(std::chrono::milliseconds(10));  // no event or timer of the freed probe runs
+  EXPECT_TRUE(s.down.load());
+}
+
 TEST(HealthCheckerTest, RefusedConnectKeepsItDown) {
   std::string address;
   {
