@@ -90,15 +90,30 @@ void HeldBytes::settle() {
 
 // ---- OutQueue -----------------------------------------------------------------------------------
 
-void OutQueue::push(Chunk* c, const char* data, std::size_t len, std::size_t extra) {
+void OutQueue::recharge(Chunk* c, std::size_t add, std::size_t remove, int frags) noexcept {
+  const std::size_t before = c->extra();
+  c->charged_bytes_ = c->charged_bytes_ + add - remove;
+  c->charged_frags_ = static_cast<std::uint32_t>(static_cast<int>(c->charged_frags_) + frags);
+  extra_ = extra_ - before + c->extra();
+  if (c->charged_frags_ == 0) {
+    c->charged_in_ = nullptr;
+    c->charged_bytes_ = 0;
+  }
+}
+
+void OutQueue::push(Chunk* c, const char* data, std::size_t len, bool slice) {
   if (head_ < frags_.size()) {
     Frag& last = frags_.back();
-    if (last.chunk == c && last.data + last.len == data) {    // contiguous: one iovec
-      const std::size_t covered = std::min(last.extra, len);  // still max(len, half chunk)
+    if (last.chunk == c && last.data + last.len == data) {  // contiguous: one iovec
       last.len += len;
-      last.extra -= covered;
       bytes_ += len;
-      extra_ -= covered;
+      if (last.chunk_charged) {
+        recharge(c, len, 0, 0);
+      } else {
+        const std::size_t covered = std::min(last.extra, len);  // still max(len, half chunk)
+        last.extra -= covered;
+        extra_ -= covered;
+      }
       return;
     }
   } else if (head_ > 0) {
@@ -106,9 +121,18 @@ void OutQueue::push(Chunk* c, const char* data, std::size_t len, std::size_t ext
     head_ = 0;
   }
   c->ref();
-  frags_.push_back({c, data, len, extra});
+  Frag f{c, data, len, 0, false};
+  if (slice && (c->charged_in_ == nullptr || c->charged_in_ == this)) {
+    c->charged_in_ = this;
+    f.chunk_charged = true;
+    recharge(c, len, 0, 1);
+  } else if (slice) {
+    const std::size_t half = c->capacity() / 2;  // queued to another client too
+    f.extra = half > len ? half - len : 0;
+    extra_ += f.extra;
+  }
+  frags_.push_back(f);
   bytes_ += len;
-  extra_ += extra;
 }
 
 void OutQueue::append(std::string_view bytes) {
@@ -128,7 +152,7 @@ void OutQueue::append(std::string_view bytes) {
   char* dst = block_->data() + block_used_;
   std::memcpy(dst, bytes.data(), bytes.size());
   block_used_ += bytes.size();
-  push(block_.get(), dst, bytes.size(), 0);
+  push(block_.get(), dst, bytes.size(), false);
 }
 
 void OutQueue::append(const ChunkRef& chunk, std::string_view bytes) {
@@ -137,8 +161,7 @@ void OutQueue::append(const ChunkRef& chunk, std::string_view bytes) {
     return;
   }
   // Count at least half the chunk: what this queue pins is then at most twice its charge.
-  const std::size_t half = chunk->capacity() / 2;
-  push(chunk.get(), bytes.data(), bytes.size(), half > bytes.size() ? half - bytes.size() : 0);
+  push(chunk.get(), bytes.data(), bytes.size(), true);
 }
 
 int OutQueue::fill(iovec* iov, int max) const noexcept {
@@ -157,10 +180,12 @@ void OutQueue::advance(std::size_t n) noexcept {
     if (n < f.len) {
       f.data += n;
       f.len -= n;
+      if (f.chunk_charged) recharge(f.chunk, 0, n, 0);
       return;
     }
     n -= f.len;
-    extra_ -= f.extra;
+    if (f.chunk_charged) recharge(f.chunk, 0, f.len, -1);
+    else extra_ -= f.extra;
     f.chunk->unref();
     f.chunk = nullptr;
     ++head_;
@@ -193,7 +218,11 @@ bool OutQueue::send(int fd, std::size_t& sent) {
 }
 
 void OutQueue::clear() noexcept {
-  for (std::size_t i = head_; i < frags_.size(); ++i) frags_[i].chunk->unref();
+  for (std::size_t i = head_; i < frags_.size(); ++i) {
+    Frag& f = frags_[i];
+    if (f.chunk_charged) recharge(f.chunk, 0, f.len, -1);
+    f.chunk->unref();
+  }
   frags_.clear();
   head_ = 0;
   bytes_ = extra_ = 0;

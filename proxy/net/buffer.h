@@ -11,9 +11,11 @@
 //
 // Small pieces are copied once into the queue's own block instead (kCopyBreak): an iovec per
 // 9-byte MGET element costs more than the copy, and a few bytes must not keep a 64 KiB chunk
-// alive. Memory stays bounded: a queued slice counts at least half its chunk's capacity
+// alive. Memory stays bounded: a chunk with slices queued counts at least half its capacity
 // against the client's output limit (charge()), so a slow client cannot pin more than twice
-// what it is allowed to have unsent.
+// what it is allowed to have unsent. It counts once however many slices of it are queued: a
+// merged MGET interleaves the backends' values, and charging each slice half its chunk once
+// closed a client with 9 MB unsent as holding 108 MB (CI, ProxyE2E.TenThousandKey...).
 //
 // Chunks never leave the worker thread that made them: the reference count is not atomic.
 #pragma once
@@ -43,9 +45,19 @@ class Chunk {
   void unref() noexcept;
 
  private:
+  friend class OutQueue;  // its per-chunk charge (below)
   explicit Chunk(std::size_t capacity) noexcept : capacity_(capacity) {}
+  // What one OutQueue has queued of it (slices of one chunk usually go to one client); a
+  // chunk queued to several (a Pub/Sub message) is charged per slice in the others.
+  std::size_t extra() const noexcept {
+    const std::size_t half = capacity_ / 2;
+    return charged_frags_ == 0 || charged_bytes_ >= half ? 0 : half - charged_bytes_;
+  }
   std::size_t capacity_;
   std::uint32_t refs_ = 1;
+  std::uint32_t charged_frags_ = 0;
+  const void* charged_in_ = nullptr;
+  std::size_t charged_bytes_ = 0;
 };
 
 // An owning pointer to a Chunk (copies share it).
@@ -197,9 +209,14 @@ class OutQueue {
     Chunk* chunk;  // one reference held
     const char* data;
     std::size_t len;
-    std::size_t extra;  // charged beyond len while queued
+    std::size_t extra;    // charged beyond len while queued (a slice not in the chunk's count)
+    bool chunk_charged;   // in the chunk's own count (Chunk::charged_in_ is this queue)
   };
-  void push(Chunk* c, const char* data, std::size_t len, std::size_t extra);
+  // `slice`: charge the chunk (at least half of it) while it is queued; the queue's own block
+  // is not charged beyond the bytes.
+  void push(Chunk* c, const char* data, std::size_t len, bool slice);
+  // Moves `len` bytes of chunk c in or out of its count (frags: +1 / -1 / 0 slices).
+  void recharge(Chunk* c, std::size_t add, std::size_t remove, int frags) noexcept;
   void advance(std::size_t n) noexcept;
   int fill(iovec* iov, int max) const noexcept;
 
