@@ -27,7 +27,7 @@ constexpr const char* kUsage =
     "usage: chash-proxy -c CONFIG [-t] [-d] [-v N] [-o LOG] [-p PIDFILE] [-s PORT] [-a ADDR]\n"
     "                   [-i MS] [--no-stats] [-w N] [-hVD]\n"
     "\n"
-    "nutcracker's flags, with nutcracker's meaning (docs/PROXY.md \"Drop-in for nutcracker\"):\n"
+    "nutcracker's flags, with nutcracker's meaning (docs/NUTCRACKER.md):\n"
     "  -c, --conf-file=FILE     nutcracker.yml-compatible pools (also --config)\n"
     "  -t, --test-conf          validate the config (parse + build every router) and exit\n"
     "                           (also --check; exit 0 ok, 1 bad)\n"

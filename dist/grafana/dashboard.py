@@ -8,7 +8,7 @@
 The JSON is generated so that a panel is one line here and every panel is built the same way
 (docs/PACKAGING.md, "The Grafana dashboard"). Grafana 9+ schema (schemaVersion 37); the Prometheus
 data source is a dashboard variable, so the file imports on any Grafana without editing. The
-metric names are those of docs/PROXY.md "Admin port and metrics"; tests/dist/test_grafana.py
+metric names are those of docs/REFERENCE.md "Admin port and metrics"; tests/dist/test_grafana.py
 checks that each one queried here exists in a running chash-proxy's /metrics with the labels
 used, that each expression parses (promtool), and that this file and its output agree.
 """
@@ -257,7 +257,7 @@ def build():
                   (rate("chash_proxy_client_output_limit_total", P, "pool"),
                    "{{pool}} over the output limit")])
     d.timeseries("Pub/Sub messages/s", "Pub/Sub messages and keyspace notifications delivered "
-                 "to subscribed clients (docs/PROXY.md, Pub/Sub).", "short",
+                 "to subscribed clients (docs/REDIS.md, Pub/Sub).", "short",
                  [(rate("chash_proxy_pubsub_messages_total", P, "pool"), "{{pool}}")])
     d.timeseries("Hostile or failed clients/s", "Clients closed for malformed requests, failed "
                  "AUTH, failed TLS handshakes.", "short",
@@ -270,7 +270,7 @@ def build():
     d.row("Membership changes: warm-up, rebalance, safe failover, reloads")
     d.timeseries("Warm-up/s", "After a resize: moved keys looked up at their previous owner, "
                  "values copied to the new owner, old copies removed, failed steps "
-                 "(docs/PROXY.md, warm-up).", "short",
+                 "(docs/FAILURES.md, warm-up).", "short",
                  [(rate("chash_proxy_warmup_reads_total", P, "pool"), "{{pool}} reads"),
                   (rate("chash_proxy_warmup_copies_total", P, "pool"), "{{pool}} copies"),
                   (rate("chash_proxy_warmup_removed_total", P, "pool"), "{{pool}} removed"),

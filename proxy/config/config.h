@@ -213,7 +213,7 @@ struct PoolConfig {
   std::vector<Address> cluster_seeds;
   std::uint32_t cluster_refresh_ms = 1000;
   std::uint32_t cluster_max_redirects = 5;
-  // Warm-up on resize (redis, memcache pools; docs/PROXY.md "Membership changes"): after a
+  // Warm-up on resize (redis, memcache pools; docs/FAILURES.md "Membership changes"): after a
   // reload moves keys, a key's previous owner is read through on a miss (the value copied to its
   // new owner with its remaining TTL) and its copy there removed on a write, for warmup_window
   // ms or until a rebalance of the pool completes.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // chash-proxy — the command line: nutcracker's flags with nutcracker's meaning, plus chash's own
-// (docs/PROXY.md "Drop-in for nutcracker"). Parsed with getopt_long as nutcracker parses its own,
+// (docs/NUTCRACKER.md "Drop-in for nutcracker"). Parsed with getopt_long as nutcracker parses its own,
 // so every form nutcracker accepts works: -v6, -v 6, --verbose=6, --verbose 6, clustered -dt.
 //
 //   CommandLine cl;

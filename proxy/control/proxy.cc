@@ -360,7 +360,7 @@ bool Proxy::adopt_predecessor_state() {
   }
   // Before any worker serves: the first request already avoids a backend the old one ejected.
   // What the old process notes after this answer, while its last clients drain, is not here
-  // (docs/PROXY.md "Zero-downtime restart").
+  // (docs/RUNNING.md "Zero-downtime restart").
   const AdoptedState a = adopt_backend_state(*topology_, *text);
   const std::string down = std::to_string(a.down), keys = std::to_string(a.keys),
                     skipped = std::to_string(a.skipped);

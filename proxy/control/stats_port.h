@@ -10,7 +10,7 @@
 // server values are an aggregated snapshot, refreshed when older than stats_interval. Served on
 // the control loop without blocking it: nothing is read from the client (what it sends is
 // discarded), the document is written as the socket allows, and a deadline and a connection cap
-// bound what a client that never reads can hold. docs/PROXY.md lists every difference from
+// bound what a client that never reads can hold. docs/REFERENCE.md lists every difference from
 // nutcracker.
 #pragma once
 

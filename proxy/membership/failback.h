@@ -14,12 +14,12 @@
 //      elsewhere just before the flip) stays noted (Phase::kFlipped): a request routed to it for
 //      such a key is preceded, on the same connection, by a delete of that key — so no read
 //      reaches a stale copy, and no delete can overtake a write made after the flip (a sweep
-//      from this thread could: docs/PROXY.md "Safe failover and return"). The phase ends when
+//      from this thread could: docs/FAILURES.md "Safe failover and return"). The phase ends when
 //      the last noted key has been taken.
 // A log that overflowed cannot say which keys are stale: `failover_overflow: flush` empties the
 // backend first (FLUSHDB / flush_all), `keep_ejected` keeps it down (logged) until
 // POST /flush?pool=P&backend=B. What is not covered: values written to the backend by anyone
-// but this proxy (other proxies, other clients) — see docs/PROXY.md.
+// but this proxy (other proxies, other clients) — see docs/FAILURES.md.
 #pragma once
 
 #include <atomic>

@@ -131,7 +131,7 @@ class Mover {
   }
 
  private:
-  // Moving a key is a compare-and-set (docs/PROXY.md "Online rebalance"): the source copy goes
+  // Moving a key is a compare-and-set (docs/FAILURES.md "Online rebalance"): the source copy goes
   // only while it still is exactly the value the target now holds. RESTORE without REPLACE puts
   // the payload there unless the target has something; then
   //   - restored: the source copy is unlinked by a script that compares it with the payload

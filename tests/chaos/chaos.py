@@ -14,7 +14,7 @@ directory removed afterwards:
              chash-file    3 chash-proxy on files; a change rewrites each file and POSTs /reload
                            in turn, --stagger seconds apart
              chash-single  1 chash-proxy on its file, safe return (auto_eject_hosts, warm-up,
-                           failover tracking: docs/PROXY.md "Safe failover and return")
+                           failover tracking: docs/FAILURES.md "Safe failover and return")
              nutcracker    3 nutcracker; a change restarts each in turn
   load       C client processes, one request at a time, each to the next proxy in turn; half
              the requests on a few hot keys, half over all K; a write (a value unique per key:

@@ -98,7 +98,7 @@ def test_contents(root, control):
                  "usr/share/bash-completion/completions/chash-proxy",
                  "usr/share/chash/grafana/chash-proxy.json",
                  "usr/share/doc/chash/copyright", "usr/share/doc/chash/changelog.Debian.gz",
-                 "usr/share/doc/chash/PROXY.md"]:
+                 "usr/share/doc/chash/PROXY.md", "usr/share/doc/chash/REFERENCE.md"]:
         assert (root / path).is_file(), path
     for path in ["libchash.a", f"libchash.so.{v}", "cmake/chash/chashConfig.cmake",
                  "cmake/chash/chashConfigVersion.cmake", "pkgconfig/chash.pc"]:

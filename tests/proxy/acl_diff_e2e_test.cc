@@ -9,7 +9,7 @@
 // UNBLOCK, scripts and functions reading or writing others' keys, SORT BY / GET patterns,
 // FLUSHDB / FLUSHALL) and a spread of ordinary allowed and refused commands.
 //
-// One difference is by design (docs/PROXY.md "ACL"): a script or function run by a user with
+// One difference is by design (docs/SECURITY.md "ACL"): a script or function run by a user with
 // key or command restrictions is refused by the proxy even where Redis would run it (its calls
 // inside would run as the proxy's backend user); the test checks that it is refused, whatever
 // Redis answers.

@@ -232,7 +232,7 @@ TEST_F(AclE2E, DecidesAsRedisServerDoes) {
       for (const auto& a : cmd) text += a + " ";
       const std::string want = ref.call(cmd);
       if (cmd[0] == "EVAL" && want.rfind("-NOPERM", 0) != 0 && want.rfind("-NOAUTH", 0) != 0) {
-        // By design (docs/PROXY.md "ACL"): none of these users has ~* and +@all, so a script
+        // By design (docs/SECURITY.md "ACL"): none of these users has ~* and +@all, so a script
         // Redis would run is refused (its calls inside are not checked against the user).
         EXPECT_EQ(prx.call(cmd), "-" + std::string(redis::kNopermScriptReply) + "\r\n")
             << "as " << who << ": " << text;

@@ -122,7 +122,7 @@ TEST_F(ClientsE2E, RedisPy) {
 }
 
 // redis-py's Pub/Sub API and its client-side caching (CLIENT TRACKING REDIRECT to a listener
-// subscribed to __redis__:invalidate) through three backends (docs/PROXY.md "Pub/Sub",
+// subscribed to __redis__:invalidate) through three backends (docs/REDIS.md "Pub/Sub",
 // "Client-side caching").
 TEST_F(ClientsE2E, RedisPyPubSubAndClientSideCaching) {
   for (const auto& s : redis_) {

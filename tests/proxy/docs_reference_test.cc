@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // The reference cannot drift from the code: every key the config parser accepts (a pool's, and
-// `chash_proxy:`'s) has a row in docs/PROXY.md's configuration table with its default, and every
+// `chash_proxy:`'s) has a row in docs/REFERENCE.md's configuration table with its default, every
 // metric family a running proxy exports (a redis, a memcache and a tcp pool, and with etcd
-// installed a pool fed by etcd) has a row in one of the docs' metric tables (PROXY.md, FLEET.md,
-// HOTKEYS.md) — and no configuration row names a key the parser refuses. (Families of Sentinel and
-// Redis Cluster pools need those servers to appear, so a documented metric is not checked the
-// other way round.)
+// installed a pool fed by etcd) has a row in its metric table, and every flag of `chash-proxy
+// --help` a row in its command-line table — and no configuration row names a key the parser
+// refuses, no flag row a flag --help lacks. (Families of Sentinel and Redis Cluster pools need
+// those servers to appear, so a documented metric is not checked the other way round.) And the
+// docs hold together: every link between them reaches a file, and a heading where it names one.
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <cstdio>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -63,8 +67,8 @@ std::set<std::string> names(const std::string& cell) {
 }
 
 TEST(DocsReference, EveryConfigKeyHasARowWithItsDefault) {
-  const auto rows = rows_after(doc("PROXY.md"), "## Configuration");
-  ASSERT_GT(rows.size(), 30u) << "docs/PROXY.md lost its configuration table";
+  const auto rows = rows_after(doc("REFERENCE.md"), "## Configuration");
+  ASSERT_GT(rows.size(), 30u) << "docs/REFERENCE.md lost its configuration table";
   std::set<std::string> documented;
   for (const auto& r : rows) {
     ASSERT_EQ(r.size(), 3u) << "a row of key | meaning | default: " << r[0];
@@ -78,11 +82,11 @@ TEST(DocsReference, EveryConfigKeyHasARowWithItsDefault) {
   }
   for (const std::string& k : accepted) {
     EXPECT_TRUE(documented.contains(k)) << "config key '" << k
-                                        << "' has no row in docs/PROXY.md's configuration table";
+                                        << "' has no row in docs/REFERENCE.md's configuration table";
   }
   for (const std::string& k : documented) {
     EXPECT_TRUE(accepted.contains(k))
-        << "docs/PROXY.md's configuration table names '" << k << "', which the parser refuses";
+        << "docs/REFERENCE.md's configuration table names '" << k << "', which the parser refuses";
   }
 }
 
@@ -115,7 +119,7 @@ TEST(DocsReference, NumericDefaultsAreTheParsers) {
       {"chash_proxy.drain_timeout", c.drain_timeout_ms},
       {"chash_proxy.stats_interval", c.stats_interval_ms},
   };
-  const auto rows = rows_after(doc("PROXY.md"), "## Configuration");
+  const auto rows = rows_after(doc("REFERENCE.md"), "## Configuration");
   for (const auto& [key, value] : defaults) {
     bool found = false;
     for (const auto& r : rows) {
@@ -136,16 +140,11 @@ TEST(DocsReference, NumericDefaultsAreTheParsers) {
 }
 
 TEST(DocsReference, EveryMetricHasARow) {
-  // Every row of the metric tables of the docs, by family name.
+  // Every row of the reference's metric table, by family name.
   std::set<std::string> documented;
-  for (const char* name : {"PROXY.md", "FLEET.md", "HOTKEYS.md"}) {
-    const std::string text = doc(name);
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (!line.starts_with("| `chash_proxy_") && !line.starts_with("| `process_")) continue;
-      const std::string first = line.substr(2, line.find(" |", 2) - 2);
-      for (const std::string& n : names(first)) documented.insert(n);
+  for (const auto& r : rows_after(doc("REFERENCE.md"), "## Admin port and metrics")) {
+    if (r[0].starts_with("`chash_proxy_") || r[0].starts_with("`process_")) {
+      for (const std::string& n : names(r[0])) documented.insert(n);
     }
   }
   ASSERT_GT(documented.size(), 30u);
@@ -186,6 +185,118 @@ TEST(DocsReference, EveryMetricHasARow) {
   proxy.stop();
   etcd.reset();
   fs::remove_all(dir);
+}
+
+#ifdef CHASH_PROXY_PATH
+// The command-line table names exactly the flags `chash-proxy --help` lists.
+TEST(DocsReference, EveryFlagOfHelpHasARow) {
+  std::string help;
+  {
+    FILE* p = ::popen((std::string(CHASH_PROXY_PATH) + " --help 2>&1").c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) help.append(buf, n);
+    ASSERT_EQ(::pclose(p), 0) << help;
+  }
+  static const std::regex flag("(^|[ ,(`])(--?[a-zA-Z][a-z-]*)");
+  auto flags_in = [](const std::string& text) {
+    std::set<std::string> out;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), flag);
+         it != std::sregex_iterator(); ++it) {
+      out.insert((*it)[2]);
+    }
+    return out;
+  };
+  // --help's flags: the first column of its option lines, and a long flag anywhere ("also
+  // --check").
+  std::set<std::string> listed;
+  std::istringstream in(help);
+  for (std::string line; std::getline(in, line);) {
+    for (const std::string& f : flags_in(line)) {
+      if (f.starts_with("--")) listed.insert(f);
+    }
+    if (!line.starts_with("  -") && !line.starts_with("      --")) continue;
+    const std::size_t gap = line.find("  ", line.find('-'));
+    for (const std::string& f : flags_in(line.substr(0, gap))) listed.insert(f);
+  }
+  ASSERT_GT(listed.size(), 25u) << help;
+  std::set<std::string> documented;
+  const auto rows = rows_after(doc("REFERENCE.md"), "## Command line");
+  ASSERT_GT(rows.size(), 15u) << "docs/REFERENCE.md lost its command-line table";
+  for (const auto& r : rows) {
+    ASSERT_EQ(r.size(), 3u) << "a row of flag | meaning | default: " << r[0];
+    for (const std::string& f : flags_in(r[0])) documented.insert(f);
+  }
+  for (const std::string& f : listed) {
+    EXPECT_TRUE(documented.contains(f)) << f << " (--help) has no row in docs/REFERENCE.md";
+  }
+  for (const std::string& f : documented) {
+    EXPECT_TRUE(listed.contains(f)) << f << " has a row in docs/REFERENCE.md but not in --help";
+  }
+}
+#endif
+
+// A heading's anchor as GitHub makes it: lower case, spaces to '-', punctuation (and here every
+// non-ASCII byte) dropped; a repeated heading gets -1, -2, ...
+std::set<std::string> anchors_of(const std::string& text) {
+  std::set<std::string> out;
+  std::map<std::string, int> seen;
+  std::istringstream in(text);
+  bool fenced = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("```")) fenced = !fenced;
+    if (fenced || !line.starts_with("#")) continue;
+    const std::size_t start = line.find_first_not_of('#');
+    if (start == std::string::npos || line[start] != ' ') continue;
+    std::string a;
+    for (const char ch : line.substr(start + 1)) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (std::isalnum(c) && c < 0x80) a += static_cast<char>(std::tolower(c));
+      else if (c == ' ') a += '-';
+      else if (c == '-' || c == '_') a += ch;
+    }
+    const int n = seen[a]++;
+    out.insert(n == 0 ? a : a + "-" + std::to_string(n));
+  }
+  return out;
+}
+
+// Every relative link of README.md and docs/**.md reaches a file, and a heading of it when it
+// names one (#anchor): splitting or renaming a page cannot leave a dead link behind.
+TEST(DocsReference, EveryLinkBetweenTheDocsArrives) {
+  const fs::path docs = fs::path(CHASH_PROXY_DOCS).parent_path();
+  std::vector<fs::path> pages = {docs.parent_path() / "README.md"};
+  for (const auto& e : fs::recursive_directory_iterator(docs)) {
+    if (e.path().extension() == ".md") pages.push_back(e.path());
+  }
+  ASSERT_GT(pages.size(), 15u);
+  static const std::regex link("\\]\\(([^)#\\s]*)(#[^)\\s]*)?\\)");
+  std::size_t checked = 0;
+  for (const fs::path& page : pages) {
+    std::ifstream f(page);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    const std::string text = ss.str();
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), link);
+         it != std::sregex_iterator(); ++it) {
+      const std::string target = (*it)[1], anchor = (*it)[2];
+      if (target.find("://") != std::string::npos || target.starts_with("mailto:")) continue;
+      const fs::path to = target.empty() ? page : page.parent_path() / target;
+      ++checked;
+      if (!fs::exists(to)) {
+        ADD_FAILURE() << page.filename() << ": link to " << target << ": no such file";
+        continue;
+      }
+      if (anchor.size() > 1 && to.extension() == ".md") {
+        std::ifstream t(to);
+        std::stringstream ts;
+        ts << t.rdbuf();
+        EXPECT_TRUE(anchors_of(ts.str()).contains(anchor.substr(1)))
+            << page.filename() << ": link to " << target << anchor << ": no such heading";
+      }
+    }
+  }
+  EXPECT_GT(checked, 100u);
 }
 
 }  // namespace

@@ -162,9 +162,9 @@ TEST_F(NutcrackerCli, VersionAndDescribeStats) {
   EXPECT_NE(r.output.find("--stats-port"), std::string::npos);
 }
 
-// Every long flag is in --help and in docs/PROXY.md.
+// Every long flag is in --help and in docs/REFERENCE.md.
 TEST_F(NutcrackerCli, HelpAndDocsNameEveryFlag) {
-  const std::string help = run("--help").output, docs = slurp(CHASH_PROXY_DOCS);
+  const std::string help = run("--help").output, docs = slurp(fs::path(CHASH_PROXY_DOCS).parent_path() / "REFERENCE.md");
   for (const char* flag :
        {"--conf-file",      "--config",          "--test-conf", "--check",    "--daemonize",
         "--describe-stats", "--verbose",         "--output",    "--pid-file", "--stats-port",

@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
-// docs/PROXY.md's examples run as a reader runs them: the quick start (its heredoc config,
-// `--check`, the proxy, redis-cli, `chash route`, curl on the admin port, nc on the stats port),
-// the ACL users' redis-cli lines (each answer as the line's comment says), and the memcached
-// pool's printf | nc. The commands and YAML are read from the doc, not copied here; only the
-// addresses change, each by a substitution that must find its text, and `chash`/`chash-proxy`
-// are this build's (first in PATH). Real redis-server and memcached on 127.0.0.1.
-//
-// Not run here: the admin-auth curl lines (a token file under /etc and a host name, proxy-1) and
-// the TLS redis-cli line, whose behaviour tests/proxy/admin_test.cc and tls_e2e_test.cc check.
+// The proxy docs' examples run as a reader runs them: PROXY.md's quick start (its heredoc config,
+// `--check`, the proxy, redis-cli, `chash route`, curl on the admin port, nc on the stats port);
+// SECURITY.md's ACL users' redis-cli lines (each answers as the line's comment says), the admin
+// authentication's curl lines (plain, and over `admin_tls` to the host the doc names), and the
+// TLS pool's redis-cli line against TLS-only redis-servers that hold the ACL user and client
+// certificate the config names; and MEMCACHED.md's printf | nc. The commands and YAML are read
+// from the docs, not copied here; only addresses and the /etc/chash-proxy/ directory change,
+// each by a substitution that must find its text, and `chash`/`chash-proxy` are this build's
+// (first in PATH). Real redis-server and memcached on 127.0.0.1; certificates made by openssl.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <regex>
+#include <sstream>
+#include <tuple>
 
+#include "certs_util.h"
 #include "doc_util.h"
 #include "e2e_util.h"
 
@@ -21,7 +24,9 @@ namespace {
 
 #if defined(CHASH_CLI_PATH) && defined(CHASH_PROXY_PATH)
 
-std::string proxy_doc() { return read_text(fs::path(CHASH_PROXY_DOCS).parent_path() / "PROXY.md"); }
+std::string doc(const char* name) {
+  return read_text(fs::path(CHASH_PROXY_DOCS).parent_path() / name);
+}
 
 // PATH with this build's chash and chash-proxy first.
 std::string path_env() {
@@ -72,6 +77,31 @@ std::regex pattern_of(const std::string& comment) {
   return std::regex(re);
 }
 
+// Runs the doc's command `line` in `dir` and expects the answer its comment gives ("..." for
+// anything).
+void expect_as_commented(const std::string& line, const fs::path& dir) {
+  const auto [command, comment] = command_and_comment(line);
+  ASSERT_FALSE(comment.empty()) << "each line says what it answers: " << line;
+  const RunResult r = shell(command, dir, 30);
+  EXPECT_TRUE(std::regex_search(r.out, pattern_of(comment)))
+      << command << "\nanswered: " << r.out << "the doc says: " << comment;
+}
+
+// The doc's code `lines` in runs: each run is either config lines or command lines (those that
+// start with `command`), in the order the doc gives them.
+std::vector<std::string> runs_of(const std::vector<std::string>& lines, const std::string& command) {
+  std::vector<std::string> out;
+  bool last_command = false;
+  for (const std::string& l : lines) {
+    if (l.empty()) continue;
+    const bool is_command = l.starts_with(command);
+    if (out.empty() || is_command != last_command) out.emplace_back();
+    out.back() += l + "\n";
+    last_command = is_command;
+  }
+  return out;
+}
+
 // Starts `chash-proxy ARGS` from `dir` (the doc's command line, PATH as path_env) in the
 // background; ready once `port` accepts.
 bool start_proxy(ChildProcess& p, const fs::path& dir, const std::string& command,
@@ -86,7 +116,7 @@ TEST(ProxyDocExamples, TheQuickStartRunsAsWritten) {
   ASSERT_TRUE(have_program("redis-server") && have_program("redis-cli") && have_program("curl") &&
               have_program("nc"))
       << "redis-server, redis-cli, curl or nc missing: scripts/bootstrap.sh installs them";
-  const std::vector<std::string> lines = code_lines(proxy_doc(), "## Quick start");
+  const std::vector<std::string> lines = code_lines(doc("PROXY.md"), "## Quick start");
   ASSERT_GE(lines.size(), 20u) << "docs/PROXY.md's quick start lost its block";
   ScopedTestDir scoped("chash-proxy-doc-quickstart");
   const fs::path& dir = scoped.path();
@@ -165,8 +195,8 @@ TEST(ProxyDocExamples, TheQuickStartRunsAsWritten) {
 
 TEST(ProxyDocExamples, TheAclUsersAnswerAsTheCommentsSay) {
   ASSERT_TRUE(have_program("redis-server") && have_program("redis-cli"));
-  const std::string doc = proxy_doc();
-  const std::vector<std::string> lines = code_lines(doc, "### ACL users");
+  const std::string security = doc("SECURITY.md");
+  const std::vector<std::string> lines = code_lines(security, "### ACL users");
   ScopedTestDir scoped("chash-proxy-doc-acl");
   const fs::path& dir = scoped.path();
   // The first block is the config; the redis-cli lines are the commands.
@@ -185,7 +215,8 @@ TEST(ProxyDocExamples, TheAclUsersAnswerAsTheCommentsSay) {
                                                 "user proxy on >backend-secret ~* +@all"};
   std::string aclfile;
   for (const auto& rule : backend_acl) {
-    ASSERT_NE(doc.find("`" + rule + "`"), std::string::npos) << "the doc no longer says " << rule;
+    ASSERT_NE(security.find("`" + rule + "`"), std::string::npos)
+        << "the doc no longer says " << rule;
     aclfile += rule + "\n";
   }
   std::ofstream(dir / "users.acl") << aclfile;
@@ -209,17 +240,13 @@ TEST(ProxyDocExamples, TheAclUsersAnswerAsTheCommentsSay) {
       << read_text(dir / "proxy.log") << yaml;
   for (std::string line : commands) {
     ASSERT_TRUE(substitute(line, "-p 22121", "-p " + std::to_string(listen))) << line;
-    const auto [command, comment] = command_and_comment(line);
-    ASSERT_FALSE(comment.empty()) << "each line says what it answers: " << line;
-    const RunResult r = shell(command, dir, 30);
-    EXPECT_TRUE(std::regex_search(r.out, pattern_of(comment)))
-        << command << "\nanswered: " << r.out << "the doc says: " << comment;
+    expect_as_commented(line, dir);
   }
 }
 
 TEST(ProxyDocExamples, TheMemcachedPoolAnswersThePrintfLine) {
   ASSERT_TRUE(have_program("memcached") && have_program("nc"));
-  const std::vector<std::string> lines = code_lines(proxy_doc(), "## Memcached pools");
+  const std::vector<std::string> lines = code_lines(doc("MEMCACHED.md"), "# Memcached pools");
   ScopedTestDir scoped("chash-proxy-doc-mc");
   const fs::path& dir = scoped.path();
   std::string yaml, command;
@@ -230,7 +257,7 @@ TEST(ProxyDocExamples, TheMemcachedPoolAnswersThePrintfLine) {
     }
     yaml += l + "\n";
   }
-  ASSERT_FALSE(command.empty()) << "no printf | nc line under '## Memcached pools'";
+  ASSERT_FALSE(command.empty()) << "no printf | nc line in MEMCACHED.md's opening";
   const std::uint16_t listen = free_port(), m1 = free_port();
   const std::string m2 = (dir / "m2.sock").string();
   const std::vector<std::pair<std::string, std::string>> subs = {
@@ -256,6 +283,106 @@ TEST(ProxyDocExamples, TheMemcachedPoolAnswersThePrintfLine) {
   const RunResult r = shell(command, dir, 30);
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out, "STORED\r\nVALUE k 0 1\r\nx\r\nEND\r\n") << command;
+}
+
+// The admin port's two examples: `admin_auth` with a token file and a basic user (each curl
+// line answers as its comment says: the reload, the status, a 401 without credentials), then
+// `admin_tls` reached as https://proxy-1 (curl --resolve: the test's only change to the line).
+TEST(ProxyDocExamples, TheAdminAuthCurlLinesAnswerAsTheCommentsSay) {
+  ASSERT_TRUE(have_program("curl") && have_program("openssl"));
+  const std::vector<std::string> blocks =
+      runs_of(code_lines(doc("SECURITY.md"), "### Admin authentication"), "curl ");
+  ASSERT_EQ(blocks.size(), 4u) << "config, curl lines, TLS config, TLS curl line";
+  ScopedTestDir scoped("chash-proxy-doc-admin");
+  const fs::path& dir = scoped.path();
+  std::ofstream(dir / "admin.token") << "doc-example-token\n";
+  Certs certs(dir);
+  ASSERT_TRUE(certs.ca("ca"));
+  ASSERT_TRUE(certs.leaf("admin", "ca", "DNS:proxy-1"));
+  for (int tls = 0; tls < 2; ++tls) {
+    const std::uint16_t listen = free_port(), admin = free_port();
+    const std::string pool = "p:\n  listen: 127.0.0.1:" + std::to_string(listen) +
+                             "\n  redis: true\n  servers:\n    - 127.0.0.1:1:1 r1\n";
+    const std::string at = "127.0.0.1:" + std::to_string(admin);
+    std::string yaml = blocks[tls * 2], lines = blocks[tls * 2 + 1];
+    ASSERT_TRUE(substitute(yaml, tls ? "0.0.0.0:22223" : "127.0.0.1:22223", at)) << yaml;
+    ASSERT_TRUE(substitute(yaml, "/etc/chash-proxy/", dir.string() + "/")) << yaml;
+    if (tls) {
+      ASSERT_TRUE(substitute(lines, "https://proxy-1:22223",
+                             "--resolve proxy-1:" + std::to_string(admin) +
+                                 ":127.0.0.1 https://proxy-1:" + std::to_string(admin)));
+    } else {
+      ASSERT_TRUE(substitute(lines, "127.0.0.1:22223", at)) << lines;
+      ASSERT_TRUE(substitute(lines, "/etc/chash-proxy/", dir.string() + "/")) << lines;
+    }
+    std::ofstream(dir / "admin.yml") << yaml << pool;
+    ChildProcess proxy;
+    ASSERT_TRUE(start_proxy(proxy, dir, "chash-proxy -c admin.yml --no-stats", listen))
+        << read_text(dir / "proxy.log") << yaml;
+    ASSERT_TRUE(eventually([&] { return dials(admin); }));
+    std::istringstream in(lines);
+    std::size_t ran = 0;
+    for (std::string line; std::getline(in, line); ++ran) expect_as_commented(line, dir);
+    EXPECT_EQ(ran, tls ? 1u : 3u);
+  }
+}
+
+// The TLS pool: its config with the doc's certificate files (made here: the proxy's, signed by
+// the ca.crt the redis-cli line trusts; the backends', under redis.internal, the name `sni`
+// asks for; the proxy's client certificate towards them), two TLS-only redis-servers that
+// accept the `proxy` user the config logs in as, and the doc's redis-cli line as alice.
+TEST(ProxyDocExamples, TheTlsPoolServesTheRedisCliLine) {
+  ASSERT_TRUE(have_program("redis-server") && have_program("redis-cli") &&
+              have_program("openssl"));
+  const std::vector<std::string> blocks =
+      runs_of(code_lines(doc("SECURITY.md"), "## TLS"), "redis-cli ");
+  ASSERT_GE(blocks.size(), 2u);
+  std::string yaml = blocks[0], line = blocks[1];
+  ASSERT_TRUE(line.starts_with("redis-cli --tls")) << line;
+  line.pop_back();  // its newline
+  ScopedTestDir scoped("chash-proxy-doc-tls");
+  const fs::path& dir = scoped.path();
+  Certs certs(dir);
+  ASSERT_TRUE(certs.ca("ca") && certs.ca("clients-ca") && certs.ca("redis-ca"));
+  ASSERT_TRUE(certs.leaf("proxy", "ca", "IP:127.0.0.1,DNS:localhost"));
+  ASSERT_TRUE(certs.leaf("redis", "redis-ca", "DNS:redis.internal"));
+  ASSERT_TRUE(certs.leaf("to-redis", "redis-ca", ""));
+  std::ofstream(dir / "users.acl") << "user default off\nuser proxy on >proxy-password ~* +@all\n";
+  const std::uint16_t listen = free_port(), r1 = free_port(), r2 = free_port();
+  ChildProcess redis1, redis2, proxy;
+  for (auto [p, port, name] : {std::tuple{&redis1, r1, "r1"}, std::tuple{&redis2, r2, "r2"}}) {
+    ASSERT_TRUE(p->start({"redis-server", "--port", "0", "--tls-port", std::to_string(port),
+                          "--bind", "127.0.0.1", "--tls-cert-file", certs.path("redis.crt"),
+                          "--tls-key-file", certs.path("redis.key"), "--tls-ca-cert-file",
+                          certs.path("redis-ca.crt"), "--tls-auth-clients", "yes", "--save", "",
+                          "--appendonly", "no", "--dir", dir.string(), "--aclfile",
+                          (dir / "users.acl").string(), "--logfile",
+                          (dir / (std::string(name) + ".log")).string()},
+                         [port = port] { return dials(port); }));
+    // app:1 on both: whichever the proxy routes it to answers it.
+    const RunResult set = shell("redis-cli --tls --cacert redis-ca.crt --cert to-redis.crt --key "
+                                "to-redis.key --sni redis.internal -p " + std::to_string(port) +
+                                " --user proxy --pass proxy-password --no-auth-warning "
+                                "SET app:1 from-tls-backend", dir);
+    ASSERT_EQ(set.out, "OK\n") << name;
+  }
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"0.0.0.0:6380", "127.0.0.1:" + std::to_string(listen)},
+           {"10.0.0.1:6390", "127.0.0.1:" + std::to_string(r1)},
+           {"10.0.0.2:6390", "127.0.0.1:" + std::to_string(r2)},
+           {"/etc/chash-proxy/", dir.string() + "/"}}) {
+    ASSERT_TRUE(substitute(yaml, from, to)) << "the TLS example lost " << from;
+  }
+  ASSERT_TRUE(substitute(line, "-p 6380", "-p " + std::to_string(listen)));
+  std::ofstream(dir / "tls.yml") << yaml;
+  ASSERT_TRUE(start_proxy(proxy, dir, "chash-proxy -c tls.yml --no-stats", listen))
+      << read_text(dir / "proxy.log") << yaml;
+  const RunResult r = shell(line, dir, 30);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("from-tls-backend\n"), std::string::npos)
+      << line << "\n" << r.out << read_text(dir / "proxy.log");
+  // As alice: redis-cli goes on as the default user when AUTH fails.
+  EXPECT_EQ(r.out.find("AUTH failed"), std::string::npos) << line << "\n" << r.out;
 }
 
 #endif

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// chash-proxy end to end: Pub/Sub (proto/redis/session_pubsub.cc, docs/PROXY.md "Pub/Sub")
+// chash-proxy end to end: Pub/Sub (proto/redis/session_pubsub.cc, docs/REDIS.md "Pub/Sub")
 // against real redis-server processes — a pool of one server answering byte for byte as the
 // server does, pools of three (channels routed like keys, patterns and keyspace notifications
 // from every backend, each message once), subscribers through a resize and a backend's

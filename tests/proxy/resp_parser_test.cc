@@ -296,12 +296,13 @@ TEST(CommandTableTest, NamesCommandIsFindCommandForOneEntry) {
 }  // namespace chash::proxy::redis
 
 #ifdef CHASH_PROXY_DOCS
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 namespace chash::proxy::redis {
 namespace {
 TEST(CommandTableTest, EveryCommandIsDocumented) {
-  std::ifstream f(CHASH_PROXY_DOCS);
+  std::ifstream f(std::filesystem::path(CHASH_PROXY_DOCS).parent_path() / "REDIS.md");
   std::stringstream ss;
   ss << f.rdbuf();
   const std::string doc = ss.str();
@@ -309,7 +310,7 @@ TEST(CommandTableTest, EveryCommandIsDocumented) {
   for (const auto& c : command_table()) {
     std::string up(c.name);
     for (char& ch : up) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    EXPECT_NE(doc.find(up), std::string::npos) << up << " is not in docs/PROXY.md";
+    EXPECT_NE(doc.find(up), std::string::npos) << up << " is not in docs/REDIS.md";
   }
 }
 }  // namespace

@@ -746,7 +746,7 @@ class Harness:
         code, _ = await http(self.admin_port, "POST", "/reload")
         posts_ok += code == 200
         # Removed from the routing: gone, or kept as "retired" for the warm-up window (its
-        # keys are read through from it until the window ends; see docs/PROXY.md).
+        # keys are read through from it until the window ends; see docs/FAILURES.md).
         t_rm = await wait_status(self, lambda st: not any(
             s["name"] == "r4" and s.get("role") != "retired"
             for p in st["pools"] for s in p["servers"])

@@ -9,8 +9,9 @@
 // placeholders such as FILE, [...], ...) and the commands that need live servers or etcd
 // (`rebalance`, `detect --redis`, `fleet`), which their own tests run against real ones
 // (tests/tools/rebalance_test.cc, detect_live_test.cc, tests/proxy/fleet_e2e_test.cc; the
-// guides' commands: tests/proxy/fleet_quickstart_test.cc; docs/PROXY.md's quick start, ACL and
-// memcached examples with redis-cli, curl and nc: tests/proxy/proxy_doc_examples_test.cc).
+// guides' commands: tests/proxy/fleet_quickstart_test.cc; the proxy docs' quick start, ACL,
+// admin, TLS and memcached examples with redis-cli, curl and nc:
+// tests/proxy/proxy_doc_examples_test.cc).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 

@@ -439,7 +439,7 @@ std::shared_ptr<const Acl> Acl::build(std::span<const std::string> lines,
     // Channels are not asked of a script's user: Redis 7.0's users have none unless given
     // (acl-pubsub-default resetchannels), and requiring &* would refuse scripts to every ~* +@all
     // user of an existing aclfile. A script's own PUBLISH is therefore not checked against the
-    // user's channel rules (docs/PROXY.md "ACL").
+    // user's channel rules (docs/SECURITY.md "ACL").
     u.unrestricted = u.all_commands && u.all_keys;
     for (const AclSelector& s : u.selectors) u.unrestricted |= s.all_commands && s.all_keys;
   };

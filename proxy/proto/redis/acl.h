@@ -208,7 +208,7 @@ inline constexpr std::string_view kSortGetDenied =
 // allowed: the proxy runs it on the backend as its own backend user, so the calls inside are not
 // checked against the client's user. It is allowed only to users that may run every command on
 // every key (a selector with ~* and +@all): for them Redis's checks inside the script pass
-// anyway. Others get kNopermScriptReply (docs/PROXY.md "ACL").
+// anyway. Others get kNopermScriptReply (docs/SECURITY.md "ACL").
 inline bool acl_script_allowed(const AclUser& user) noexcept { return user.unrestricted; }
 inline constexpr std::string_view kNopermScriptReply =
     "NOPERM this user has no permissions to run scripts or functions through chash-proxy (only "

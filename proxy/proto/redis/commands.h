@@ -2,7 +2,7 @@
 // chash-proxy — the Redis command table: how each command is routed.
 //
 // Every command a client may send is looked up here by name (case-insensitive). The table is
-// the single source of truth for docs/PROXY.md's command table (tests check that every entry is
+// the single source of truth for docs/REDIS.md's command table (tests check that every entry is
 // documented there).
 #pragma once
 

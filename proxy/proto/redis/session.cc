@@ -478,7 +478,7 @@ bool Client::permitted(const redis::Command& cmd, std::size_t argc) {
   }
   // Scripts and functions run on the backend as the proxy's user: their calls inside are not
   // checked against this user's, so only a user allowed every command on every key runs them
-  // (docs/PROXY.md "ACL").
+  // (docs/SECURITY.md "ACL").
   if (cmd.route == redis::Route::kEval && !redis::acl_script_allowed(u)) {
     reject(redis::kNopermScriptReply);
     return false;

@@ -296,7 +296,7 @@ class Client final : public ClientSession {
   NodeId hot_read_target(NodeId node, std::string_view key, const Command& cmd);
   void hot_invalidate(const Command& cmd, std::size_t argc);
 
-  // Pub/Sub (proto/redis/session_pubsub.cc, docs/PROXY.md "Pub/Sub"). subscribed(): a channel,
+  // Pub/Sub (proto/redis/session_pubsub.cc, docs/REDIS.md "Pub/Sub"). subscribed(): a channel,
   // pattern or shard channel is (RESP2 then allows only the Pub/Sub commands, PING, QUIT, RESET).
   void pubsub(const Command& cmd, std::size_t argc);
   void subscribe(SubKind kind, std::size_t argc);

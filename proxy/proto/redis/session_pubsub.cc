@@ -21,7 +21,7 @@
 // backend first and unsubscribed from the old one only once the new one has confirmed: while it
 // is on both, a message (published to one backend) arrives once. Messages published between the
 // change and the new subscription (a few ms; at most kReconcileMs plus a round trip) are not
-// delivered: Redis's Pub/Sub is at-most-once, and the gap is documented (docs/PROXY.md
+// delivered: Redis's Pub/Sub is at-most-once, and the gap is documented (docs/REDIS.md
 // "Pub/Sub").
 #include <algorithm>
 #include <map>

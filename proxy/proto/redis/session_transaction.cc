@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // chash-proxy — MULTI / EXEC / DISCARD / WATCH / UNWATCH for one Redis client (the design is in
-// proto/redis/transaction.h; docs/PROXY.md "Transactions" has the rules).
+// proto/redis/transaction.h; docs/REDIS.md "Transactions" has the rules).
 #include "core/worker.h"
 #include "proto/redis/session.h"
 
@@ -326,7 +326,7 @@ void Client::exec() {
   // and a write leaves no older copy at a previous owner (a later failover would read it back).
   // With WATCH or connections of the client's own the transaction must run on the client's own
   // connection, which the migration steps cannot hold: there its keys are read as the owner
-  // has them (docs/PROXY.md, warm-up).
+  // has them (docs/FAILURES.md, warm-up).
   if (pool_->warming() && dedicated_ == nullptr && !own_mode() && !tx_keys_.empty()) {
     std::vector<std::string> requests;
     requests.reserve(n + 2);
