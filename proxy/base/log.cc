@@ -125,6 +125,10 @@ void reopen_log_file() {
 }
 
 void log(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields) {
+  log(level, msg, std::span<const LogField>(fields.begin(), fields.size()));
+}
+
+void log(LogLevel level, std::string_view msg, std::span<const LogField> fields) {
   if (static_cast<int>(level) < g_level.load(std::memory_order_relaxed)) return;
   const auto now = std::chrono::system_clock::now();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -36,5 +37,7 @@ void reopen_log_file();
 
 using LogField = std::pair<std::string_view, std::string_view>;
 void log(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields = {});
+// The same with fields chosen at run time.
+void log(LogLevel level, std::string_view msg, std::span<const LogField> fields);
 
 }  // namespace chash::proxy

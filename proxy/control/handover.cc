@@ -258,6 +258,25 @@ bool wait_readable(int fd, std::chrono::milliseconds timeout) {
   }
 }
 
+// A connection to the old process's hand-over socket (one per question: TAKE, STATE); -1 with
+// errno set (EINVAL: a path that does not fit sockaddr_un).
+int dial(const std::string& path) {
+  sockaddr_un sun;
+  if (!fill(path, sun)) {
+    errno = EINVAL;
+    return -1;
+  }
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun) != 0) {
+    const int e = errno;
+    ::close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
 }  // namespace
 
 HandoverClient::HandoverClient(const std::string& path, std::chrono::milliseconds timeout)
@@ -265,12 +284,10 @@ HandoverClient::HandoverClient(const std::string& path, std::chrono::millisecond
   sockaddr_un sun;
   if (!fill(path, sun))
     throw std::runtime_error("hand-over socket path empty or too long: " + path);
-  fd_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (fd_ < 0) throw std::runtime_error(errno_text("socket"));
-  if (::connect(fd_, reinterpret_cast<sockaddr*>(&sun), sizeof sun) != 0) {
-    const std::string e = errno_text("cannot take over from " + path);
-    ::close(fd_);
-    throw std::runtime_error(e + " (is a chash-proxy with --handover-socket running?)");
+  fd_ = dial(path);
+  if (fd_ < 0) {
+    throw std::runtime_error(errno_text("cannot take over from " + path) +
+                             " (is a chash-proxy with --handover-socket running?)");
   }
   const std::string take = "TAKE 1\n";
   if (::send(fd_, take.data(), take.size(), MSG_NOSIGNAL) < 0 || !wait_readable(fd_, timeout_)) {
@@ -345,21 +362,11 @@ long HandoverClient::release() {
 }
 
 std::optional<std::string> HandoverClient::state(std::string& error) const {
-  sockaddr_un sun;
-  if (!fill(path_, sun)) {
-    error = "hand-over socket path empty or too long";
-    return std::nullopt;
-  }
-  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    error = errno_text("socket");
-    return std::nullopt;
-  }
   const std::string ask = "STATE 1\n";
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sun), sizeof sun) != 0 ||
-      ::send(fd, ask.data(), ask.size(), MSG_NOSIGNAL) < 0) {
+  const int fd = dial(path_);
+  if (fd < 0 || ::send(fd, ask.data(), ask.size(), MSG_NOSIGNAL) < 0) {
     error = errno_text("asking " + path_ + " for its backends' state");
-    ::close(fd);
+    if (fd >= 0) ::close(fd);
     return std::nullopt;
   }
   std::string out;

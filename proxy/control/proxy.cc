@@ -348,6 +348,22 @@ void Proxy::hot_keys_tick() {
   control_.add_timer(std::chrono::milliseconds(100), [this] { hot_keys_tick(); });
 }
 
+namespace {
+
+// What adopt_backend_state took, logged alike for the hand-over and the state file (`path`).
+void log_adopted(const AdoptedState& a, std::string_view msg, const std::string& path) {
+  const std::string down = std::to_string(a.down), keys = std::to_string(a.keys),
+                    skipped = std::to_string(a.skipped);
+  std::vector<LogField> fields;
+  if (!path.empty()) fields.emplace_back("path", path);
+  fields.insert(fields.end(), {{"down", down}, {"noted_keys", keys}, {"skipped", skipped}});
+  if (!a.error.empty()) fields.emplace_back("reason", a.error);
+  log(a.error.empty() ? LogLevel::kInfo : LogLevel::kWarn,
+      a.error.empty() ? std::string(msg) : std::string(msg) + " up to a malformed line", fields);
+}
+
+}  // namespace
+
 bool Proxy::adopt_predecessor_state() {
   std::string error;
   const auto text = predecessor_->state(error);
@@ -360,17 +376,8 @@ bool Proxy::adopt_predecessor_state() {
   }
   // Before any worker serves: the first request already avoids a backend the old one ejected.
   // What the old process notes after this answer, while its last clients drain, is not here
-  // (docs/RUNNING.md "Zero-downtime restart").
-  const AdoptedState a = adopt_backend_state(*topology_, *text);
-  const std::string down = std::to_string(a.down), keys = std::to_string(a.keys),
-                    skipped = std::to_string(a.skipped);
-  if (a.error.empty()) {
-    log(LogLevel::kInfo, "hand-over: backend state taken over",
-        {{"down", down}, {"noted_keys", keys}, {"skipped", skipped}});
-  } else {
-    log(LogLevel::kWarn, "hand-over: backend state taken over up to a malformed line",
-        {{"down", down}, {"noted_keys", keys}, {"skipped", skipped}, {"reason", a.error}});
-  }
+  // (docs/RUNNING.md "Graceful stop and binary upgrade").
+  log_adopted(adopt_backend_state(*topology_, *text), "hand-over: backend state taken over", "");
   return true;
 }
 
@@ -386,16 +393,8 @@ void Proxy::load_state_file() {
   }
   std::stringstream text;
   text << in.rdbuf();
-  const AdoptedState a = adopt_backend_state(*topology_, text.str());
-  const std::string down = std::to_string(a.down), keys = std::to_string(a.keys),
-                    skipped = std::to_string(a.skipped);
-  if (a.error.empty()) {
-    log(LogLevel::kInfo, "state_file: backend state loaded",
-        {{"path", state_file_}, {"down", down}, {"noted_keys", keys}, {"skipped", skipped}});
-  } else {
-    log(LogLevel::kWarn, "state_file: backend state loaded up to a malformed line",
-        {{"path", state_file_}, {"down", down}, {"noted_keys", keys}, {"reason", a.error}});
-  }
+  log_adopted(adopt_backend_state(*topology_, text.str()), "state_file: backend state loaded",
+              state_file_);
 }
 
 void Proxy::state_file_tick() {

@@ -47,7 +47,7 @@ struct ProxyOptions {
   std::string config_path;      // re-read on SIGHUP / POST /reload ("" = reload disabled)
   bool handle_signals = false;  // main: true; tests that embed a Proxy: false
   unsigned workers = 0;         // overrides the config when non-zero
-  // Binary hand-over (docs/RUNNING.md "Zero-downtime restart"): serve this unix socket, from which
+  // Binary hand-over (docs/RUNNING.md "Graceful stop and binary upgrade"): serve this unix socket, from which
   // a newer chash-proxy takes the listening sockets ("" = off).
   std::string handover_socket;
   // Start by taking the listening sockets from the chash-proxy serving handover_socket, which
