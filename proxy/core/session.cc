@@ -390,6 +390,13 @@ void ClientSession::write() {
   update_events();
 }
 
+bool ClientSession::peer_closed() const noexcept {
+  if (tls_ != nullptr || fd_ < 0) return false;  // a TLS close_notify is a record: not seen here
+  char c;
+  const ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE));
+}
+
 void ClientSession::drain() {
   draining_ = true;
   update_events();

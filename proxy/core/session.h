@@ -178,6 +178,8 @@ class ClientSession : public ClientConn {
     pool_->shared->forward_errors.fetch_add(1, std::memory_order_relaxed);
   }
   void close();
+  // The client has closed its side (its EOF, or a reset, waits unread); TLS: never detected.
+  bool peer_closed() const noexcept;
 
   Worker& worker_;
   std::size_t pool_index_;

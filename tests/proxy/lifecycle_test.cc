@@ -435,6 +435,55 @@ TEST_F(LifecycleTest, BinaryHandOverUnderLoadThenSigtermDrains) {
   EXPECT_EQ(new_proxy.terminate(0), 0);
 }
 
+// A blocked client that leaves just as its value comes (regression: 1 value of 100 lost under
+// TSan, RedisCommandsE2E.ABlockedClientsDepartureLosesNoValue): the server pops the value for
+// the proxy's blocked connection, and the proxy's worker reads that reply before the client's
+// EOF in one event batch. Made certain here by stopping the proxy process meanwhile (SIGSTOP):
+// the reply is ready before the close, so it is read first. The value is put back, not sent to
+// nobody, and the requests the client had pipelined after the BLPOP are not run.
+TEST_F(LifecycleTest, AValuePoppedForABlockedClientThatLeftIsPutBack) {
+  const std::uint16_t port = testing::free_port();
+  const fs::path config = dir_ / "blocked.yml";
+  std::ofstream(config) << pool("alpha", "127.0.0.1:" + std::to_string(port), {sock(1) + ":1 a"})
+                        << "chash_proxy:\n  workers: 1\n";
+  testing::ChildProcess proxy;
+  ASSERT_TRUE(proxy.start({CHASH_PROXY_PATH, "-c", config.string(), "--no-stats", "-v", "4"},
+                          [port] {
+                            const int fd = testing::dial_tcp(port);
+                            if (fd >= 0) ::close(fd);
+                            return fd >= 0;
+                          }));
+  RespClient direct(RespClient::dial_unix(servers_[0]->socket()));
+  auto blocked = [&](int n) {
+    return testing::eventually([&] {
+      return direct.call({"INFO", "clients"}).find("blocked_clients:" + std::to_string(n)) !=
+             std::string::npos;
+    });
+  };
+  for (const char* pop : {"BLPOP", "BRPOP"}) {
+    direct.call({"DEL", "q", "after"});
+    auto waiter = std::make_unique<RespClient>(RespClient::dial_tcp(port));
+    std::string two;  // the pop, and a request the client will not see run
+    redis::append_command(two, std::vector<std::string_view>{pop, "q", "0"});
+    redis::append_command(two, std::vector<std::string_view>{"SET", "after", "1"});
+    ASSERT_TRUE(waiter->send_raw(two));
+    ASSERT_TRUE(blocked(1)) << pop;
+    ::kill(proxy.pid(), SIGSTOP);
+    ASSERT_EQ(direct.call({"RPUSH", "q", "v"}), ":1\r\n");  // popped for the proxy's connection
+    ASSERT_TRUE(blocked(0)) << pop;
+    std::this_thread::sleep_for(50ms);  // the reply is in the proxy's socket
+    waiter.reset();                     // then the client's FIN
+    std::this_thread::sleep_for(50ms);
+    ::kill(proxy.pid(), SIGCONT);
+    EXPECT_TRUE(testing::eventually([&] {
+      return direct.call({"LRANGE", "q", "0", "-1"}) == "*1\r\n$1\r\nv\r\n";
+    })) << pop << ": " << direct.call({"LRANGE", "q", "0", "-1"});
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(direct.call({"EXISTS", "after"}), ":0\r\n") << pop;
+  }
+  EXPECT_EQ(proxy.terminate(SIGTERM), 0);
+}
+
 // The old process's health goes with the sockets (control/handover_state.h): a backend it had
 // ejected is out in the new one from the first request — none of them fails on it again — and
 // the key written elsewhere meanwhile is still noted, to be deleted there before it returns.

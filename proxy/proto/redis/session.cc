@@ -96,6 +96,12 @@ void Msg::finish() {
     // Answered (or failed): its client reads on, once this reply is in its queue.
     blocking = false;
     auto* c = static_cast<Client*>(client);
+    if (c != nullptr && c->blocked_reply_for_departed(*this)) {
+      silent = true;  // nobody to read it: what it popped is being put back
+      finish_merged();
+      c->close_departed();
+      return;
+    }
     finish_merged();
     if (c != nullptr) c->blocking_done();
     return;

@@ -167,6 +167,13 @@ class Client final : public ClientSession {
   bool retry_down(NodeId node) const noexcept { return retries_down(*pool_, node); }
   // A blocking command's reply is in: the client reads its next requests.
   void blocking_done() noexcept;
+  // A blocking command's reply `m` is in, but the client closed its connection meanwhile (its
+  // EOF waits unread: this worker took the reply first). What the server popped for it is put
+  // back, as when the close is seen first (release_blocking), and the reply is not sent: true.
+  bool blocked_reply_for_departed(Msg& m);
+  // Then: the connection closes, its requests after the blocking one unrun (as Redis frees a
+  // client that leaves while blocked).
+  void close_departed();
   // hot_cache: `reply` (the whole RESP reply) answered a GET of hot `key` read under `stamp`.
   void hot_fill(std::string_view key, std::string_view reply, std::uint64_t stamp);
   // The protocol the client speaks (HELLO): 2 or 3.
