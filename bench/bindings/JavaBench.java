@@ -107,6 +107,19 @@ public final class JavaBench {
             i -> g.bucket(keys[i]), () -> g.buckets(keys));
       }
     }
+    // The same keys as bytes (the caller's own encoding, as a cache client holds them): Guava's
+    // hashBytes against the byte[] calls, so that neither side pays for UTF-8 encoding.
+    byte[][] raw = new byte[count][];
+    for (int i = 0; i < count; i++) {
+      raw[i] = keys[i].getBytes(StandardCharsets.UTF_8);
+    }
+    for (int n : new int[] {10, 100, 1000}) {
+      try (GuavaConsistentHash g = new GuavaConsistentHash(n)) {
+        row("Guava consistentHash, byte[] keys", n, count,
+            i -> Hashing.consistentHash(Hashing.murmur3_128().hashBytes(raw[i]), n),
+            i -> g.bucket(raw[i]), () -> g.buckets(raw));
+      }
+    }
     for (int n : new int[] {10, 100, 1000}) {
       List<InetSocketAddress> addrs = new ArrayList<>();
       List<MemcachedNode> nodes = new ArrayList<>();

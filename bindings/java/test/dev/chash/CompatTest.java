@@ -3,6 +3,7 @@ package dev.chash;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.common.hash.Hashing;
 import dev.chash.compat.GuavaConsistentHash;
@@ -43,6 +44,34 @@ class CompatTest {
       byte[] raw = keys[7].getBytes(StandardCharsets.UTF_8);
       assertEquals(Hashing.consistentHash(Hashing.murmur3_128().hashBytes(raw), buckets),
           g.bucket(raw));
+      // Keys as bytes in one batch. UTF-8 ones: Guava's hashBytes. Random ones (mostly not
+      // UTF-8): Guava's answer for the String Java decodes from them, which is what the preset
+      // models; hashBytes of such bytes is another answer (checked: they differ).
+      byte[][] bytes = new byte[KEYS][];
+      int[] peerBytes = new int[KEYS];
+      java.util.Random random = new java.util.Random(buckets);
+      int differ = 0;
+      for (int i = 0; i < KEYS; i++) {
+        if (i % 2 == 0) {
+          bytes[i] = keys[i].getBytes(StandardCharsets.UTF_8);
+          peerBytes[i] =
+              Hashing.consistentHash(Hashing.murmur3_128().hashBytes(bytes[i]), buckets);
+          continue;
+        }
+        bytes[i] = new byte[i % 40];
+        random.nextBytes(bytes[i]);
+        String decoded = new String(bytes[i], StandardCharsets.UTF_8);
+        peerBytes[i] = Hashing.consistentHash(
+            Hashing.murmur3_128().hashString(decoded, StandardCharsets.UTF_8), buckets);
+        if (peerBytes[i]
+            != Hashing.consistentHash(Hashing.murmur3_128().hashBytes(bytes[i]), buckets)) {
+          differ++;
+        }
+      }
+      assertArrayEquals(peerBytes, g.buckets(bytes), "byte[][] batch");
+      if (buckets > 1) {
+        assertTrue(differ > 0, "malformed UTF-8 hashed as raw bytes would not be told apart");
+      }
     }
     List<String> names = new ArrayList<>();
     for (int b = 0; b < buckets; b++) {

@@ -41,13 +41,23 @@ public final class GuavaConsistentHash implements AutoCloseable {
     return router.routeIndex(key);
   }
 
-  /** Guava's bucket for raw bytes ({@code hashBytes(key)}). */
+  /**
+   * Guava's bucket for a key held as UTF-8 bytes: {@code hashString(new String(key, UTF_8))},
+   * which is {@code hashBytes(key)} for well-formed UTF-8 (every key a {@code String} encodes
+   * to). Malformed bytes are decoded as Java decodes them (each to U+FFFD) before hashing, as
+   * the "guava" preset does for every key; there {@code hashBytes} of the raw bytes differs.
+   */
   public int bucket(byte[] key) {
     return router.routeIndex(key);
   }
 
   /** The buckets of many keys, in one native call. */
   public int[] buckets(String[] keys) {
+    return router.routeAllIndexes(keys);
+  }
+
+  /** The buckets of many keys held as UTF-8 bytes ({@link #bucket(byte[])}), in one call. */
+  public int[] buckets(byte[][] keys) {
     return router.routeAllIndexes(keys);
   }
 
