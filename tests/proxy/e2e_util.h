@@ -192,6 +192,28 @@ inline long rss_kb() {
   return 0;
 }
 
+// SIGSTOP `pid` and wait until every one of its threads is stopped. kill() only starts a group
+// stop: one thread takes the signal and the others stop as each next enters the kernel, so on a
+// loaded machine a worker thread can still serve a ready event for tens of ms after kill()
+// returned (what made LifecycleTest.AValuePoppedForABlockedClientThatLeftIsPutBack flake).
+inline bool stop_process(pid_t pid) {
+  if (::kill(pid, SIGSTOP) != 0) return false;
+  const fs::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  return within(std::chrono::milliseconds(10000), [&] {
+    std::error_code ec;
+    for (const auto& t : fs::directory_iterator(tasks, ec)) {
+      std::ifstream stat(t.path() / "stat");
+      std::string line;
+      if (!std::getline(stat, line)) continue;  // a thread that just ended
+      const std::size_t rp = line.rfind(')');  // the state follows "(comm) "
+      if (rp == std::string::npos || rp + 2 >= line.size()) return false;
+      const char state = line[rp + 2];
+      if (state != 'T' && state != 't') return false;
+    }
+    return !ec;
+  });
+}
+
 inline bool have_program(const std::string& name) {
   return std::system(("command -v " + name + " >/dev/null 2>&1").c_str()) == 0;
 }

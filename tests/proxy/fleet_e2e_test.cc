@@ -250,7 +250,7 @@ TEST_F(FleetE2E, PrepareWaitsForEveryLiveProxyAndAKilledOneDropsOut) {
   const std::string k = key_on(0, "r1", 3);
   RespClient c1(RespClient::dial_tcp(port(0))), c2(RespClient::dial_tcp(port(1)));
   ASSERT_EQ(c1.call({"SET", k, "v1"}), "+OK\r\n");
-  ::kill(p3.pid(), SIGSTOP);
+  ASSERT_TRUE(stop_process(p3.pid()));  // every thread, its fleet watcher too
   const std::uint64_t before = state().epoch;
   put_servers({spec(0), spec(1), spec(2)});
   ASSERT_TRUE(within(5s, [&] { return state().phase == fleet::Phase::kPrepare; }));

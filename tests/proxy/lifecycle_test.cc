@@ -438,9 +438,10 @@ TEST_F(LifecycleTest, BinaryHandOverUnderLoadThenSigtermDrains) {
 // A blocked client that leaves just as its value comes (regression: 1 value of 100 lost under
 // TSan, RedisCommandsE2E.ABlockedClientsDepartureLosesNoValue): the server pops the value for
 // the proxy's blocked connection, and the proxy's worker reads that reply before the client's
-// EOF in one event batch. Made certain here by stopping the proxy process meanwhile (SIGSTOP):
-// the reply is ready before the close, so it is read first. The value is put back, not sent to
-// nobody, and the requests the client had pipelined after the BLPOP are not run.
+// EOF in one event batch. Made certain here by stopping the proxy process meanwhile (SIGSTOP,
+// waited for in every thread): the reply is ready before the close, so it is read first. The
+// value is put back, not sent to nobody, and the requests the client had pipelined after the
+// BLPOP are not run.
 TEST_F(LifecycleTest, AValuePoppedForABlockedClientThatLeftIsPutBack) {
   const std::uint16_t port = testing::free_port();
   const fs::path config = dir_ / "blocked.yml";
@@ -468,7 +469,7 @@ TEST_F(LifecycleTest, AValuePoppedForABlockedClientThatLeftIsPutBack) {
     redis::append_command(two, std::vector<std::string_view>{"SET", "after", "1"});
     ASSERT_TRUE(waiter->send_raw(two));
     ASSERT_TRUE(blocked(1)) << pop;
-    ::kill(proxy.pid(), SIGSTOP);
+    ASSERT_TRUE(testing::stop_process(proxy.pid())) << pop;  // all its threads: see stop_process
     ASSERT_EQ(direct.call({"RPUSH", "q", "v"}), ":1\r\n");  // popped for the proxy's connection
     ASSERT_TRUE(blocked(0)) << pop;
     std::this_thread::sleep_for(50ms);  // the reply is in the proxy's socket
