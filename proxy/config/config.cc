@@ -81,6 +81,18 @@ Address parse_address(std::string_view text, std::string_view what) {
   return a;
 }
 
+const char* write_policy_name(WritePolicy p) noexcept {
+  switch (p) {
+    case WritePolicy::kAll:
+      return "all";
+    case WritePolicy::kMajority:
+      return "majority";
+    case WritePolicy::kOne:
+      return "one";
+  }
+  return "?";
+}
+
 const char* read_policy_name(ReadPolicy p) noexcept {
   switch (p) {
     case ReadPolicy::kMaster:

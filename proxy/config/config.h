@@ -130,6 +130,15 @@ enum class ReadPolicy : std::uint8_t {
 };
 const char* read_policy_name(ReadPolicy p) noexcept;
 
+// A replicated memcache pool's writes (`replicas:` > 1, `write_policy:`): how many of the key's
+// homes must have answered one for the client to be told it was done — mcrouter's AllSyncRoute,
+// AllMajorityRoute and AllInitialRoute, counted over the `replicas` homes (a down home counts as
+// not answered).
+enum class WritePolicy : std::uint8_t { kAll, kMajority, kOne };
+// The most homes a key of a replicated pool has (`replicas:`).
+inline constexpr std::uint32_t kMaxReplicas = 8;
+const char* write_policy_name(WritePolicy p) noexcept;
+
 // PROXY protocol header sent to tcp backends first, so they see the client's address.
 enum class ProxyProtocol : std::uint8_t { kNone, kV1, kV2 };
 
@@ -228,6 +237,13 @@ struct PoolConfig {
   bool failover_invalidate = true;
   std::uint32_t failover_track_keys = 100000;
   bool failover_overflow_flush = true;
+  // Replicated memcache pools (docs/MEMCACHED.md "Replicated pools"): a key lives on its first
+  // `replicas` distinct choices of the router (its homes). A write goes to every home that is up;
+  // a home that is down or failed it has the key noted in its absence log, and deleted there
+  // before it serves the key again. A read goes to the first home that is up and on to the next
+  // on a miss or an error. 1: not replicated.
+  std::uint32_t replicas = 1;
+  WritePolicy write_policy = WritePolicy::kMajority;
   // Hot keys (redis, memcache pools; docs/HOTKEYS.md): sampled and shown (hot_keys), their reads
   // answered from a short-TTL copy (hot_cache) or spread over the owner's replicas (hot_reads).
   hotkeys::Config hot_keys;

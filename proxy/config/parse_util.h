@@ -37,7 +37,8 @@ inline constexpr std::string_view kPoolKeys[] = {
     "cluster_refresh", "cluster_max_redirects", "warmup", "warmup_window", "failover_ttl",
     "failover_invalidate", "failover_track_keys", "failover_overflow", "allow_flushall",
     "allow_config_set", "max_blocked_clients", "client_output_limit",
-    "max_own_connections", "membership", "hot_keys", "hot_cache", "hot_reads"};
+    "max_own_connections", "membership", "hot_keys", "hot_cache", "hot_reads",
+    "replicas", "write_policy"};
 
 inline constexpr std::string_view kGlobalKeys[] = {
     "workers", "admin", "admin_auth", "admin_tls", "stats", "stats_interval", "drain_timeout",

@@ -51,6 +51,7 @@ class PoolParser {
     finish_cluster();
     finish_source(so_far);
     finish_routing();
+    finish_replicas();
     finish_passwords();
     check_builds();
     check_listen_unique(so_far);
@@ -536,6 +537,22 @@ class PoolParser {
     } else if (k == "failover_track_keys") {
       p_.failover_track_keys = ctx_.number<std::uint32_t>(v, k, 0, 10000000);
       failover_line_ = line;
+    } else if (k == "replicas") {
+      p_.replicas = ctx_.number<std::uint32_t>(v, k, 1, kMaxReplicas);
+      replicas_line_ = line;
+    } else if (k == "write_policy") {
+      const std::string t = ctx_.scalar(v, k);
+      if (t == "all") {
+        p_.write_policy = WritePolicy::kAll;
+      } else if (t == "majority") {
+        p_.write_policy = WritePolicy::kMajority;
+      } else if (t == "one") {
+        p_.write_policy = WritePolicy::kOne;
+      } else {
+        fail_at(ctx_.source, line,
+                where_ + ": unknown write_policy '" + t.substr(0, 40) + "' (all, majority, one)");
+      }
+      write_policy_line_ = line;
     } else if (k == "failover_overflow") {
       const std::string t = ctx_.scalar(v, k);
       if (t != "flush" && t != "keep_ejected") {
@@ -741,6 +758,31 @@ class PoolParser {
     p_.routing.balance_factor = p_.hash_balance_factor;
   }
 
+  // A replicated pool's missed writes are deleted on a home before it serves again: the safe
+  // return's absence logs (membership/failback.h), which need auto_eject_hosts and
+  // failover_invalidate; its homes are the router's first choices, which bounded loads reorder.
+  void finish_replicas() {
+    if (write_policy_line_ && p_.replicas < 2) {
+      fail_at(ctx_.source, *write_policy_line_, where_ + ": write_policy needs replicas: 2 or more");
+    }
+    if (!replicas_line_ || p_.replicas < 2) return;
+    const auto refuse = [&](const std::string& why) {
+      fail_at(ctx_.source, *replicas_line_, where_ + ": " + why);
+    };
+    if (p_.protocol != PoolProtocol::kMemcache) refuse("'replicas' applies to memcache pools only");
+    if (p_.etcd != nullptr) refuse("'replicas' does not apply to a pool whose servers come from etcd");
+    if (p_.replicas > p_.servers.size()) {
+      refuse("replicas: " + std::to_string(p_.replicas) + " is more than the pool's " +
+             std::to_string(p_.servers.size()) + " servers");
+    }
+    if (!p_.auto_eject_hosts || !p_.failover_invalidate) {
+      refuse(
+          "replicas needs auto_eject_hosts: true and failover_invalidate: true (a home that "
+          "missed a write has the key deleted before it serves again)");
+    }
+    if (p_.hash_balance_factor != 0) refuse("replicas and hash_balance_factor do not go together");
+  }
+
   std::string preset_of_distribution(const YAML::Node& node) const {
     const std::string d = ctx_.scalar(node, "distribution");
     if (d == "ketama") return "twemproxy";
@@ -856,7 +898,7 @@ class PoolParser {
   std::optional<int> balance_line_, hash_balance_factor_line_;
   int sentinels_line_ = 0;
   std::optional<int> cluster_line_, read_policy_line_, warmup_line_, failover_line_;
-  std::optional<int> hot_relief_line_, hot_reads_line_;
+  std::optional<int> hot_relief_line_, hot_reads_line_, replicas_line_, write_policy_line_;
 };
 
 }  // namespace

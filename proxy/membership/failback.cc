@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "membership/control_client.h"
 #include "membership/topology.h"
+#include "proto/memcache/protocol.h"
 #include "proto/redis/resp.h"
 
 namespace chash::proxy {
@@ -33,7 +34,17 @@ bool remove_keys(const PoolConfig& pc, const ServerConfig& s, const Endpoint& to
       if (error.empty() && r.replies.back().type == '-') error = r.replies.back().str;
     } else {
       // md with q answers only NF (not there) and errors; mn then says the run is over.
-      for (std::size_t i = at; i < end; ++i) req += "md " + keys[i] + " q\r\n";
+      // A key no text command can name (a meta request's binary key) goes base64 with `b`.
+      for (std::size_t i = at; i < end; ++i) {
+        req += "md ";
+        if (memcache::text_key_ok(keys[i])) {
+          req += keys[i];
+          req += " q\r\n";
+        } else {
+          memcache::base64_encode(keys[i], req);
+          req += " b q\r\n";
+        }
+      }
       req += "mn\r\n";
       const std::string out = exchange(to, req, "MN\r\n", kTimeout, s.tls.get(), error);
       if (error.empty() && out.find("ERROR") != std::string::npos)
@@ -71,12 +82,14 @@ void AbsenceLog::note(std::string_view key, std::size_t limit) {
   if (keys_.size() >= limit && !keys_.count(std::string(key))) {
     overflow_ = true;  // the log can no longer say which keys are stale
     keys_.clear();
+    size_.store(0, std::memory_order_release);
     changes_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   if (keys_.emplace(key).second) {
     noted_.fetch_add(1, std::memory_order_relaxed);
     changes_.fetch_add(1, std::memory_order_relaxed);
+    size_.store(keys_.size(), std::memory_order_release);
   }
 }
 
@@ -84,6 +97,7 @@ bool AbsenceLog::take(std::string_view key) {
   std::lock_guard lock(mu_);
   const bool noted = keys_.erase(std::string(key)) > 0;
   if (noted) changes_.fetch_add(1, std::memory_order_relaxed);
+  size_.store(keys_.size(), std::memory_order_release);
   // The last stale copy is gone: requests stop looking here (a new absence notes afresh).
   if (noted && keys_.empty() && phase() == Phase::kFlipped) set_phase(Phase::kNormal);
   return noted;
@@ -98,6 +112,7 @@ std::vector<std::string> AbsenceLog::swap() {
   std::lock_guard lock(mu_);
   std::vector<std::string> out(keys_.begin(), keys_.end());
   keys_.clear();
+  size_.store(0, std::memory_order_release);
   changes_.fetch_add(1, std::memory_order_relaxed);
   return out;
 }
@@ -113,6 +128,7 @@ void AbsenceLog::restore(const std::vector<std::string>& keys, bool overflow, st
     std::lock_guard lock(mu_);
     overflow_ = true;
     keys_.clear();
+    size_.store(0, std::memory_order_release);
     changes_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -132,6 +148,7 @@ bool AbsenceLog::empty() const {
 void AbsenceLog::clear() {
   std::lock_guard lock(mu_);
   keys_.clear();
+  size_.store(0, std::memory_order_release);
   overflow_ = false;
   changes_.fetch_add(1, std::memory_order_relaxed);
 }

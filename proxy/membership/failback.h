@@ -62,6 +62,9 @@ class AbsenceLog {
   void restore(const std::vector<std::string>& keys, bool overflow, std::size_t limit);
   bool overflowed() const;
   bool empty() const;
+  // Whether any key is noted, without the lock (a replicated pool's requests ask it per home
+  // that is up: proto/memcache/session_replicas.cc).
+  bool any_noted() const noexcept { return size_.load(std::memory_order_acquire) != 0; }
   void clear();
 
   Phase phase() const noexcept { return phase_.load(std::memory_order_acquire); }
@@ -78,6 +81,7 @@ class AbsenceLog {
   bool overflow_ = false;
   std::atomic<Phase> phase_{Phase::kNormal};
   std::atomic<std::uint64_t> noted_{0}, swept_{0}, changes_{0};
+  std::atomic<std::size_t> size_{0};  // keys_.size(), stored under mu_ by every change
 };
 
 class FailbackSweeper {

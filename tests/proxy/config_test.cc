@@ -441,5 +441,34 @@ TEST(ConfigTest, AMemberOnTheProxysOwnListenerIsRefused) {
   EXPECT_NO_THROW((void)servers_from_strings(c.pools[0], {"127.0.0.1:6379:1 r1", "127.0.0.1:6380:1 r2"}));
 }
 
+// Replicated memcache pools: what `replicas` needs, said at its line.
+TEST(ConfigTest, ReplicasAreCheckedWhereTheyCannotWork) {
+  const std::string head =
+      "p:\n  listen: 127.0.0.1:22121\n  protocol: memcache\n  auto_eject_hosts: true\n";
+  const std::string servers =
+      "  servers:\n   - /tmp/a.sock:1 a\n   - /tmp/b.sock:1 b\n   - /tmp/c.sock:1 c\n";
+  const auto c = parse_config(head + "  replicas: 3\n  write_policy: all\n" + servers, "t.yml");
+  EXPECT_EQ(c.pools[0].replicas, 3u);
+  EXPECT_EQ(c.pools[0].write_policy, WritePolicy::kAll);
+  EXPECT_EQ(parse_config(head + "  replicas: 2\n" + servers, "t.yml").pools[0].write_policy,
+            WritePolicy::kMajority);
+  EXPECT_NE(error_of(head + "  replicas: 4\n" + servers).find("more than the pool's 3 servers"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "  write_policy: all\n" + servers).find("needs replicas: 2 or more"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "  replicas: 2\n  write_policy: most\n" + servers)
+                .find("unknown write_policy 'most' (all, majority, one)"),
+            std::string::npos);
+  EXPECT_NE(error_of("p:\n  listen: 127.0.0.1:22121\n  protocol: memcache\n  replicas: 2\n" +
+                     servers)
+                .find("replicas needs auto_eject_hosts: true"),
+            std::string::npos);
+  EXPECT_NE(error_of("p:\n  listen: 127.0.0.1:22121\n  redis: true\n  auto_eject_hosts: true\n"
+                     "  replicas: 2\n" + servers)
+                .find("t.yml:5: pool 'p': 'replicas' applies to memcache pools only"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "  replicas: 9\n" + servers).find("replicas"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace chash::proxy

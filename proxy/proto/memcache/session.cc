@@ -18,19 +18,19 @@ std::string_view refusal(std::string_view name) noexcept {
   return "a server command; ask the memcached servers directly";
 }
 
-std::string server_error(std::string_view text) {
-  std::string out = "SERVER_ERROR ";
-  for (const char c : text) out += (c == '\r' || c == '\n') ? ' ' : c;  // one line
-  out += "\r\n";
-  return out;
-}
-
 void append_uint(std::string& out, std::uint64_t v) { out += std::to_string(v); }
 
 // memcached reads an exptime above 30 days as a Unix time.
 constexpr std::int64_t kRelativeMax = 60 * 60 * 24 * 30;
 
 }  // namespace
+
+std::string server_error(std::string_view text) {
+  std::string out = "SERVER_ERROR ";
+  for (const char c : text) out += (c == '\r' || c == '\n') ? ' ' : c;  // one line
+  out += "\r\n";
+  return out;
+}
 
 // ---- Msg ----------------------------------------------------------------------------------------
 
@@ -66,6 +66,7 @@ void Msg::add_value(std::uint32_t part, net::Slice block, memcache::Span key) {
 }
 
 void Msg::end_part(std::uint32_t part) {
+  if (!reads.empty() && read_on(part)) return;
   if (--outstanding == 0) {
     finish();
   } else {
@@ -80,6 +81,7 @@ void Msg::line_part(std::uint32_t part, net::Slice line, bool error) {
   p.own.clear();
   p.held = 0;
   p.error = error || retrieval;  // a retrieval answered by one line is an error
+  if (!reads.empty() && read_on(part)) return;
   if (--outstanding == 0) {
     finish();
   } else {
@@ -94,6 +96,7 @@ void Msg::quiet_reply(std::uint32_t part, net::Slice line, bool error) {
 }
 
 void Msg::quiet_end(std::uint32_t part) {
+  if (!reads.empty() && read_on(part)) return;
   if (--outstanding == 0) {
     finish();
   } else {
@@ -108,6 +111,7 @@ void Msg::fail_part(std::uint32_t part, std::string_view error) {
   p.own.clear();
   p.held = 0;
   p.error = true;
+  if (!reads.empty() && read_on(part)) return;
   if (--outstanding == 0) finish();
 }
 
@@ -136,6 +140,7 @@ void Msg::answer_part(std::uint32_t part, std::string_view bytes) {
 }
 
 void Msg::finish() {
+  if (write != nullptr) answer_write();
   if (hot_pool != nullptr) {  // a write is answered: see hot_written
     hot_pool->hot.wrote(hot_written);
     hot_pool.reset();
@@ -314,8 +319,12 @@ void Client::forward(NodeId node, const Ref<Msg>& m, std::uint32_t part,
     return;
   }
   // Safe return (membership/failback.h): a key a returned backend missed is deleted there first.
+  // A replicated pool's home that is up may have missed a write too (it failed it, or answered
+  // otherwise: session_replicas.cc): its noted keys are deleted the same way.
   AbsenceLog& absence = pool_->states[node]->absence;
-  if (absence.phase() == AbsenceLog::Phase::kFlipped) {
+  const AbsenceLog::Phase phase = absence.phase();
+  if (phase == AbsenceLog::Phase::kFlipped ||
+      (phase == AbsenceLog::Phase::kNormal && replicated() && absence.any_noted())) {
     for (const std::string_view k : keys) {
       if (!absence.take(k)) continue;
       auto s = make_ref<Msg>();
@@ -406,8 +415,9 @@ void Client::dispatch() {
       hot_note(key);
       auto m = new_msg(1);
       hot_wrote(key, m);  // before it is sent: no copy read under the old generation is served
+      const bool rep = replicated();
       NodeId node = kNoNode;
-      if (!route(key, m, node)) return;
+      if (!rep && !route(key, m, node)) return;
       std::string line(parser_.token(in, 0));
       line += ' ';
       line += key;
@@ -416,7 +426,7 @@ void Client::dispatch() {
       line += ' ';
       // Safe failover: a write that goes to a fallback is noted, and gets failover_ttl at most.
       std::int64_t exptime = parser_.exptime();
-      if (note_fallback_write(key, node) && pool_->config.failover_ttl_ms != 0 &&
+      if (!rep && note_fallback_write(key, node) && pool_->config.failover_ttl_ms != 0 &&
           cmd != memcache::Command::kAppend && cmd != memcache::Command::kPrepend) {
         exptime = capped_exptime(exptime);
       }
@@ -429,6 +439,11 @@ void Client::dispatch() {
         append_uint(line, parser_.cas_unique());
       }
       line += "\r\n";
+      if (rep) {
+        replicate(m, key, {line, data, "\r\n"},
+                  cmd == memcache::Command::kCas ? ReplicaOp::kCas : ReplicaOp::kWrite);
+        return;
+      }
       if (pool_->warming() && warm(cmd, key, node, m, 0, line + std::string(data) + "\r\n")) return;
       forward(node, m, 0, {line, data, "\r\n"}, {&key, 1});
       return;
@@ -438,8 +453,9 @@ void Client::dispatch() {
     case memcache::Command::kDecr:
     case memcache::Command::kTouch: {
       auto m = new_msg(1);
+      const bool rep = replicated();
       NodeId node = kNoNode;
-      if (!route(parser_.token(in, 1), m, node)) return;
+      if (!rep && !route(parser_.token(in, 1), m, node)) return;
       std::string line(parser_.token(in, 0));
       for (std::size_t i = 1; i < parser_.forward_end(); ++i) {
         line += ' ';
@@ -450,12 +466,26 @@ void Client::dispatch() {
       const std::string_view key = parser_.token(in, 1);
       hot_note(key);
       hot_wrote(key, m);
+      if (rep) {
+        replicate(m, key, {line}, ReplicaOp::kWrite);
+        return;
+      }
       if (cmd != memcache::Command::kTouch) note_fallback_write(key, node);
       if (pool_->warming() && warm(cmd, key, node, m, 0, line)) return;
       forward(node, m, 0, {line}, {&key, 1});
       return;
     }
   }
+}
+
+std::string Client::retrieval_prefix() const {
+  const std::string_view in(in_);
+  std::string prefix(parser_.token(in, 0));  // "get", or "gat <exptime>"
+  for (std::size_t i = 1; i < parser_.first_key(); ++i) {
+    prefix += ' ';
+    prefix += parser_.token(in, i);
+  }
+  return prefix;
 }
 
 void Client::retrieve() {
@@ -465,13 +495,13 @@ void Client::retrieve() {
     reply_local("END\r\n");
     return;
   }
+  if (replicated()) {
+    retrieve_replicated();
+    return;
+  }
   auto m = new_msg(0);
   m->retrieval = true;
-  std::string prefix(parser_.token(in, 0));  // "get", or "gat <exptime>"
-  for (std::size_t i = 1; i < first; ++i) {
-    prefix += ' ';
-    prefix += parser_.token(in, i);
-  }
+  const std::string prefix = retrieval_prefix();
   // Group the keys by backend, keeping their order within each part; a backend's keys are cut
   // into lines of at most kMaxBackendLine bytes (one part each).
   constexpr std::uint32_t kNone = ~std::uint32_t{0};

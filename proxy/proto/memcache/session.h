@@ -19,6 +19,7 @@
 // the connection is dropped; the next request reconnects.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -40,8 +41,29 @@ namespace chash::proxy::memcache {
 // 2048 bytes, so a client's long multiget is cut into several requests per backend.
 inline constexpr std::size_t kMaxBackendLine = 2000;
 
+// "SERVER_ERROR <text>\r\n", the text made one line.
+std::string server_error(std::string_view text);
+
 // What the proxy answers to `version` (libmemcached parses the leading numbers).
 inline constexpr std::string_view kVersionReply = "VERSION 1.6.18-chash-proxy\r\n";
+
+// A replicated pool's read of one key (`replicas:`, proto/memcache/session_replicas.cc): its
+// homes that were up, tried in order until one has the key.
+struct ReplicaRead {
+  std::string request;  // the request for this key alone, as sent to each home
+  std::string key;
+  std::array<NodeId, kMaxReplicas> homes{};
+  std::uint8_t count = 0, at = 0;
+  bool saw_miss = false;  // a home answered "not there": that, not a later home's error, answers
+};
+
+// A replicated pool's write: part i went to homes[i]; answered by the pool's write_policy.
+struct ReplicaWrite {
+  std::shared_ptr<const Pool> pool;  // whose homes' absence logs note a missed write
+  std::string key;
+  std::array<NodeId, kMaxReplicas> homes{};
+  std::uint8_t total = 0;  // the key's homes, up or not (what write_policy counts)
+};
 
 struct Msg final : Reply {
   bool silent = false;     // noreply: whatever the backend says is dropped
@@ -69,6 +91,10 @@ struct Msg final : Reply {
   // proto/redis/session.h, Msg::hot_written).
   std::shared_ptr<PoolShared> hot_pool;
   std::string hot_written;
+  // Replicated pools (session_replicas.cc): a read's keys, one per part (empty: not such a
+  // read); a write sent to several homes (null: not one).
+  std::vector<ReplicaRead> reads;
+  std::unique_ptr<ReplicaWrite> write;
   struct Value {
     net::ChunkRef chunk;         // the backend's read chunk holding the block; null: in Part::own
     const char* data = nullptr;  // the whole VALUE block (chunk), or null (own: at `off`)
@@ -111,6 +137,12 @@ struct Msg final : Reply {
  private:
   void finish();
   void emit_binary(net::OutQueue& out);
+  // A replicated read's part `part` is in: true when it was a miss or an error and went on to
+  // the key's next home (the part stays outstanding).
+  bool read_on(std::uint32_t part);
+  // A replicated write is all in: parts[0] becomes the answer write_policy gives; the homes
+  // that failed it, or answered otherwise than the one that answers, have the key noted.
+  void answer_write();
   const Part* failed_ = nullptr;  // the part whose error line answers the request
 };
 
@@ -135,6 +167,7 @@ class Client final : public ClientSession {
   void hot_fill(const Msg& m);
 
  private:
+  friend struct Msg;  // a replicated read goes on to its next home (read_next)
   // Hot keys (proto/memcache/session_hot.cc, docs/HOTKEYS.md): a key for the sketch (sampled);
   // whether copies may answer gets now; a write of `key` (its copies are stale from now on); a
   // copy of `key` ("" a miss), counted as a hit; `m` marked to fill the copy of hot `key`.
@@ -150,6 +183,8 @@ class Client final : public ClientSession {
   // Queues a response of the proxy's own to the current binary packet.
   void binary_local(std::uint16_t status, std::string_view body, bool close_after = false);
   void retrieve();
+  // A retrieval's words before its keys: "get", or "gat <exptime>".
+  std::string retrieval_prefix() const;
   // mg ms md ma me (proto/memcache/session_meta.cc).
   void meta();
   // The current ms's line with its T capped by failover_ttl (capped_exptime) or added; false
@@ -160,6 +195,25 @@ class Client final : public ClientSession {
   bool warm(memcache::Command cmd, std::string_view key, NodeId node, const Ref<Msg>& m,
             std::uint32_t part, std::string request);
   std::size_t moved(std::string_view key, NodeId node, std::span<NodeId> olds) const;
+  // Replicated pools (`replicas:` > 1, proto/memcache/session_replicas.cc).
+  bool replicated() const noexcept { return pool_->config.replicas > 1; }
+  enum class ReplicaOp : std::uint8_t {
+    kRead,   // to the first home that is up; on a miss or an error, the next
+    kWrite,  // to every home that is up; those down have the key noted
+    kCas,    // a compare-and-swap (cas, C flag): to the first home that is up, whose cas values
+             // gets and mg return; the other homes have the key noted (deleted before next use)
+  };
+  // Sends `m` (one part: a request for `key` alone) to the key's homes as `op` says.
+  void replicate(const Ref<Msg>& m, std::string_view key,
+                 std::initializer_list<std::string_view> bytes, ReplicaOp op);
+  // A get/gets/gat/gats on a replicated pool: one part per key (each with its own homes).
+  void retrieve_replicated();
+  // Part `part` of `m` (a ReplicaRead) to its next home that is up; false when none is left.
+  bool read_next(Msg& m, std::uint32_t part);
+  // The key's homes (at most `replicas`), in the router's order; how many.
+  std::size_t homes(std::string_view key, std::array<NodeId, kMaxReplicas>& out) const;
+  // Fails `m` (whole): no home of `key` is up.
+  void fail_no_home(const Ref<Msg>& m, std::string_view key);
   Ref<Msg> new_msg(std::uint32_t parts);
   // Sends part `part` of `m` to `node`, or fails that part when it cannot. `keys`: the part's
   // keys, which a returned backend (membership/failback.h) deletes first when it missed them.

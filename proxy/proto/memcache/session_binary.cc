@@ -350,6 +350,20 @@ void Client::dispatch_binary() {
   if (loud_op == op::kGetK || loud_op == op::kGatK) m->bin_key.assign(key);
   push(m);
   if (write) hot_wrote(key, m);  // before it is sent, as set does
+  if (replicated()) {
+    if (ttl >= 0) add_number(line, 'T', static_cast<std::uint64_t>(ttl));
+    line += tail;
+    line += "\r\n";
+    const ReplicaOp op = cmd == Command::kMetaGet    ? ReplicaOp::kRead
+                         : bin_parser_.cas() != 0 ? ReplicaOp::kCas
+                                                  : ReplicaOp::kWrite;
+    if (with_data) {
+      replicate(m, key, {line, value, "\r\n"}, op);
+    } else {
+      replicate(m, key, {line}, op);
+    }
+    return;
+  }
   NodeId node = kNoNode;
   if (!route(key, m, node)) return;
   // Safe failover and warm-up name the key in text commands: a base64 key goes straight to its

@@ -34,13 +34,21 @@ void Client::meta() {
   if (write || (cmd == Command::kMetaGet && (parser_.has_flag('T') || parser_.has_flag('N')))) {
     hot_wrote(key, m);  // before it is sent, as set does
   }
+  const std::string_view mn = m->quiet ? std::string_view("mn\r\n") : std::string_view();
+  if (replicated()) {
+    // mg and me read; a C flag compares the first home's cas (session_replicas.cc).
+    const ReplicaOp op = !write                  ? ReplicaOp::kRead
+                         : parser_.has_flag('C') ? ReplicaOp::kCas
+                                                 : ReplicaOp::kWrite;
+    replicate(m, key, {parser_.request(in), mn}, op);
+    return;
+  }
   NodeId node = kNoNode;
   if (!route(key, m, node)) return;
   // Safe failover: noted like set/delete/incr. A binary key that is not a valid text key is
   // not noted: the return sweep (membership/failback.cc) deletes noted keys with plain `md`.
   const bool fallback =
       write && (!parser_.key_binary() || text_key_ok(key)) && note_fallback_write(key, node);
-  const std::string_view mn = m->quiet ? std::string_view("mn\r\n") : std::string_view();
   std::string line;
   // A store on a fallback lives failover_ttl at most, as set's exptime does there.
   const bool capped = fallback && cmd == Command::kMetaSet && pool_->config.failover_ttl_ms != 0 &&

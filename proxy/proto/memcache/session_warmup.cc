@@ -22,12 +22,6 @@ namespace chash::proxy::memcache {
 
 namespace {
 
-std::string server_error(std::string_view text) {
-  std::string out = "SERVER_ERROR ";
-  for (const char c : text) out += (c == '\r' || c == '\n') ? ' ' : c;
-  return out + "\r\n";
-}
-
 // A VA reply ("VA 3 t12 f5\r\nabc\r\n"): the value, its TTL (-1: none) and flags.
 struct Found {
   std::string_view data;
