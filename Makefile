@@ -12,7 +12,7 @@ PEER_NODES ?= 10,100,1000
 PEER_KEYS ?= 100000
 PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build bindings bench-bindings release install package wheel demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-resize bench-fleet bench-hotkeys bench-pubsub bench-route soak chaos compat-vectors redis-suite twemproxy-suite clean
+.PHONY: all bootstrap build bindings bench-bindings release install package wheel demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-resize bench-fleet bench-hotkeys bench-pubsub bench-memcached bench-route soak chaos compat-vectors redis-suite twemproxy-suite clean
 
 all: build
 
@@ -208,6 +208,16 @@ bench-hotkeys: release
 	cmake --build build-release -j $(JOBS) --target chash-proxy
 	CHASH_PROXY=$(CURDIR)/build-release/chash-proxy python3 bench/hotkeys/run.py \
 	  --out $(CURDIR)/build-release/bench-hotkeys $(HOTKEYS_FLAGS)
+
+# Replicated memcache pools through faults (docs/MEMCACHED.md "Replicated pools"): a write-heavy
+# Zipf load, plain vs `replicas: 3` side by side, 3 memcached each on 127.0.0.1, one killed and
+# restarted empty, one stopped and resumed; lost writes, stale reads, proxy CPU per request. ~40 s.
+# Knobs: MEMCACHED_BENCH_FLAGS="--duration 60 --keys 5000 --write-ratio 0.5"
+MEMCACHED_BENCH_FLAGS ?=
+bench-memcached: release
+	cmake --build build-release -j $(JOBS) --target chash-proxy
+	python3 bench/memcached/run.py --chash-proxy $(CURDIR)/build-release/chash-proxy \
+	  --out $(CURDIR)/build-release/bench-memcached $(MEMCACHED_BENCH_FLAGS)
 
 # Jepsen-style histories under faults (docs/RELIABILITY.md "Histories under faults"): chash-proxy
 # through etcd (3 proxies, 3 etcd members), on staggered file reloads, alone with safe return,

@@ -781,6 +781,14 @@ class PoolParser {
           "missed a write has the key deleted before it serves again)");
     }
     if (p_.hash_balance_factor != 0) refuse("replicas and hash_balance_factor do not go together");
+    // Warm-up and the rebalances it ends with move a key to its one new owner and delete it at
+    // the old: here that deleted the copies a returned home's other homes held (bench-memcached:
+    // 8 acknowledged writes of 500 keys lost). A replicated read asks the other homes instead.
+    if (warmup_line_ && p_.warmup) {
+      fail_at(ctx_.source, *warmup_line_,
+              where_ + ": a replicated pool reads a key from its other homes; drop warmup");
+    }
+    p_.warmup = false;
   }
 
   std::string preset_of_distribution(const YAML::Node& node) const {

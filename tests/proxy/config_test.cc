@@ -468,6 +468,9 @@ TEST(ConfigTest, ReplicasAreCheckedWhereTheyCannotWork) {
                 .find("t.yml:5: pool 'p': 'replicas' applies to memcache pools only"),
             std::string::npos);
   EXPECT_NE(error_of(head + "  replicas: 9\n" + servers).find("replicas"), std::string::npos);
+  EXPECT_FALSE(c.pools[0].warmup);  // warm-up's moves would delete the other homes' copies
+  EXPECT_NE(error_of(head + "  replicas: 2\n  warmup: true\n" + servers).find("drop warmup"),
+            std::string::npos);
 }
 
 }  // namespace
