@@ -12,7 +12,7 @@ PEER_NODES ?= 10,100,1000
 PEER_KEYS ?= 100000
 PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build bindings bench-bindings release install package wheel demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-resize bench-fleet bench-hotkeys bench-pubsub bench-memcached bench-route soak chaos compat-vectors redis-suite twemproxy-suite clean
+.PHONY: all bootstrap build bindings bench-bindings release install package wheel demo test unit-test asan tsan fuzz bench bench-peers bench-python bench-proxy bench-resize bench-fleet bench-hotkeys bench-pubsub bench-memcached bench-route soak chaos compat-vectors redis-suite memcached-suite twemproxy-suite clean
 
 all: build
 
@@ -252,6 +252,13 @@ soak: bootstrap
 redis-suite: build
 	REDIS_SRC=$(REDIS_SRC) CHASH_PROXY=$(CURDIR)/$(BUILD)/chash-proxy OUT=$(CURDIR)/$(BUILD)/redis-suite \
 	  bash tests/redis_suite/run.sh
+
+# memcached's own t/*.t (Perl, prove) directly against memcached and through a chash-proxy pool of
+# one memcached (docs/COMPATIBILITY.md); MEMCACHED_SRC is a checkout of memcached 1.6.18 made by
+# the caller (nothing is downloaded). Knobs: MODES, FILES, FILE_TIMEOUT (seconds per file, 300).
+memcached-suite: build
+	MEMCACHED_SRC=$(MEMCACHED_SRC) CHASH_PROXY=$(CURDIR)/$(BUILD)/chash-proxy OUT=$(CURDIR)/$(BUILD)/memcached-suite \
+	  bash tests/memcached_suite/run.sh
 
 # twemproxy's own nose tests against nutcracker and chash-proxy (TWEMPROXY_SRC: a checkout).
 twemproxy-suite: build

@@ -215,7 +215,8 @@ class OutQueue {
   // `slice`: charge the chunk (at least half of it) while it is queued; the queue's own block
   // is not charged beyond the bytes.
   void push(Chunk* c, const char* data, std::size_t len, bool slice);
-  // Moves `len` bytes of chunk c in or out of its count (frags: +1 / -1 / 0 slices).
+  // Adds `add` and takes `remove` queued bytes of chunk c from its count (frags: +1 / -1 / 0
+  // slices), and the queue's extra_ (what its chunks pin beyond their queued bytes) in step.
   void recharge(Chunk* c, std::size_t add, std::size_t remove, int frags) noexcept;
   void advance(std::size_t n) noexcept;
   int fill(iovec* iov, int max) const noexcept;

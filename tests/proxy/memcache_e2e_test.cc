@@ -331,6 +331,49 @@ TEST_F(MemcacheE2E, MultiGetAcrossBackendsInKeyOrderWithMisses) {
 using testing::binary_value;
 using testing::rss_kb;
 
+// memcached 1.6.18's t/getset.t: a set refused as too large leaves no old value behind (the
+// server unlinks it, proto_text.c "Avoid stale data persisting in cache"); through the proxy
+// the old value was still there (`not ok 536 - foo_1049600 == <undef>`). An ms likewise; an
+// add does not unlink, as memcached's does not.
+TEST_F(MemcacheE2E, ASetRefusedAsTooLargeLeavesNoStaleValue) {
+  start_proxy(yaml("  max_value_bytes: 1048576\n"));
+  auto c = client();
+  const std::string big((1 << 20) + 1, 'B');
+  ASSERT_EQ(c.call(set("foo", "MOO")), "STORED\r\n");
+  EXPECT_EQ(c.call(set("foo", big)), "SERVER_ERROR object too large for cache\r\n");
+  EXPECT_EQ(c.call("get foo\r\n"), "END\r\n");
+  EXPECT_EQ(holder("foo"), "");
+  ASSERT_EQ(c.call("ms bar 3 T0\r\nMOO\r\n"), "HD\r\n");
+  EXPECT_EQ(c.call("ms bar " + std::to_string(big.size()) + " T0\r\n" + big + "\r\n"),
+            "SERVER_ERROR object too large for cache\r\n");
+  EXPECT_EQ(c.call("mg bar v\r\n"), "EN\r\n");
+  // A binary (b) key is deleted with md.
+  ASSERT_EQ(c.call("ms Zm9v 3 b\r\nMOO\r\n"), "HD\r\n");  // "foo"
+  EXPECT_EQ(c.call("ms Zm9v " + std::to_string(big.size()) + " b\r\n" + big + "\r\n"),
+            "SERVER_ERROR object too large for cache\r\n");
+  EXPECT_EQ(c.call("get foo\r\n"), "END\r\n");
+  ASSERT_EQ(c.call(set("kept", "MOO")), "STORED\r\n");
+  EXPECT_EQ(c.call(set("kept", big, "add")), "SERVER_ERROR object too large for cache\r\n");
+  EXPECT_EQ(c.call("get kept\r\n"), value("kept", "MOO") + "END\r\n");
+  // noreply: the old value goes, nothing is answered, and the next request is in step.
+  ASSERT_EQ(c.call(set("quiet", "MOO")), "STORED\r\n");
+  ASSERT_TRUE(c.send("set quiet 0 0 " + std::to_string(big.size()) + " noreply\r\n" + big + "\r\n"));
+  EXPECT_EQ(c.call("get quiet\r\n"), "END\r\n");
+}
+
+// memcached (t/malicious-commands.t) closes a connection that sends an HTTP request line.
+TEST_F(MemcacheE2E, AnHttpRequestLineIsClosedWithoutAReply) {
+  start_proxy(yaml(""));
+  for (const char* line : {"GET / HTTP/1.0\r\n", "PUT /asdf HTTP/1.1\r\n", "DELETE HTTP/1.1\r\n"}) {
+    auto c = client();
+    ASSERT_TRUE(c.send(line));
+    EXPECT_EQ(c.read(false), "<eof>") << line;
+  }
+  auto c = client();
+  EXPECT_EQ(c.call("GET /\r\n"), "ERROR\r\n");
+  EXPECT_EQ(c.call(set("k", "v")), "STORED\r\n");
+}
+
 TEST_F(MemcacheE2E, TooLargeValueIsRefusedAndTheConnectionStaysUsable) {
   start_proxy(yaml("  max_value_bytes: 1048576\n"));
   auto c = client();

@@ -151,6 +151,42 @@ TEST(MemcacheParserTest, TooLargeValueIsRefusedAndSwallowed) {
   }
   // noreply silences it, as in memcached.
   EXPECT_EQ(parse_all("set k 0 0 101 noreply\r\n" + std::string(103, 'v'), 0, lim)[0], none(""));
+  // memcached unlinks the old value of a refused set and of a refused ms (any mode), not of a
+  // refused add/replace/append/prepend/cas (proto_text.c, "Avoid stale data persisting").
+  auto unlinks = [&](const std::string& line) {
+    RequestParser p(lim);
+    const std::string buf = line + std::string(101, 'v') + "\r\n";
+    EXPECT_EQ(p.parse(buf), ParseResult::kDone) << line;
+    EXPECT_EQ(p.command(), Command::kNone) << line;
+    const bool u = p.unlink();
+    if (u) {
+      EXPECT_EQ(p.meta_key(buf), "k") << line;
+    }
+    p.next();
+    EXPECT_FALSE(p.unlink()) << line;  // cleared for the next request
+    return u;
+  };
+  EXPECT_TRUE(unlinks("set k 0 0 101\r\n"));
+  EXPECT_TRUE(unlinks("set k 0 0 101 noreply\r\n"));
+  EXPECT_TRUE(unlinks("ms k 101 T0\r\n"));
+  EXPECT_TRUE(unlinks("ms k 101 MA q\r\n"));
+  for (const char* verb : {"add", "replace", "append", "prepend"}) {
+    EXPECT_FALSE(unlinks(std::string(verb) + " k 0 0 101\r\n"));
+  }
+  EXPECT_FALSE(unlinks("cas k 0 0 101 7\r\n"));
+}
+
+// memcached closes, without a reply, a connection whose unknown command line ends in an HTTP
+// version (a browser or an HTTP health check on the memcached port); other unknown lines, and
+// lines its dispatch reads as one of its commands first, get ERROR.
+TEST(MemcacheParserTest, AnHttpRequestLineClosesTheConnection) {
+  for (const char* line : {"GET / HTTP/1.0\r\n", "PUT /asdf HTTP/1.1\r\n", "DELETE HTTP/1.1\r\n",
+                           "HTTP/1.1\r\n", "OPTIONS * HTTP/2\r\n"}) {
+    EXPECT_EQ(parse_all(line), std::vector<std::string>{"FATAL:"}) << line;
+  }
+  EXPECT_EQ(parse_all("GET /\r\n"), std::vector<std::string>{none("ERROR\r\n")});
+  EXPECT_EQ(parse_all("gxx / HTTP/1.0\r\n"), std::vector<std::string>{none("ERROR\r\n")});
+  EXPECT_EQ(parse_all("txx / HTTP/1.0\r\n"), std::vector<std::string>{none("ERROR\r\n")});
 }
 
 // A storage command whose data block arrives later, after earlier requests (or swallowed bytes)

@@ -372,6 +372,14 @@ ParseResult RequestParser::interpret(std::string_view buf) {
     command_ = Command::kUnsupported;
     return ParseResult::kDone;
   }
+  // An HTTP request line (a browser, a health checker pointed at the wrong port): memcached
+  // closes the connection without a word, where its command dispatch falls through to the end
+  // (process_command_ascii: not a two-letter m command, not a word starting g s a c i d t).
+  if (std::string_view("gsacidt").find(name[0]) == std::string_view::npos &&
+      token(buf, n - 1).starts_with("HTTP/")) {
+    reply_ = {};
+    return ParseResult::kError;
+  }
   return done_local(kError, false);
 }
 
@@ -395,6 +403,7 @@ ParseResult RequestParser::storage(std::string_view buf, Command c) {
   }
   if (static_cast<std::uint64_t>(bytes) > limits_.max_value_bytes) {
     swallow_ = static_cast<std::uint64_t>(bytes) + 2;
+    unlink_ = c == Command::kSet;  // memcached unlinks the old value of a failed set only
     return done_local("SERVER_ERROR object too large for cache\r\n");
   }
   flags_ = static_cast<std::uint32_t>(flags);
@@ -457,6 +466,7 @@ ParseResult RequestParser::meta(std::string_view buf, Command c) {
   if (!error.empty() || static_cast<std::size_t>(len) > limits_.max_value_bytes) {
     // From here memcached swallows the data block with the error.
     swallow_ = static_cast<std::uint64_t>(len) + 2;
+    unlink_ = error.empty();  // a failed ms unlinks the old value, whatever its mode
     return done_local(error.empty() ? "SERVER_ERROR object too large for cache\r\n" : error, false);
   }
   bytes_ = static_cast<std::size_t>(len);
@@ -553,6 +563,7 @@ void RequestParser::next() noexcept {
   command_ = Command::kNone;
   reply_ = {};
   noreply_ = false;
+  unlink_ = false;
   meta_flags_ = 0;
   key_binary_ = false;
   if (tokens_.capacity() > 4096) {

@@ -128,6 +128,10 @@ class RequestParser {
   // delete ... noreply is forwarded as "delete <key> 0" (this says to append " 0").
   bool forward_zero() const noexcept { return forward_zero_; }
   bool noreply() const noexcept { return noreply_; }
+  // A set or ms refused as too large (Command::kNone): memcached unlinks the key's old value
+  // before it answers (proto_text.c, "Avoid stale data persisting in cache"), which the proxy
+  // does at the key's backend. Its key: meta_key().
+  bool unlink() const noexcept { return unlink_; }
   // Storage commands: the line's numbers, validated as memcached does, and the data block.
   std::uint32_t flags() const noexcept { return flags_; }
   std::int32_t exptime() const noexcept { return exptime_; }
@@ -186,6 +190,7 @@ class RequestParser {
   std::vector<Span> tokens_;
   std::size_t first_key_ = 0, key_end_ = 0, forward_end_ = 0;
   bool noreply_ = false;
+  bool unlink_ = false;
   bool forward_zero_ = false;
   std::uint32_t flags_ = 0;
   std::int32_t exptime_ = 0;

@@ -163,7 +163,9 @@ void Msg::finish() {
 }
 
 void Msg::emit(net::OutQueue& out) {
-  if (is_binary) {
+  if (!fixed_reply.empty()) {
+    if (!silent) out.append(fixed_reply);
+  } else if (is_binary) {
     emit_binary(out);
   } else if (silent) {
     // noreply: nothing
@@ -368,6 +370,10 @@ void Client::dispatch() {
   switch (cmd) {
     case memcache::Command::kNone:
       // Answered by the parser, as memcached would (or silenced by noreply).
+      if (parser_.unlink()) {
+        unlink_refused(parser_.meta_key(in));
+        return;
+      }
       if (!parser_.reply().empty()) reply_local(std::string(parser_.reply()), true);
       return;
     case memcache::Command::kVersion:
@@ -486,6 +492,29 @@ std::string Client::retrieval_prefix() const {
     prefix += parser_.token(in, i);
   }
   return prefix;
+}
+
+void Client::unlink_refused(std::string_view key) {
+  auto m = new_msg(1);  // silent under noreply, as the refusal is
+  m->fixed_reply = parser_.reply();
+  hot_wrote(key, m);
+  std::string line;
+  if (memcache::text_key_ok(key)) {
+    line = "delete " + std::string(key) + "\r\n";
+  } else {  // a meta request's binary key: only md can name it
+    line = "md ";
+    memcache::base64_encode(key, line);
+    line += " b\r\n";
+    m->meta = true;
+  }
+  if (replicated()) {
+    replicate(m, key, {line}, ReplicaOp::kWrite);
+    return;
+  }
+  NodeId node = kNoNode;
+  if (!route(key, m, node)) return;
+  note_fallback_write(key, node);
+  forward(node, m, 0, {line}, {&key, 1});
 }
 
 void Client::retrieve() {

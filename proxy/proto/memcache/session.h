@@ -80,6 +80,9 @@ struct Msg final : Reply {
   std::uint32_t bin_opaque = 0;
   std::string bin_key;
   bool bin_too_large = false;  // a set refused as too large: answered 0x0003 (its md unlinked)
+  // The reply whatever the backends say (a text set or ms refused as too large, whose key was
+  // deleted at its backend first: Client::unlink_refused).
+  std::string fixed_reply;
   // A Msg of the proxy's own (a warm-up step, proto/memcache/session_warmup.cc): when every
   // part is in, `then` gets it instead of a client.
   std::function<void(Msg&)> then;
@@ -183,6 +186,9 @@ class Client final : public ClientSession {
   // Queues a response of the proxy's own to the current binary packet.
   void binary_local(std::uint16_t status, std::string_view body, bool close_after = false);
   void retrieve();
+  // A set or ms the parser refused as too large: `key` is deleted at its backend (its homes),
+  // as memcached unlinks it, and the refusal answered once that is done.
+  void unlink_refused(std::string_view key);
   // A retrieval's words before its keys: "get", or "gat <exptime>".
   std::string retrieval_prefix() const;
   // mg ms md ma me (proto/memcache/session_meta.cc).

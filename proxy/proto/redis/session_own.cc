@@ -146,6 +146,15 @@ void send_own(Worker& worker, std::size_t pool_index, const std::string& server,
   c->send({bytes}, m, 0);
 }
 
+// Puts back at `server` what blocking pop `name` (`right`: the list's right end) took in `reply`
+// for a client that had gone (nothing for an error or a nil reply).
+void put_back(Worker& worker, std::size_t pool_index, const std::string& server,
+              std::string_view name, bool right, const Msg::Part& reply) {
+  if (reply.type == '-') return;
+  const auto argv = restore_of(name, right, reply.raw.view());
+  if (!argv.empty()) send_own(worker, pool_index, server, argv);
+}
+
 void forget_blocked(std::uint64_t id) {
   std::lock_guard lock(blocked_mu);
   blocked_clients().erase(id);
@@ -263,9 +272,7 @@ void Client::release_blocking(bool abandon) {
   m->blocking = false;
   m->then = [worker = &worker_, pool_index = pool_index_, server = wait->server, name = wait->name,
              right = wait->right](Msg& r) {
-    if (r.parts.empty() || r.parts[0].type == '-') return;
-    const auto argv = restore_of(name, right, r.parts[0].raw.view());
-    if (!argv.empty()) send_own(*worker, pool_index, server, argv);
+    if (!r.parts.empty()) put_back(*worker, pool_index, server, name, right, r.parts[0]);
   };
   wait->abandoned = true;
   if (wait->backend_id != 0) {
@@ -279,9 +286,9 @@ bool Client::blocked_reply_for_departed(Msg& m) {
   // Only a blocking pop's value needs it; its client's EOF is read after this reply when both
   // arrive in one event batch (1 value of 100 lost that way under TSan, ABlockedClients...).
   if (blocking_wait_ == nullptr || !peer_closed()) return false;
-  if (!m.parts.empty() && m.parts[0].type != '-') {
-    const auto argv = restore_of(blocking_wait_->name, blocking_wait_->right, m.parts[0].raw.view());
-    if (!argv.empty()) send_own(worker_, pool_index_, blocking_wait_->server, argv);
+  if (!m.parts.empty()) {
+    put_back(worker_, pool_index_, blocking_wait_->server, blocking_wait_->name,
+             blocking_wait_->right, m.parts[0]);
   }
   return true;
 }
