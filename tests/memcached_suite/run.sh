@@ -61,9 +61,9 @@ if [ -d "$MEMCACHED_SRC/doc" ]; then cp -r "$MEMCACHED_SRC/doc" "$WORK/src/"; fi
 ln -s "$MEMCACHED" "$WORK/src/memcached-debug"
 ln -s "$MEMCACHED" "$WORK/src/memcached"
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+# free_port, start_proxy, stop_all
+# shellcheck source=../suite_lib.sh
+source "$(dirname "$0")/../suite_lib.sh"
 wait_port() {  # port: until a `version` is answered
   for _ in $(seq 1 200); do
     if python3 - "$1" 2>/dev/null <<'EOF'; then return 0; fi
@@ -84,20 +84,6 @@ start_memcached() {  # port dir
   "$MEMCACHED" -l 127.0.0.1 -p "$1" -U 0 -t 4 -m 64 "${user[@]}" >"$2/memcached.log" 2>&1 &
   PIDS+=($!)
   wait_port "$1"
-}
-start_proxy() {  # port config
-  "$CHASH_PROXY" -c "$2" --no-stats -o "$(dirname "$2")/proxy.log" &
-  PIDS+=($!)
-  wait_port "$1"
-}
-stop_all() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do
-    for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
-  PIDS=()
 }
 
 start_mode() {  # mode dir -> sets port (what the tests connect to)

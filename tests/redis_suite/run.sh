@@ -54,9 +54,9 @@ for b in redis-server redis-cli redis-benchmark redis-check-aof redis-check-rdb 
   if command -v "$b" >/dev/null; then ln -s "$(command -v "$b")" "$WORK/src/$b"; fi
 done
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+# free_port, start_proxy, stop_all
+# shellcheck source=../suite_lib.sh
+source "$(dirname "$0")/../suite_lib.sh"
 wait_port() {
   for _ in $(seq 1 200); do
     if redis-cli -h 127.0.0.1 -p "$1" PING >/dev/null 2>&1; then return 0; fi
@@ -71,21 +71,6 @@ start_redis() {  # port dir
     --logfile "$2/redis.log" &
   PIDS+=($!)
   wait_port "$1"
-}
-start_proxy() {  # port config
-  "$CHASH_PROXY" -c "$2" --no-stats -o "$(dirname "$2")/proxy.log" &
-  PIDS+=($!)
-  wait_port "$1"
-}
-stop_all() {
-  # A redis-server still running a script a unit left busy ignores SIGTERM: KILL after 5 s.
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do
-    for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
-  PIDS=()
 }
 
 summary="$OUT/summary.md"
