@@ -116,9 +116,9 @@ tsan: bootstrap
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(TSAN_FLAGS)" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$(TSAN_FLAGS)" \
 	  -DCHASH_BUILD_BENCH=OFF -DCHASH_BUILD_EXAMPLES=OFF >/dev/null
 	cmake --build build-tsan -j $(JOBS) --target chash_concurrency_tests chash_proxy_tests
-	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp \
 	  ./build-tsan/tests/chash_concurrency_tests --gtest_brief=1
-	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp \
 	  bash scripts/gtest-shards.sh $(JOBS) ./build-tsan/tests/proxy/chash_proxy_tests --gtest_brief=1
 
 # libFuzzer (clang) with ASan+UBSan over every parser of untrusted input; FUZZ_SECONDS each,
