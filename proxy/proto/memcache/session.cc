@@ -143,6 +143,7 @@ void Msg::finish() {
   if (write != nullptr) answer_write();
   if (hot_pool != nullptr) {  // a write is answered: see hot_written
     hot_pool->hot.wrote(hot_written);
+    for (const std::string& k : hot_written_more) hot_pool->hot.wrote(k);
     hot_pool.reset();
   }
   if (then) {  // a step of the proxy's own: its parts are for `then`
@@ -542,7 +543,7 @@ void Client::retrieve() {
   // the worker's copy (2, its VALUE block in part_copy, "" for a miss).
   std::vector<char> warm_part;
   std::vector<std::string> part_copy;
-  const bool copies = parser_.command() == memcache::Command::kGet && hot_caching();
+  const bool copies = hot_retrieval(m);
   const bool warming = pool_->warming();
   NodeId olds[kMaxPreviousRoutings];
   key_parts_.clear();

@@ -86,14 +86,16 @@ struct Msg final : Reply {
   // A Msg of the proxy's own (a warm-up step, proto/memcache/session_warmup.cc): when every
   // part is in, `then` gets it instead of a client.
   std::function<void(Msg&)> then;
-  // A `get` of one hot key (hot_cache, proto/memcache/session_hot.cc): its reply fills the
-  // worker's copy if the key's write generation is still `hot_stamp`. Empty: not such a read.
+  // A read of one hot key (hot_cache, proto/memcache/session_hot.cc: a text `get`, an mg
+  // asking `v` and `f`, a binary get): its reply fills the worker's copy if the key's write
+  // generation is still `hot_stamp`. Empty: not such a read.
   std::string hot_key;
   std::uint64_t hot_stamp = 0;
   // A write with hot_cache on: its key's generation is bumped again when it is answered (see
   // proto/redis/session.h, Msg::hot_written).
   std::shared_ptr<PoolShared> hot_pool;
   std::string hot_written;
+  std::vector<std::string> hot_written_more;  // a gat/gats's other keys
   // Replicated pools (session_replicas.cc): a read's keys, one per part (empty: not such a
   // read); a write sent to several homes (null: not one).
   std::vector<ReplicaRead> reads;
@@ -166,19 +168,27 @@ struct WarmOp;
 class Client final : public ClientSession {
  public:
   Client(Worker& worker, std::size_t pool_index, int fd);
-  // hot_cache: `m` (a get of one hot key, Msg::hot_key) is answered: its reply fills the copy.
+  // hot_cache: `m` (a read of one hot key, Msg::hot_key) is answered: its reply fills the copy.
   void hot_fill(const Msg& m);
 
  private:
   friend struct Msg;  // a replicated read goes on to its next home (read_next)
   // Hot keys (proto/memcache/session_hot.cc, docs/HOTKEYS.md): a key for the sketch (sampled);
   // whether copies may answer gets now; a write of `key` (its copies are stale from now on); a
-  // copy of `key` ("" a miss), counted as a hit; `m` marked to fill the copy of hot `key`.
+  // copy of `key` as a text get's VALUE block ("" a miss), counted as a hit; `m` marked to
+  // fill the copy of hot `key`.
   void hot_note(std::string_view key);
   bool hot_caching() const noexcept;
   void hot_wrote(std::string_view key, const Ref<Msg>& m);
   std::optional<std::string> hot_copy(std::string_view key);
   void hot_mark(const Ref<Msg>& m, std::string_view key);
+  // A get/gets/gat/gats `m` is starting: a gat/gats's keys are invalidated (a new exptime);
+  // whether copies may answer it (a `get` while some key is hot).
+  bool hot_retrieval(const Ref<Msg>& m);
+  // The current mg (of hot `key`, sent as part 0 of `m`) answered from the copy when its flags
+  // need nothing else (true); the current binary get likewise (a copy that has the CAS).
+  bool hot_meta_get(const Ref<Msg>& m, std::string_view key);
+  bool hot_binary_get(const Ref<Msg>& m, std::string_view key);
   void process() override;
   void dispatch();
   // The binary protocol (proto/memcache/session_binary.cc): one packet of bin_parser_.

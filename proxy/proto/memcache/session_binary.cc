@@ -349,7 +349,15 @@ void Client::dispatch_binary() {
   m->bin_too_large = too_large;
   if (loud_op == op::kGetK || loud_op == op::kGatK) m->bin_key.assign(key);
   push(m);
-  if (write) hot_wrote(key, m);  // before it is sent, as set does
+  // get/getq/getk/getkq of a hot key: answered from the copy when it has the CAS
+  // (session_hot.cc), else sent and its reply (mg f v c) fills the copy.
+  bool mark = false;
+  if (write) {
+    hot_wrote(key, m);  // before it is sent, as set does
+  } else if ((loud_op == op::kGet || loud_op == op::kGetK) && hot_caching()) {
+    if (hot_binary_get(m, key)) return;
+    mark = true;
+  }
   if (replicated()) {
     if (ttl >= 0) add_number(line, 'T', static_cast<std::uint64_t>(ttl));
     line += tail;
@@ -357,6 +365,7 @@ void Client::dispatch_binary() {
     const ReplicaOp op = cmd == Command::kMetaGet    ? ReplicaOp::kRead
                          : bin_parser_.cas() != 0 ? ReplicaOp::kCas
                                                   : ReplicaOp::kWrite;
+    if (mark) hot_mark(m, key);
     if (with_data) {
       replicate(m, key, {line, value, "\r\n"}, op);
     } else {
@@ -385,6 +394,7 @@ void Client::dispatch_binary() {
     request += crlf;
     if (warm(cmd, key, node, m, 0, std::move(request))) return;
   }
+  if (mark) hot_mark(m, key);
   forward(node, m, 0, {line, data, crlf}, {&key, 1});
 }
 

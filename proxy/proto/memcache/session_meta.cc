@@ -30,9 +30,19 @@ void Client::meta() {
   m->quiet = parser_.quiet();
   const bool write =
       cmd == Command::kMetaSet || cmd == Command::kMetaDelete || cmd == Command::kMetaArithmetic;
-  // mg with T (touch) or N (vivify on miss) changes the item too: a hot copy would be stale.
-  if (write || (cmd == Command::kMetaGet && (parser_.has_flag('T') || parser_.has_flag('N')))) {
+  // mg with T (touch) or N (vivify on miss) changes the item too: a hot copy would be stale. So
+  // may R (recache): when it wins, the item has a recache token out from then on, which every
+  // later mg hit shows as Z (protocol.txt, "Meta Get") — a copy filled before would not.
+  const bool changes = cmd == Command::kMetaGet &&
+                       (parser_.has_flag('T') || parser_.has_flag('N') || parser_.has_flag('R'));
+  // A plain mg of a hot key: answered from the copy when its flags allow (session_hot.cc), else
+  // sent and, when it asks the value and client flags, its reply fills the copy.
+  bool mark = false;
+  if (write || changes) {
     hot_wrote(key, m);  // before it is sent, as set does
+  } else if (cmd == Command::kMetaGet && hot_caching()) {
+    if (hot_meta_get(m, key)) return;
+    mark = parser_.has_flag('v') && parser_.has_flag('f');
   }
   const std::string_view mn = m->quiet ? std::string_view("mn\r\n") : std::string_view();
   if (replicated()) {
@@ -40,6 +50,7 @@ void Client::meta() {
     const ReplicaOp op = !write                  ? ReplicaOp::kRead
                          : parser_.has_flag('C') ? ReplicaOp::kCas
                                                  : ReplicaOp::kWrite;
+    if (mark) hot_mark(m, key);
     replicate(m, key, {parser_.request(in), mn}, op);
     return;
   }
@@ -66,6 +77,7 @@ void Client::meta() {
     forward(node, m, 0, {line, parser_.data(in), "\r\n", mn}, {&key, 1});
     return;
   }
+  if (mark) hot_mark(m, key);  // not a warm-up's: its reply is the request's own
   forward(node, m, 0, {parser_.request(in), mn}, {&key, 1});
 }
 

@@ -195,7 +195,7 @@ void Client::retrieve_replicated() {
   m->retrieval = true;
   const std::string prefix = retrieval_prefix();
   const auto n = static_cast<std::uint32_t>(end - first);
-  const bool copies = parser_.command() == memcache::Command::kGet && hot_caching();
+  const bool copies = hot_retrieval(m);
   std::vector<std::optional<std::string>> copy(n);
   m->reads.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {
