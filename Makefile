@@ -209,10 +209,14 @@ bench-hotkeys: release
 	CHASH_PROXY=$(CURDIR)/build-release/chash-proxy python3 bench/hotkeys/run.py \
 	  --out $(CURDIR)/build-release/bench-hotkeys $(HOTKEYS_FLAGS)
 
-# Replicated memcache pools through faults (docs/MEMCACHED.md "Replicated pools"): a write-heavy
-# Zipf load, plain vs `replicas: 3` side by side, 3 memcached each on 127.0.0.1, one killed and
-# restarted empty, one stopped and resumed; lost writes, stale reads, proxy CPU per request. ~40 s.
-# Knobs: MEMCACHED_BENCH_FLAGS="--duration 60 --keys 5000 --write-ratio 0.5"
+# memcached through chash-proxy, two parts (docs/BENCHMARKS.md "make bench-memcached"), ~90 s.
+# faults (docs/MEMCACHED.md "Replicated pools"): a write-heavy Zipf load, plain vs `replicas: 3`
+# side by side, 3 memcached each on 127.0.0.1, one killed and restarted empty, one stopped and
+# resumed; lost writes, stale reads, proxy CPU per request (~30 s). throughput: chash-proxy's
+# text, meta and binary protocols, nutcracker (text) and memcached directly, each in front of its
+# own memcached, a 90% get load in 1 s rounds taken in turn; requests/s and proxy CPU per request,
+# every reply checked (~50 s). Knobs: MEMCACHED_BENCH_FLAGS="--part throughput --tp-duration 20"
+# or "--part faults --duration 60 --keys 5000 --write-ratio 0.5" (python3 bench/memcached/run.py --help)
 MEMCACHED_BENCH_FLAGS ?=
 bench-memcached: release
 	cmake --build build-release -j $(JOBS) --target chash-proxy
