@@ -83,6 +83,41 @@ func TestBatchEqualsSingleCalls(t *testing.T) {
 	}
 }
 
+// Batches go to C in chunks (batchKeys keys, batchBytes bytes) packed by hand for keys of 4 to 32
+// bytes: every key length 0..80 at every position of a chunk, keys that do not fit the rest of a
+// chunk's buffer, and keys longer than the whole buffer (routed alone) must route as one by one.
+func TestBatchChunksEqualSingleCalls(t *testing.T) {
+	r := mustPreset(t, "groupcache", nodes)
+	var keys []string
+	for i := 0; i < 5000; i++ {
+		k := strings.Repeat(string(rune('a'+i%26)), i%81) // lengths 0..80
+		if len(k) > 0 {
+			k = k[:len(k)-1] + string(rune('0'+i%10)) // the last byte matters too
+		}
+		keys = append(keys, k)
+		switch i {
+		case 700, 2047:
+			keys = append(keys, strings.Repeat("x", batchBytes), strings.Repeat("y", batchBytes+1))
+		case 1500:
+			keys = append(keys, strings.Repeat("z", batchBytes-100), "tail-of-a-full-buffer")
+		}
+	}
+	idx := r.RouteAllIndexes(keys, make([]int32, 3)) // a short out slice is replaced
+	names := r.RouteAll(keys)
+	if len(idx) != len(keys) || len(names) != len(keys) {
+		t.Fatalf("lengths %d %d, want %d", len(idx), len(names), len(keys))
+	}
+	for i, k := range keys {
+		if want := r.RouteIndex(k); int(idx[i]) != want || names[i] != r.Route(k) {
+			t.Fatalf("key %d (%d bytes): batch %d %q, single %d %q", i, len(k), idx[i], names[i], want, r.Route(k))
+		}
+	}
+	reuse := make([]int32, len(keys)+10)
+	if got := r.RouteAllIndexes(keys, reuse); &got[0] != &reuse[0] || len(got) != len(keys) {
+		t.Fatal("a large enough out slice is not reused")
+	}
+}
+
 func TestUnroutableKeys(t *testing.T) {
 	r := mustPreset(t, "nginx-ip-hash", []string{"a", "b"})
 	if r.RouteIndex("not an address") != NoNode || r.Route("not an address") != "" {
