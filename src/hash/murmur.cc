@@ -5,8 +5,9 @@
 // Written here rather than linked: no Debian package ships a C/C++ library that exports all of
 // MurmurHash3_x86_32, MurmurHash3_x64_128, MurmurHash64A and MurmurHash2 under a stable ABI
 // (libmurmurhash has MurmurHash3 only; spaCy's python3-murmurhash bundles them privately), and
-// the functions are a few dozen lines each. Blocks are read little-endian byte by byte, so the
-// results equal the reference on x86 (where it reads words in place) on every host.
+// the functions are a few dozen lines each. Blocks are read little-endian (bytes assembled, or a
+// word swapped on big-endian hosts), so the results equal the reference on x86 (where it reads
+// words in place) on every host.
 //
 // Pinned in tests/hash/ to SMHasher's verification values (Murmur3A 0xB0F57EE3, Murmur3F
 // 0x6384BA69, Murmur2 0x27864C1E, Murmur2B 0x1F0D3804) and to peers' outputs: Guava's
@@ -17,6 +18,7 @@
 #include <cstdint>
 
 #include "chash/hash.h"
+#include "murmur3_x64.h"
 
 namespace chash::hash {
 namespace {
@@ -92,65 +94,7 @@ std::uint32_t murmur3_x86_32(std::string_view data, std::uint32_t seed) noexcept
 // ---- MurmurHash3 x64_128 ----------------------------------------------------------------------
 
 Hash128 murmur3_x64_128(std::string_view data, std::uint32_t seed) noexcept {
-  constexpr std::uint64_t c1 = 0x87c37b91114253d5ull;
-  constexpr std::uint64_t c2 = 0x4cf5ad432745937full;
-  const unsigned char* p = bytes_of(data);
-  const std::size_t len = data.size();
-  const std::size_t nblocks = len / 16;
-
-  // SMHasher zero-extends the 32-bit seed. (Guava sign-extends its int seed, so the two agree
-  // for seeds below 2^31 only.)
-  std::uint64_t h1 = seed;
-  std::uint64_t h2 = seed;
-
-  for (std::size_t i = 0; i < nblocks; ++i) {
-    std::uint64_t k1 = load64le(p + 16 * i);
-    std::uint64_t k2 = load64le(p + 16 * i + 8);
-
-    k1 *= c1;
-    k1 = std::rotl(k1, 31);
-    k1 *= c2;
-    h1 ^= k1;
-    h1 = std::rotl(h1, 27);
-    h1 += h2;
-    h1 = h1 * 5 + 0x52dce729u;
-
-    k2 *= c2;
-    k2 = std::rotl(k2, 33);
-    k2 *= c1;
-    h2 ^= k2;
-    h2 = std::rotl(h2, 31);
-    h2 += h1;
-    h2 = h2 * 5 + 0x38495ab5u;
-  }
-
-  const unsigned char* tail = p + 16 * nblocks;
-  const std::size_t rest = len & 15;
-  // Bytes 8..14 of the tail feed k2, bytes 0..7 feed k1.
-  if (rest > 8) {
-    std::uint64_t k2 = tail_le(tail + 8, rest - 8);
-    k2 *= c2;
-    k2 = std::rotl(k2, 33);
-    k2 *= c1;
-    h2 ^= k2;
-  }
-  if (rest > 0) {
-    std::uint64_t k1 = tail_le(tail, rest < 8 ? rest : 8);
-    k1 *= c1;
-    k1 = std::rotl(k1, 31);
-    k1 *= c2;
-    h1 ^= k1;
-  }
-
-  h1 ^= static_cast<std::uint64_t>(len);
-  h2 ^= static_cast<std::uint64_t>(len);
-  h1 += h2;
-  h2 += h1;
-  h1 = mix64(h1);  // mix64 is MurmurHash3's fmix64.
-  h2 = mix64(h2);
-  h1 += h2;
-  h2 += h1;
-  return Hash128{h1, h2};
+  return internal::murmur3_x64_128_inline(data, seed);  // murmur3_x64.h: shared with batches
 }
 
 std::array<std::uint8_t, 16> Hash128::bytes() const noexcept {

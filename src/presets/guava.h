@@ -15,7 +15,8 @@ namespace chash::presets {
 std::uint32_t guava_consistent_hash(std::uint64_t input, std::uint32_t buckets) noexcept;
 
 // out[i] = guava_consistent_hash(inputs[i], buckets) for i < n, several inputs in lockstep
-// (32 AVX2 lanes where the CPU has AVX2, then 8 SSE2 lanes, then one at a time).
+// (AVX2 lanes with the unfinished keys packed between rounds where the CPU has AVX2, else 8
+// SSE2 lanes, then one at a time).
 void guava_consistent_hash_batch(const std::uint64_t* inputs, std::size_t n, std::uint32_t buckets,
                                  NodeId* out) noexcept;
 

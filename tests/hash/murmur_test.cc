@@ -4,9 +4,11 @@
 // libhashkit): golden_vectors_test.cc.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +58,24 @@ TEST(MurmurTest, SmhasherVerificationMurmur3F) {
               return std::vector<std::uint8_t>(b.begin(), b.end());
             }),
             0x6384BA69u);
+}
+
+// The x64_128 tail is read with overlapping word loads (src/hash/murmur3_x64.h): the same value
+// wherever the key lies, and (under ASan, with each key in an allocation of its exact size) no
+// byte outside it is read.
+TEST(MurmurTest, X64_128TheSameAtEveryAlignmentReadingOnlyTheKey) {
+  for (std::size_t len = 0; len <= 80; ++len) {
+    std::string ref(len, '\0');
+    for (std::size_t i = 0; i < len; ++i) ref[i] = static_cast<char>(i * 37 + len * 11 + 1);
+    const Hash128 want = murmur3_x64_128(ref, 7);
+    for (std::size_t offset = 0; offset < 8; ++offset) {
+      std::unique_ptr<char[]> exact(new char[offset + len + (offset + len == 0 ? 1 : 0)]);
+      std::copy(ref.begin(), ref.end(), exact.get() + offset);
+      const Hash128 got = murmur3_x64_128(std::string_view(exact.get() + offset, len), 7);
+      EXPECT_EQ(got.h1, want.h1) << "len " << len << " offset " << offset;
+      EXPECT_EQ(got.h2, want.h2) << "len " << len << " offset " << offset;
+    }
+  }
 }
 
 TEST(MurmurTest, SmhasherVerificationMurmur2) {

@@ -12,6 +12,7 @@
 #include "chash/error.h"
 #include "chash/preset.h"
 #include "guava.h"
+#include "java_text.h"
 
 namespace chash {
 namespace {
@@ -125,9 +126,62 @@ TEST(GuavaPresetTest, AddingABucketMovesKeysOnlyToIt) {
   }
 }
 
-// The lanes (AVX2 32, SSE2 8, then one at a time) equal the loop, on random inputs and on inputs
-// that make nextDouble() -1.0 (the int wrap at 2^31) at step 1..6, at bucket counts up to
-// Integer.MAX_VALUE, for batch lengths that use every path.
+// The lanes (AVX2 with packing between rounds of 256-key chunks, or SSE2 8, then one at a time)
+// equal the loop, on random inputs and on inputs that make nextDouble() -1.0 (the int wrap at
+// 2^31) at step 1..6, at bucket counts up to Integer.MAX_VALUE, for batch lengths that use every
+// path.
+// The one-pass UTF-8 check guava_key_hash uses equals the JDK decoder's view (java_utf8_clean) on
+// every string of one and two bytes, every three-byte string that starts with a lead byte
+// (C0..FF: the others begin with a one-byte unit, which the two-byte strings cover after it),
+// and on random longer ones.
+TEST(GuavaPresetTest, WellFormedUtf8IsWhatTheJdkDecoderAccepts) {
+  std::string s;
+  for (std::uint32_t v = 0; v < (1u << 24); ++v) {
+    for (std::size_t len = 1; len <= 3; ++len) {
+      if (len < 3 && (v >> (8 * len)) != 0) continue;
+      if (len == 3 && (v & 0xFF) < 0xC0) continue;
+      s.resize(len);
+      for (std::size_t i = 0; i < len; ++i) s[i] = static_cast<char>(v >> (8 * i));
+      ASSERT_EQ(presets::utf8_well_formed(s), presets::java_utf8_clean(s)) << v << "/" << len;
+    }
+  }
+  std::mt19937_64 rng(5);
+  for (int k = 0; k < 200000; ++k) {
+    s.resize(4 + rng() % 12);
+    for (char& c : s) {
+      // Mostly the bytes that start or continue sequences, so that long valid runs occur.
+      const std::uint64_t r = rng();
+      c = static_cast<char>(r % 4 == 0 ? r >> 8 : 0x80 + (r >> 8) % 0x78);
+    }
+    ASSERT_EQ(presets::utf8_well_formed(s), presets::java_utf8_clean(s)) << k;
+  }
+}
+
+// Batches of Guava keys hash the short ASCII ones four at a time: every length around the 8- and
+// 16-byte edges, with the top ASCII values and NUL, and non-ASCII keys between them.
+TEST(GuavaPresetTest, BatchEqualsRouteOnKeysOfEveryShortLength) {
+  std::vector<Node> nodes;
+  for (int i = 0; i < 1000; ++i) nodes.push_back({"n" + std::to_string(i), 1});
+  const auto p = make_preset("guava", nodes);
+  std::mt19937_64 rng(9);
+  std::vector<std::string> keys;
+  for (int round = 0; round < 40; ++round) {
+    for (std::size_t len = 0; len <= 33; ++len) {
+      std::string k(len, '\0');
+      for (char& c : k) c = static_cast<char>(rng() % 3 == 0 ? 0x7F - rng() % 2 : rng() % 0x80);
+      keys.push_back(k);
+      if (rng() % 5 == 0) keys.push_back(k + "\xC3\xA9");  // é
+      if (rng() % 9 == 0) keys.push_back(k + "\xFF");      // malformed: U+FFFD for Java
+    }
+  }
+  const std::vector<std::string_view> views(keys.begin(), keys.end());
+  std::vector<NodeId> out(views.size());
+  p->route_batch(views, out);
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    ASSERT_EQ(out[i], p->route(views[i])) << "key " << i << " of " << views[i].size() << " bytes";
+  }
+}
+
 TEST(GuavaPresetTest, ConsistentHashLanesEqualTheLoop) {
   constexpr std::uint64_t kMul = 2862933555777941757ULL;
   std::uint64_t inverse = kMul;  // kMul^-1 mod 2^64 by Newton's iteration (kMul is odd)
@@ -143,13 +197,14 @@ TEST(GuavaPresetTest, ConsistentHashLanesEqualTheLoop) {
       inputs.push_back(state);
     }
   }
-  while (inputs.size() < 200) inputs.push_back(rng());
+  while (inputs.size() < 700) inputs.push_back(rng());
   std::shuffle(inputs.begin(), inputs.end(), rng);
   for (const std::uint32_t buckets :
        {1u, 2u, 3u, 10u, 100u, 1000u, 65536u, 1000003u, 2147483647u}) {
     for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{15},
                                 std::size_t{16}, std::size_t{17}, std::size_t{31}, std::size_t{32},
-                                std::size_t{33}, std::size_t{64}, std::size_t{200}}) {
+                                std::size_t{33}, std::size_t{64}, std::size_t{200},
+                                std::size_t{300}, std::size_t{700}}) {
       std::vector<NodeId> out(n);
       presets::guava_consistent_hash_batch(inputs.data(), n, buckets, out.data());
       for (std::size_t i = 0; i < n; ++i) {
