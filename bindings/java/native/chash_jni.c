@@ -160,32 +160,53 @@ JNIEXPORT jint JNICALL Java_dev_chash_Router_nativeRoute(JNIEnv* env, jclass cls
   return id == CHASH_NO_NODE ? -1 : (jint)id;
 }
 
-/* The batch: keys packed in one byte[] with offsets (KeyPack.java), routed straight into the
- * int[] out (bindings/common/chash_packed.h). */
-JNIEXPORT void JNICALL Java_dev_chash_Router_nativeRouteBatch(JNIEnv* env, jclass cls, jlong h,
-                                                              jbyteArray packed,
-                                                              jintArray offsets, jint count,
-                                                              jintArray out) {
-  (void)cls;
-  if (count < 0 || (*env)->GetArrayLength(env, offsets) < count + 1 ||
-      (*env)->GetArrayLength(env, out) < count) {
+/* The batch, a chunk of keys per call: packed end to end with offsets (KeyPack.java), either as
+ * bytes (byte[]) or as Strings' UTF-16 units (char[]), routed straight into out[out_at ..]
+ * (bindings/common/chash_packed.h). */
+static void route_packed_batch(JNIEnv* env, jlong h, jarray packed, int utf16, jintArray offsets,
+                               jint count, jintArray out, jint out_at) {
+  if (count < 0 || out_at < 0 || (*env)->GetArrayLength(env, offsets) < count + 1 ||
+      (*env)->GetArrayLength(env, out) - out_at < count) {
     throw_named(env, "java/lang/IllegalArgumentException", "chash: batch arrays too short");
     return;
   }
   jsize packed_len = (*env)->GetArrayLength(env, packed);
-  char* bytes = (*env)->GetPrimitiveArrayCritical(env, packed, NULL);
-  jint* offs = bytes ? (*env)->GetPrimitiveArrayCritical(env, offsets, NULL) : NULL;
+  void* keys = (*env)->GetPrimitiveArrayCritical(env, packed, NULL);
+  jint* offs = keys ? (*env)->GetPrimitiveArrayCritical(env, offsets, NULL) : NULL;
   jint* ids = offs ? (*env)->GetPrimitiveArrayCritical(env, out, NULL) : NULL;
   int rc = CHASH_OK;
   if (ids != NULL) {
     /* CHASH_NO_NODE is 0xFFFFFFFF: read as a Java int it is already -1. */
-    rc = chash_route_packed(ROUTER(h), bytes, (size_t)packed_len, (const int32_t*)offs,
-                            (size_t)count, (uint32_t*)ids);
+    uint32_t* into = (uint32_t*)ids + out_at;
+    rc = utf16 ? chash_route_packed_utf16(ROUTER(h), (const uint16_t*)keys, (size_t)packed_len,
+                                          (const int32_t*)offs, (size_t)count, into)
+               : chash_route_packed(ROUTER(h), (const char*)keys, (size_t)packed_len,
+                                    (const int32_t*)offs, (size_t)count, into);
   }
   if (ids != NULL) (*env)->ReleasePrimitiveArrayCritical(env, out, ids, 0);
   if (offs != NULL) (*env)->ReleasePrimitiveArrayCritical(env, offsets, offs, JNI_ABORT);
-  if (bytes != NULL) (*env)->ReleasePrimitiveArrayCritical(env, packed, bytes, JNI_ABORT);
-  if (rc != CHASH_OK) throw_named(env, "java/lang/IllegalArgumentException", "chash: bad batch offsets");
+  if (keys != NULL) (*env)->ReleasePrimitiveArrayCritical(env, packed, keys, JNI_ABORT);
+  if (rc == CHASH_ERR_NO_MEMORY) {
+    throw_named(env, "java/lang/OutOfMemoryError", "chash: out of memory");
+  } else if (rc != CHASH_OK) {
+    throw_named(env, "java/lang/IllegalArgumentException", "chash: bad batch offsets");
+  }
+}
+
+JNIEXPORT void JNICALL Java_dev_chash_Router_nativeRouteBatch(JNIEnv* env, jclass cls, jlong h,
+                                                              jbyteArray packed,
+                                                              jintArray offsets, jint count,
+                                                              jintArray out, jint out_at) {
+  (void)cls;
+  route_packed_batch(env, h, packed, 0, offsets, count, out, out_at);
+}
+
+JNIEXPORT void JNICALL Java_dev_chash_Router_nativeRouteBatchUtf16(JNIEnv* env, jclass cls,
+                                                                   jlong h, jcharArray chars,
+                                                                   jintArray offsets, jint count,
+                                                                   jintArray out, jint out_at) {
+  (void)cls;
+  route_packed_batch(env, h, chars, 1, offsets, count, out, out_at);
 }
 
 JNIEXPORT jint JNICALL Java_dev_chash_Router_nativeRouteN(JNIEnv* env, jclass cls, jlong h,

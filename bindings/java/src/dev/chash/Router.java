@@ -119,12 +119,15 @@ public final class Router implements AutoCloseable {
 
   /**
    * The owners' indexes of {@code keys} (-1 for a key that cannot be routed): one native call
-   * for the whole array (chash_route_batch, which hashes keys side by side), so this is the
-   * fast way to route many keys.
+   * per 1024 keys (chash_route_batch, which hashes keys side by side), so this is the fast way
+   * to route many keys.
    */
   public int[] routeAllIndexes(String[] keys) {
     Objects.requireNonNull(keys, "keys");
-    return routeBatch(KeyPack.of(keys), keys.length);
+    return routeChunks(keys.length, (pack, at, n, out) -> {
+      pack.chars(keys, at, n);
+      nativeRouteBatchUtf16(live(), pack.chars, pack.offsets, n, out, at);
+    });
   }
 
   /** The owners of raw {@code keys}, in order (null for a key that cannot be routed). */
@@ -134,19 +137,30 @@ public final class Router implements AutoCloseable {
 
   /**
    * The owners' indexes of raw {@code keys} (-1 for a key that cannot be routed), each key's
-   * bytes as given — binary keys, or keys the caller keeps encoded — in one native call, as
+   * bytes as given — binary keys, or keys the caller keeps encoded — batched as
    * {@link #routeAllIndexes(String[])}.
    */
   public int[] routeAllIndexes(byte[][] keys) {
     Objects.requireNonNull(keys, "keys");
-    return routeBatch(KeyPack.of(keys), keys.length);
+    return routeChunks(keys.length, (pack, at, n, out) -> {
+      pack.bytes(keys, at, n);
+      nativeRouteBatch(live(), pack.bytes, pack.offsets, n, out, at);
+    });
   }
 
-  // One native call for a packed batch of n keys.
-  private int[] routeBatch(KeyPack pack, int n) {
-    int[] out = new int[n];
+  // Packs and routes keys [at, at + n) into out[at ..] (one native call).
+  private interface Chunk {
+    void route(KeyPack pack, int at, int n, int[] out);
+  }
+
+  // A batch of `count` keys, KeyPack.CHUNK at a time through one KeyPack's reused buffers.
+  private int[] routeChunks(int count, Chunk chunk) {
+    int[] out = new int[count];
+    KeyPack pack = new KeyPack();
     try {
-      nativeRouteBatch(live(), pack.bytes, pack.offsets, n, out);
+      for (int at = 0; at < count; at += KeyPack.CHUNK) {
+        chunk.route(pack, at, Math.min(KeyPack.CHUNK, count - at), out);
+      }
     } finally {
       Reference.reachabilityFence(this);
     }
@@ -383,8 +397,13 @@ public final class Router implements AutoCloseable {
 
   private static native int nativeRoute(long handle, byte[] key);
 
+  // Keys packed a chunk at a time (KeyPack); their owners go to out[outAt .. outAt + count).
   private static native void nativeRouteBatch(long handle, byte[] packed, int[] offsets, int count,
-      int[] out);
+      int[] out, int outAt);
+
+  // Keys as UTF-16 units, each routed as its String.getBytes(UTF_8) (encoded in C).
+  private static native void nativeRouteBatchUtf16(long handle, char[] chars, int[] offsets,
+      int count, int[] out, int outAt);
 
   private static native int nativeRouteN(long handle, byte[] key, int[] out);
 

@@ -86,6 +86,42 @@ class RouterTest {
     }
   }
 
+  // String batches go to C as UTF-16 and are encoded there (bindings/common/chash_packed.h): each
+  // key must route as String.getBytes(UTF_8) does, unpaired surrogates ('?') included, for keys
+  // that fill the stack buffer (2000 chars) and keys longer than all of it (6000 chars).
+  @Test
+  void stringBatchRoutesEachKeyAsItsUtf8Bytes() {
+    java.util.Random rnd = new java.util.Random(11);
+    java.util.List<String> list = new java.util.ArrayList<>();
+    String[] odd = {"\uD83D", "a\uD83D", "\uD83Db", "\uDE00", "x\uDE00\uD83D", "\uD83D\uD83D\uDE00",
+        "\uDE00\uD83D", "\u0000", "caf\u00e9", "\u00ff\u0100\u07ff\u0800\uffff", "", "\uD7FF\uE000"};
+    list.addAll(java.util.Arrays.asList(odd));
+    for (int i = 0; i < 400; i++) {
+      char[] c = new char[rnd.nextInt(24)];
+      for (int j = 0; j < c.length; j++) {
+        c[j] = (char) (rnd.nextInt(4) == 0 ? 0xD800 + rnd.nextInt(0x800) : rnd.nextInt(0x10000));
+      }
+      list.add(new String(c));
+    }
+    for (int len : new int[] {2000, 2000, 2000, 5461, 5462, 6000}) {
+      StringBuilder b = new StringBuilder();
+      for (int j = 0; j < len; j++) {
+        b.append((char) ('a' + rnd.nextInt(26)));
+      }
+      list.add(b.toString());
+      list.addAll(java.util.Arrays.asList(Keys.make(50)));
+    }
+    String[] keys = list.toArray(new String[0]);
+    try (Router r = Router.preset("ketama", "10.0.0.1:11211", "10.0.0.2:11211", "10.0.0.3:11211",
+        "10.0.0.4:11211")) {
+      int[] batch = r.routeAllIndexes(keys);
+      for (int i = 0; i < keys.length; i++) {
+        assertEquals(r.routeIndex(keys[i].getBytes(StandardCharsets.UTF_8)), batch[i], "key " + i);
+        assertEquals(r.routeIndex(keys[i]), batch[i], "key " + i);
+      }
+    }
+  }
+
   @Test
   void keysThatCannotBeRoutedAreNull() {
     try (Router r = Router.preset("nginx-ip-hash", "a", "b")) {
