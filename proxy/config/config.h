@@ -244,6 +244,18 @@ struct PoolConfig {
   // on a miss or an error. 1: not replicated.
   std::uint32_t replicas = 1;
   WritePolicy write_policy = WritePolicy::kMajority;
+  // The failover route of memcache pools with one owner per key (`failover:`, docs/MEMCACHED.md
+  // "Failover route"; mcrouter's FailoverRoute / MissFailoverRoute): a request its owner fails
+  // (a SERVER_ERROR, a timeout, a failed connection) goes to the key's next distinct owners that
+  // are up, `tries` owners in all, before the owner is ejected. A write that moved on has the key
+  // noted in the absence logs of the owners that failed it (deleted there before their next use
+  // of it) and its TTL capped at failover_ttl. 1: no failover.
+  struct Failover {
+    std::uint32_t tries = 1;
+    bool on_miss = false;               // reads move on on a miss too (MissFailoverRoute)
+    bool return_best_on_error = false;  // every owner failed and one missed: the miss answers
+  };
+  Failover failover;
   // Hot keys (redis, memcache pools; docs/HOTKEYS.md): sampled and shown (hot_keys), their reads
   // answered from a short-TTL copy (hot_cache) or spread over the owner's replicas (hot_reads).
   hotkeys::Config hot_keys;

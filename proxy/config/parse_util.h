@@ -38,7 +38,7 @@ inline constexpr std::string_view kPoolKeys[] = {
     "failover_invalidate", "failover_track_keys", "failover_overflow", "allow_flushall",
     "allow_config_set", "max_blocked_clients", "client_output_limit",
     "max_own_connections", "membership", "hot_keys", "hot_cache", "hot_reads",
-    "replicas", "write_policy"};
+    "replicas", "write_policy", "failover"};
 
 inline constexpr std::string_view kGlobalKeys[] = {
     "workers", "admin", "admin_auth", "admin_tls", "stats", "stats_interval", "drain_timeout",

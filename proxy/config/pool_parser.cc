@@ -52,6 +52,7 @@ class PoolParser {
     finish_source(so_far);
     finish_routing();
     finish_replicas();
+    finish_failover();
     finish_passwords();
     check_builds();
     check_listen_unique(so_far);
@@ -553,6 +554,8 @@ class PoolParser {
                 where_ + ": unknown write_policy '" + t.substr(0, 40) + "' (all, majority, one)");
       }
       write_policy_line_ = line;
+    } else if (k == "failover") {
+      parse_failover(v, line);
     } else if (k == "failover_overflow") {
       const std::string t = ctx_.scalar(v, k);
       if (t != "flush" && t != "keep_ejected") {
@@ -791,6 +794,63 @@ class PoolParser {
     p_.warmup = false;
   }
 
+  // `failover: {tries, on_miss, return_best_on_error}` (config.h PoolConfig::Failover).
+  void parse_failover(const YAML::Node& v, int line) {
+    if (!v.IsMap()) {
+      fail_at(ctx_.source, line,
+              where_ + ": failover must be a map ({tries: 2, on_miss: false, "
+                       "return_best_on_error: false})");
+    }
+    p_.failover.tries = 2;  // the owner, then the next one
+    for (const auto& kv : v) {
+      const std::string k = kv.first.Scalar();
+      if (k == "tries") {
+        p_.failover.tries = ctx_.number<std::uint32_t>(kv.second, k, 1, kMaxReplicas);
+      } else if (k == "on_miss") {
+        p_.failover.on_miss = ctx_.boolean(kv.second, k);
+      } else if (k == "return_best_on_error") {
+        p_.failover.return_best_on_error = ctx_.boolean(kv.second, k);
+        failover_best_line_ = line_of(kv.first);
+      } else {
+        static constexpr std::string_view kKeys[] = {"tries", "on_miss", "return_best_on_error"};
+        fail_at(ctx_.source, line_of(kv.first),
+                where_ + ": failover: unknown key '" + k + "'" + suggest(k, kKeys) +
+                    " (tries, on_miss, return_best_on_error)");
+      }
+    }
+    failover_route_line_ = line;
+  }
+
+  // The failover route asks a key's next owners (route_n) and notes the key at an owner that
+  // failed a write: one owner per key, and the absence logs of safe failover.
+  void finish_failover() {
+    if (!failover_route_line_) return;
+    const auto refuse = [&](const std::string& why) {
+      fail_at(ctx_.source, *failover_route_line_, where_ + ": " + why);
+    };
+    if (p_.protocol != PoolProtocol::kMemcache) refuse("'failover' applies to memcache pools only");
+    if (p_.replicas > 1) {
+      refuse(
+          "'failover' is for pools with one owner per key: a replicated pool's reads already go "
+          "on to the next home and its writes reach every home (drop failover or replicas)");
+    }
+    if (p_.etcd == nullptr && p_.failover.tries > p_.servers.size()) {
+      refuse("failover tries: " + std::to_string(p_.failover.tries) + " is more than the pool's " +
+             std::to_string(p_.servers.size()) + " servers");
+    }
+    if (p_.failover.tries > 1 && !p_.failover_invalidate) {
+      refuse(
+          "failover needs failover_invalidate: true (an owner that failed a write has the key "
+          "deleted before it serves it again)");
+    }
+    if (failover_best_line_ && p_.failover.return_best_on_error && !p_.failover.on_miss) {
+      fail_at(ctx_.source, *failover_best_line_,
+              where_ +
+                  ": return_best_on_error needs on_miss: true (without it a miss answers at "
+                  "once: a request that failed everywhere saw errors only)");
+    }
+  }
+
   std::string preset_of_distribution(const YAML::Node& node) const {
     const std::string d = ctx_.scalar(node, "distribution");
     if (d == "ketama") return "twemproxy";
@@ -907,6 +967,7 @@ class PoolParser {
   int sentinels_line_ = 0;
   std::optional<int> cluster_line_, read_policy_line_, warmup_line_, failover_line_;
   std::optional<int> hot_relief_line_, hot_reads_line_, replicas_line_, write_policy_line_;
+  std::optional<int> failover_route_line_, failover_best_line_;
 };
 
 }  // namespace
