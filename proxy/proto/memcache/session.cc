@@ -323,17 +323,29 @@ void Client::forward(NodeId node, const Ref<Msg>& m, std::uint32_t part,
   }
   // Safe return (membership/failback.h): a key a returned backend missed is deleted there first.
   // A replicated pool's home that is up may have missed a write too (it failed it, or answered
-  // otherwise: session_replicas.cc): its noted keys are deleted the same way.
+  // otherwise: session_replicas.cc), and so may a failover pool's owner that failed a write that
+  // its next owner took: their noted keys are deleted the same way.
   AbsenceLog& absence = pool_->states[node]->absence;
   const AbsenceLog::Phase phase = absence.phase();
   if (phase == AbsenceLog::Phase::kFlipped ||
-      (phase == AbsenceLog::Phase::kNormal && replicated() && absence.any_noted())) {
+      (phase == AbsenceLog::Phase::kNormal && (replicated() || failing_over()) &&
+       absence.any_noted())) {
     for (const std::string_view k : keys) {
       if (!absence.take(k)) continue;
       auto s = make_ref<Msg>();
       s->parts.resize(1);
       s->outstanding = 1;
-      s->then = [](Msg&) {};
+      if (failing_over()) {
+        // The owner may still be failing (stopped, timing out): a delete it did not answer
+        // leaves the key noted, or the value it missed would be served once it answers again.
+        s->then = [pool = pool_, node, key = std::string(k)](Msg& d) {
+          if (!d.parts.empty() && d.parts[0].error && node < pool->states.size()) {
+            pool->states[node]->absence.note(key, pool->config.failover_track_keys);
+          }
+        };
+      } else {
+        s->then = [](Msg&) {};
+      }
       if (memcache::text_key_ok(k)) {
         b->send({"delete " + std::string(k) + "\r\n"}, s, 0);
       } else {  // a meta request's binary key (b flag): only md can name it
@@ -437,7 +449,9 @@ void Client::dispatch() {
           cmd != memcache::Command::kAppend && cmd != memcache::Command::kPrepend) {
         exptime = capped_exptime(exptime);
       }
+      const std::size_t exptime_at = line.size();
       line += std::to_string(exptime);
+      const std::size_t exptime_end = line.size();
       line += ' ';
       const std::string_view data = parser_.data(in);
       append_uint(line, data.size());
@@ -452,6 +466,21 @@ void Client::dispatch() {
         return;
       }
       if (pool_->warming() && warm(cmd, key, node, m, 0, line + std::string(data) + "\r\n")) return;
+      // A cas compares the owner's cas value: no other server can take it (the owner's error
+      // answers, and the client reads again).
+      if (failing_over() && cmd != memcache::Command::kCas) {
+        std::string retry;  // the next owners keep it failover_ttl at most, as safe failover does
+        if (pool_->config.failover_ttl_ms != 0 && cmd != memcache::Command::kAppend &&
+            cmd != memcache::Command::kPrepend) {
+          retry = line.substr(0, exptime_at);
+          retry += std::to_string(capped_exptime(parser_.exptime()));
+          retry.append(line, exptime_end);
+          retry += data;
+          retry += "\r\n";
+        }
+        fail_over(m, key, node, {line, data, "\r\n"}, true, std::move(retry));
+        return;
+      }
       forward(node, m, 0, {line, data, "\r\n"}, {&key, 1});
       return;
     }
@@ -479,6 +508,10 @@ void Client::dispatch() {
       }
       if (cmd != memcache::Command::kTouch) note_fallback_write(key, node);
       if (pool_->warming() && warm(cmd, key, node, m, 0, line)) return;
+      if (failing_over()) {
+        fail_over(m, key, node, {line}, true);
+        return;
+      }
       forward(node, m, 0, {line}, {&key, 1});
       return;
     }
@@ -525,7 +558,9 @@ void Client::retrieve() {
     reply_local("END\r\n");
     return;
   }
-  if (replicated()) {
+  // A failover pool asks each key's owners in turn (one part per key), except while warming:
+  // then a moved key's previous owner is read through (warm()) and a part failing answers.
+  if (replicated() || (failing_over() && !pool_->warming())) {
     retrieve_replicated();
     return;
   }

@@ -55,6 +55,13 @@ struct ReplicaRead {
   std::array<NodeId, kMaxReplicas> homes{};
   std::uint8_t count = 0, at = 0;
   bool saw_miss = false;  // a home answered "not there": that, not a later home's error, answers
+  // A failover pool's request (`failover:`, session_replicas.cc): it moves on on a SERVER_ERROR
+  // only (a client error is the same on every server), on a miss only with on_miss; a miss
+  // answers for an error at the end only with return_best_on_error (`best`). A write moves on
+  // on an error only and leaves the key noted at the owner that failed it; `retry` is what the
+  // later owners get (its TTL capped at failover_ttl), empty: `request`.
+  bool failover = false, on_miss = true, best = true, write = false;
+  std::string retry;
 };
 
 // A replicated pool's write: part i went to homes[i]; answered by the pool's write_policy.
@@ -228,6 +235,14 @@ class Client final : public ClientSession {
   bool read_next(Msg& m, std::uint32_t part);
   // The key's homes (at most `replicas`), in the router's order; how many.
   std::size_t homes(std::string_view key, std::array<NodeId, kMaxReplicas>& out) const;
+  // Failover pools (`failover:` tries > 1, session_replicas.cc): `m` (one part, a request for
+  // `key` alone) goes to `node`, the key's owner, and on a failure to its next distinct owners
+  // that are up. `retry`: a write's request for those (TTL capped), empty: the same bytes.
+  bool failing_over() const noexcept { return pool_->config.failover.tries > 1; }
+  void fail_over(const Ref<Msg>& m, std::string_view key, NodeId node,
+                 std::initializer_list<std::string_view> bytes, bool write, std::string retry = {});
+  // `r`'s owners for a failover pool: `node` first, then the key's next ones that are up.
+  void failover_homes(ReplicaRead& r, std::string_view key, NodeId node) const;
   // Fails `m` (whole): no home of `key` is up.
   void fail_no_home(const Ref<Msg>& m, std::string_view key);
   Ref<Msg> new_msg(std::uint32_t parts);

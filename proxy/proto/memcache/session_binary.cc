@@ -379,11 +379,13 @@ void Client::dispatch_binary() {
   // owner, as a meta request's `b` key does (session_meta.cc).
   const bool fallback =
       write && !mk.b64 && cmd != Command::kMetaGet && note_fallback_write(key, node);
+  const std::size_t ttl_at = line.size();
   if (ttl >= 0) {
     // A store on a fallback lives failover_ttl at most, as a text set does there (session.cc).
     if (fallback && pool_->config.failover_ttl_ms != 0) ttl = capped_exptime(ttl);
     add_number(line, 'T', static_cast<std::uint64_t>(ttl));
   }
+  const std::size_t ttl_end = line.size();
   line += tail;
   line += "\r\n";
   const std::string_view data = with_data ? value : std::string_view();
@@ -395,6 +397,20 @@ void Client::dispatch_binary() {
     if (warm(cmd, key, node, m, 0, std::move(request))) return;
   }
   if (mark) hot_mark(m, key);
+  // Failover pools: on to the key's next owners on a failure (session_replicas.cc), but not a
+  // compare-and-swap (the owner's cas value) nor a base64 key (as safe failover above).
+  if (failing_over() && !mk.b64 && !(write && bin_parser_.cas() != 0)) {
+    std::string retry;  // a store at the next owners lives failover_ttl at most
+    if (write && ttl >= 0 && pool_->config.failover_ttl_ms != 0) {
+      retry = line.substr(0, ttl_at);
+      add_number(retry, 'T', static_cast<std::uint64_t>(capped_exptime(ttl)));
+      retry.append(line, ttl_end);
+      retry += data;
+      retry += crlf;
+    }
+    fail_over(m, key, node, {line, data, crlf}, write, std::move(retry));
+    return;
+  }
   forward(node, m, 0, {line, data, crlf}, {&key, 1});
 }
 

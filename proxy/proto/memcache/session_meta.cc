@@ -73,11 +73,31 @@ void Client::meta() {
     request += mn;
     if (warm(cmd, key, node, m, 0, std::move(request))) return;
   }
+  // Failover pools: on to the key's next owners on a failure (session_replicas.cc), but not a
+  // compare-and-swap (C: the owner's cas value) nor a binary key no text command can name (the
+  // owner's absence log deletes noted keys with plain text requests when it returns).
+  const bool failover = failing_over() && (!parser_.key_binary() || text_key_ok(key)) &&
+                        !(write && parser_.has_flag('C'));
+  std::string retry;  // a store at the next owners lives failover_ttl at most
+  if (failover && cmd == Command::kMetaSet && pool_->config.failover_ttl_ms != 0 &&
+      capped_line(retry)) {
+    retry += parser_.data(in);
+    retry += "\r\n";
+    retry += mn;
+  }
   if (capped) {
+    if (failover) {
+      fail_over(m, key, node, {line, parser_.data(in), "\r\n", mn}, write, std::move(retry));
+      return;
+    }
     forward(node, m, 0, {line, parser_.data(in), "\r\n", mn}, {&key, 1});
     return;
   }
   if (mark) hot_mark(m, key);  // not a warm-up's: its reply is the request's own
+  if (failover) {
+    fail_over(m, key, node, {parser_.request(in), mn}, write, std::move(retry));
+    return;
+  }
   forward(node, m, 0, {parser_.request(in), mn}, {&key, 1});
 }
 

@@ -49,6 +49,7 @@ bool Msg::read_on(std::uint32_t part) {
   ReplicaRead& r = reads[part];
   Part& p = parts[part];
   bool miss = false;
+  if (r.write && !p.error) return false;  // a failover write taken (or refused) answers
   if (!p.error) {
     if (retrieval) {
       miss = p.values.empty();
@@ -58,9 +59,12 @@ bool Msg::read_on(std::uint32_t part) {
     }
     if (!miss) return false;  // a hit answers
     r.saw_miss = true;
+    if (r.failover && !r.on_miss) return false;
+  } else if (r.failover && !p.line.view().starts_with("SERVER_ERROR")) {
+    return false;  // CLIENT_ERROR, ERROR: the next owner would say the same
   }
   if (client != nullptr && static_cast<Client*>(client)->read_next(*this, part)) return true;
-  if (p.error && r.saw_miss) {
+  if (p.error && r.saw_miss && r.best) {
     // Every home failed or missed: a miss, as one server that has not got the key answers.
     p.error = false;
     p.values.clear();
@@ -110,7 +114,10 @@ void Msg::answer_write() {
 // ---- Client -------------------------------------------------------------------------------------
 
 std::size_t Client::homes(std::string_view key, std::array<NodeId, kMaxReplicas>& out) const {
-  const std::size_t want = std::min<std::size_t>(pool_->config.replicas, out.size());
+  // A failover pool's owner may be ejected (route() skips it): its next owners go further.
+  const std::size_t want =
+      failing_over() ? std::min<std::size_t>(pool_->states.size(), out.size())
+                     : std::min<std::size_t>(pool_->config.replicas, out.size());
   return pool_->router.route_n(key, std::span<NodeId>(out.data(), want));
 }
 
@@ -170,8 +177,41 @@ void Client::replicate(const Ref<Msg>& m, std::string_view key,
   }
 }
 
+void Client::failover_homes(ReplicaRead& r, std::string_view key, NodeId node) const {
+  const PoolConfig::Failover& f = pool_->config.failover;
+  r.failover = true;
+  r.on_miss = f.on_miss;
+  r.best = f.return_best_on_error;
+  r.homes[0] = node;
+  r.count = 1;
+  std::array<NodeId, kMaxReplicas> all{};
+  const std::size_t n = homes(key, all);
+  for (std::size_t i = 0; i < n && r.count < f.tries; ++i) {
+    if (all[i] != node && pool_->up(all[i])) r.homes[r.count++] = all[i];
+  }
+}
+
+void Client::fail_over(const Ref<Msg>& m, std::string_view key, NodeId node,
+                       std::initializer_list<std::string_view> bytes, bool write,
+                       std::string retry) {
+  m->reads.resize(1);
+  ReplicaRead& r = m->reads[0];
+  for (const std::string_view b : bytes) r.request += b;
+  r.key = key;
+  r.write = write;
+  r.retry = std::move(retry);
+  failover_homes(r, key, node);
+  const std::string_view keys[] = {r.key};
+  forward(node, m, 0, {r.request}, keys);
+}
+
 bool Client::read_next(Msg& m, std::uint32_t part) {
   ReplicaRead& r = m.reads[part];
+  if (r.write && r.at < r.count && r.homes[r.at] < pool_->states.size()) {
+    // The owner that failed the write may have taken it, or still hold the value before it:
+    // either is stale once the next owner takes it, so it is deleted there before its next use.
+    pool_->states[r.homes[r.at]]->absence.note(r.key, pool_->config.failover_track_keys);
+  }
   while (++r.at < r.count) {
     const NodeId node = r.homes[r.at];
     if (node >= pool_->states.size() || !pool_->up(node)) continue;
@@ -182,7 +222,7 @@ bool Client::read_next(Msg& m, std::uint32_t part) {
     p.error = false;
     p.line.copy("");
     const std::string_view keys[] = {r.key};
-    forward(node, Ref<Msg>(&m), part, {r.request}, keys);
+    forward(node, Ref<Msg>(&m), part, {r.retry.empty() ? r.request : r.retry}, keys);
     return true;
   }
   return false;
@@ -202,11 +242,23 @@ void Client::retrieve_replicated() {
     const std::string_view key = parser_.token(in, first + i);
     hot_note(key);
     if (copies && (copy[i] = hot_copy(key))) continue;
-    std::array<NodeId, kMaxReplicas> all{};
-    const std::size_t h = homes(key, all);
+    if (failing_over()) {
+      // The owner as a single-owner pool finds it (and its error when it has none); the reads
+      // are out of the way meanwhile: that error answers the whole request.
+      std::vector<ReplicaRead> reads;
+      reads.swap(m->reads);
+      NodeId node = kNoNode;
+      if (!route(key, m, node)) return;
+      m->reads.swap(reads);
+      failover_homes(m->reads[i], key, node);
+    }
     ReplicaRead& r = m->reads[i];
-    for (std::size_t j = 0; j < h; ++j) {
-      if (pool_->up(all[j])) r.homes[r.count++] = all[j];
+    if (!failing_over()) {
+      std::array<NodeId, kMaxReplicas> all{};
+      const std::size_t h = homes(key, all);
+      for (std::size_t j = 0; j < h; ++j) {
+        if (pool_->up(all[j])) r.homes[r.count++] = all[j];
+      }
     }
     if (r.count == 0) {
       fail_no_home(m, key);
