@@ -473,5 +473,51 @@ TEST(ConfigTest, ReplicasAreCheckedWhereTheyCannotWork) {
             std::string::npos);
 }
 
+// `failover:` (the failover route of single-owner memcache pools) and what it refuses.
+TEST(ConfigTest, FailoverIsCheckedWhereItCannotWork) {
+  const std::string head = "p:\n  listen: 127.0.0.1:22121\n  protocol: memcache\n";
+  const std::string servers =
+      "  servers:\n   - /tmp/a.sock:1 a\n   - /tmp/b.sock:1 b\n   - /tmp/c.sock:1 c\n";
+  const auto c = parse_config(
+      head + "  failover:\n    tries: 3\n    on_miss: true\n    return_best_on_error: true\n" +
+          servers,
+      "t.yml");
+  EXPECT_EQ(c.pools[0].failover.tries, 3u);
+  EXPECT_TRUE(c.pools[0].failover.on_miss);
+  EXPECT_TRUE(c.pools[0].failover.return_best_on_error);
+  const auto d = parse_config(head + "  failover: {}\n" + servers, "t.yml");
+  EXPECT_EQ(d.pools[0].failover.tries, 2u);  // the owner, then the next one
+  EXPECT_FALSE(d.pools[0].failover.on_miss);
+  EXPECT_FALSE(d.pools[0].failover.return_best_on_error);
+  EXPECT_EQ(parse_config(head + servers, "t.yml").pools[0].failover.tries, 1u);  // off
+  EXPECT_NE(error_of(head + "  failover:\n    tries: 4\n" + servers)
+                .find("t.yml:4: pool 'p': failover tries: 4 is more than the pool's 3 servers"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "  failover:\n    tries: 0\n" + servers).find("'tries' must be"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "  failover:\n    tries: 9\n" + servers).find("'tries' must be"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "  failover:\n    tires: 2\n" + servers)
+                .find("t.yml:5: pool 'p': failover: unknown key 'tires' (did you mean 'tries'?)"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "  failover: true\n" + servers).find("failover must be a map"),
+            std::string::npos);
+  EXPECT_NE(error_of("p:\n  listen: 127.0.0.1:22121\n  redis: true\n  failover: {}\n" + servers)
+                .find("t.yml:4: pool 'p': 'failover' applies to memcache pools only"),
+            std::string::npos);
+  EXPECT_NE(error_of("p:\n  listen: 127.0.0.1:22121\n  protocol: tcp\n  failover: {}\n" + servers)
+                .find("'failover' applies to memcache pools only"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "  auto_eject_hosts: true\n  replicas: 2\n  failover: {}\n" + servers)
+                .find("t.yml:6: pool 'p': 'failover' is for pools with one owner per key"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "  failover_invalidate: false\n  failover: {}\n" + servers)
+                .find("failover needs failover_invalidate: true"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "  failover:\n    return_best_on_error: true\n" + servers)
+                .find("t.yml:5: pool 'p': return_best_on_error needs on_miss: true"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace chash::proxy
