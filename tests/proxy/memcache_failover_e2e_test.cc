@@ -136,6 +136,11 @@ TEST_F(MemcacheFailoverE2E, AKilledOwnersRequestsGoToTheNextOwner) {
   EXPECT_EQ(timed([&] { return c.call(set(k, "v1")); }), "STORED\r\n");
   EXPECT_EQ(on(next, "mg " + k + " v\r\n"), "VA 2\r\nv1\r\n");
   EXPECT_EQ(timed([&] { return c.call("get " + k + "\r\n"); }), value(k, "v1") + "END\r\n");
+  // A quiet ms the owner cannot take is taken by the next owner, and stays quiet.
+  const std::string qk = key_owned_by(2, "q");
+  c.send("ms " + qk + " 1 q\r\nx\r\nmn\r\n");
+  EXPECT_EQ(c.read(false, true), "MN\r\n");
+  EXPECT_EQ(on(owners(qk)[1], "mg " + qk + " v\r\n"), "VA 1\r\nx\r\n");
   EXPECT_EQ(c.call(set(k, "41")), "STORED\r\n");
   EXPECT_EQ(c.call("incr " + k + " 1\r\n"), "42\r\n");
   const std::string bk = key_owned_by(2, "b");
