@@ -798,8 +798,9 @@ class PoolParser {
   void parse_failover(const YAML::Node& v, int line) {
     if (!v.IsMap()) {
       fail_at(ctx_.source, line,
-              where_ + ": failover must be a map ({tries: 2, on_miss: false, "
-                       "return_best_on_error: false})");
+              where_ +
+                  ": failover must be a map ({tries: 2, on_miss: false, "
+                  "return_best_on_error: false})");
     }
     p_.failover.tries = 2;  // the owner, then the next one
     for (const auto& kv : v) {

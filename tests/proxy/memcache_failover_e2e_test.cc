@@ -163,8 +163,9 @@ TEST_F(MemcacheFailoverE2E, ReturnBestOnErrorAndOnMiss) {
   namespace op = memcache::binary::op;
   proxy.start(dir, pool_yaml("plain", "    tries: 2\n") +
                        pool_yaml("miss", "    tries: 2\n    on_miss: true\n") +
-                       pool_yaml("best", "    tries: 2\n    on_miss: true\n"
-                                         "    return_best_on_error: true\n"));
+                       pool_yaml("best",
+                                 "    tries: 2\n    on_miss: true\n"
+                                 "    return_best_on_error: true\n"));
   McClient plain(dial_tcp(proxy->port(std::size_t{0})));
   McClient miss(dial_tcp(proxy->port(std::size_t{1})));
   McClient best(dial_tcp(proxy->port(std::size_t{2})));

@@ -26,6 +26,12 @@
 //     every home fails and one of them answered "not there", the miss is the answer.
 // gat/mg T touch only the home that answers; warm-up on resize and safe failover's fallback
 // writes do not apply (a write reaches the homes that are up instead).
+//
+// The failover route of single-owner pools (`failover:`, docs/MEMCACHED.md "Failover route")
+// rides on the same reads: a request (a write too, ReplicaRead::write) starts at the key's
+// owner and goes on to its next distinct owners that are up on a SERVER_ERROR, a timeout or a
+// failed connection (on a miss with on_miss); an owner that failed a write has the key noted in
+// its absence log, deleted there before its next request for the key (forward()).
 #include <algorithm>
 
 #include "core/worker.h"
@@ -115,9 +121,9 @@ void Msg::answer_write() {
 
 std::size_t Client::homes(std::string_view key, std::array<NodeId, kMaxReplicas>& out) const {
   // A failover pool's owner may be ejected (route() skips it): its next owners go further.
-  const std::size_t want =
-      failing_over() ? std::min<std::size_t>(pool_->states.size(), out.size())
-                     : std::min<std::size_t>(pool_->config.replicas, out.size());
+  const std::size_t want = failing_over()
+                               ? std::min<std::size_t>(pool_->states.size(), out.size())
+                               : std::min<std::size_t>(pool_->config.replicas, out.size());
   return pool_->router.route_n(key, std::span<NodeId>(out.data(), want));
 }
 
