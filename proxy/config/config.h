@@ -139,6 +139,26 @@ enum class WritePolicy : std::uint8_t { kAll, kMajority, kOne };
 inline constexpr std::uint32_t kMaxReplicas = 8;
 const char* write_policy_name(WritePolicy p) noexcept;
 
+// A memcache pool's `shadow:` (docs/MEMCACHED.md "Shadow route"; mcrouter's ShadowRoute): a
+// copy of some requests goes to another memcache pool of the config (routed by its router), its
+// replies discarded; the client is answered by the pool's own backends alone, never later.
+enum class ShadowCommands : std::uint8_t { kAll, kReads, kWrites };
+const char* shadow_commands_name(ShadowCommands c) noexcept;
+struct ShadowConfig {
+  std::string pool;  // the shadow pool's name (checked to be another memcache pool)
+  // The keys shadowed (mcrouter's key_fraction_range): those whose shadow_key_point() is in
+  // [from, to); a key is always or never shadowed. `fraction: f` is [0, f).
+  double from = 0, to = 1;
+  // > 0 instead: each request shadowed with this probability, whatever its key.
+  double sample = 0;
+  ShadowCommands commands = ShadowCommands::kAll;
+  int line = 0, pool_line = 0;  // the `shadow:` key, its `pool:`
+};
+// Where a key falls in [0, 1) for `fraction`: xxh3_64 of the key as the client sent it (a meta
+// `b` key decoded), seed kShadowSeed (so that it is not the routing's own hash), top 53 bits.
+inline constexpr std::uint64_t kShadowSeed = 0x73686164;  // "shad"
+double shadow_key_point(std::string_view key) noexcept;
+
 // PROXY protocol header sent to tcp backends first, so they see the client's address.
 enum class ProxyProtocol : std::uint8_t { kNone, kV1, kV2 };
 
@@ -261,6 +281,8 @@ struct PoolConfig {
   hotkeys::Config hot_keys;
   hotkeys::CacheConfig hot_cache;
   hotkeys::Reads hot_reads = hotkeys::Reads::kOwner;
+  // memcache pools: a copy of some requests to another pool (none: not shadowed).
+  std::optional<ShadowConfig> shadow;
   std::vector<ServerConfig> servers;
   // The proxy's own listeners (every pool's listen, admin, stats) as the config has them: a
   // member on one of them would be this proxy itself (own_listener()).
@@ -345,6 +367,10 @@ void check_own_listeners(ProxyConfig& config);
 // one port where the hosts are equal or either is a wildcard — would fail the start with
 // "Address already in use": the text naming both, else empty (port 0, any free port, never clashes).
 std::string listener_clash(const ProxyConfig& config);
+
+// Each pool's `shadow:` names another memcache pool of `config`; throws Error(kParse) at the
+// line of the first that does not (config/shadow_parser.cc).
+void check_shadows(const ProxyConfig& config);
 
 // Parses YAML text; `source` names it in errors. Also builds each pool's router once, so a
 // config that parses also routes (unknown hash, duplicate server, ...).

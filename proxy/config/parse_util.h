@@ -38,7 +38,7 @@ inline constexpr std::string_view kPoolKeys[] = {
     "failover_invalidate", "failover_track_keys", "failover_overflow", "allow_flushall",
     "allow_config_set", "max_blocked_clients", "client_output_limit",
     "max_own_connections", "membership", "hot_keys", "hot_cache", "hot_reads",
-    "replicas", "write_policy", "failover"};
+    "replicas", "write_policy", "failover", "shadow"};
 
 inline constexpr std::string_view kGlobalKeys[] = {
     "workers", "admin", "admin_auth", "admin_tls", "stats", "stats_interval", "drain_timeout",
@@ -103,6 +103,10 @@ std::shared_ptr<const EtcdMembership> parse_membership(const Ctx& ctx, const YAM
 hotkeys::Config parse_hot_keys(const Ctx& ctx, const YAML::Node& v, const std::string& where);
 hotkeys::CacheConfig parse_hot_cache(const Ctx& ctx, const YAML::Node& v, const std::string& where);
 hotkeys::Reads parse_hot_reads(const Ctx& ctx, const YAML::Node& v, const std::string& where);
+
+// A pool's `shadow:` map {pool, fraction | sample, commands} (config/shadow_parser.cc); the
+// pool it names is checked once every pool is known (check_shadows).
+ShadowConfig parse_shadow(const Ctx& ctx, const YAML::Node& v, const std::string& where);
 
 // One pool section (`name: body`), checked as a whole; `so_far` holds the pools before it
 // (listen addresses must differ).

@@ -31,6 +31,11 @@ class PoolParser {
       const std::string k = kv.first.Scalar();
       const int line = line_of(kv.first);
       try {
+        if (k == "shadow") {  // a map of its own (config/shadow_parser.cc)
+          p_.shadow = parse_shadow(ctx_, kv.second, where_);
+          p_.shadow->line = line;
+          continue;
+        }
         if (!(listen_key(k, kv.second) || protocol_key(k, kv.second, line) ||
               routing_key(k, kv.second, line) || auth_key(k, kv.second) ||
               health_key(k, kv.second) || tcp_key(k, kv.second, line) ||

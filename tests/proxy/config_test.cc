@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "chash/error.h"
+#include "chash/hash.h"
 
 namespace chash::proxy {
 namespace {
@@ -516,6 +517,85 @@ TEST(ConfigTest, FailoverIsCheckedWhereItCannotWork) {
             std::string::npos);
   EXPECT_NE(error_of(head + "  failover:\n    return_best_on_error: true\n" + servers)
                 .find("t.yml:5: pool 'p': return_best_on_error needs on_miss: true"),
+            std::string::npos);
+}
+
+// The shadow route (`shadow:`): another memcache pool, a fraction of keys or a sample of
+// requests, refused at its line where it cannot work.
+TEST(ConfigTest, ShadowIsCheckedWhereItCannotWork) {
+  const std::string canary =
+      "canary:\n  listen: 127.0.0.1:0\n  servers:\n   - /tmp/c1.sock:1 c1\n";
+  const auto pool = [](const std::string& shadow) {
+    return "p:\n  listen: 127.0.0.1:0\n  servers:\n   - /tmp/a.sock:1 a\n  shadow:\n" + shadow;
+  };
+  // Lines: p 1, listen 2, servers 3-4, shadow 5, its first key 6.
+  auto c = parse_config(pool("    pool: canary\n    fraction: 0.25\n    commands: writes\n") +
+                            canary,
+                        "t.yml");
+  ASSERT_TRUE(c.pools[0].shadow.has_value());
+  EXPECT_EQ(c.pools[0].shadow->pool, "canary");
+  EXPECT_EQ(c.pools[0].shadow->from, 0);
+  EXPECT_EQ(c.pools[0].shadow->to, 0.25);
+  EXPECT_EQ(c.pools[0].shadow->sample, 0);
+  EXPECT_EQ(c.pools[0].shadow->commands, ShadowCommands::kWrites);
+  EXPECT_FALSE(c.pools[1].shadow.has_value());
+  // The defaults: every key, every command.
+  c = parse_config(pool("    pool: canary\n") + canary, "t.yml");
+  EXPECT_EQ(c.pools[0].shadow->from, 0);
+  EXPECT_EQ(c.pools[0].shadow->to, 1);
+  EXPECT_EQ(c.pools[0].shadow->commands, ShadowCommands::kAll);
+  // A key range (mcrouter's key_fraction_range) and a sample; a pool named later than p.
+  c = parse_config(pool("    pool: canary\n    fraction: [0.5, 0.75]\n") + canary, "t.yml");
+  EXPECT_EQ(c.pools[0].shadow->from, 0.5);
+  EXPECT_EQ(c.pools[0].shadow->to, 0.75);
+  c = parse_config(canary + pool("    pool: canary\n    sample: 0.01\n    commands: reads\n"),
+                   "t.yml");
+  EXPECT_EQ(c.pools[1].shadow->sample, 0.01);
+  EXPECT_EQ(c.pools[1].shadow->commands, ShadowCommands::kReads);
+  // The point a key falls at: xxh3_64 with the shadow's seed, top 53 bits.
+  EXPECT_EQ(shadow_key_point("user:42"),
+            static_cast<double>(chash::hash::xxh3_64("user:42", 0x73686164) >> 11) * 0x1p-53);
+
+  const auto refused = [&](const std::string& shadow, const std::string& rest,
+                           const std::string& want) {
+    const std::string e = error_of(pool(shadow) + rest);
+    EXPECT_NE(e.find(want), std::string::npos) << "got: " << e;
+  };
+  refused("    pool: nosuch\n", canary,
+          "t.yml:6: pool 'p': shadow pool 'nosuch' is not a pool of this config");
+  refused("    pool: canry\n", canary, "(did you mean 'canary'?)");
+  refused("    pool: p\n", canary, "t.yml:6: pool 'p': shadow pool is the pool itself");
+  refused("    pool: canary\n",
+          "canary:\n  listen: 127.0.0.1:0\n  redis: true\n  servers:\n   - /tmp/c1.sock:1 c1\n",
+          "t.yml:6: pool 'p': shadow pool 'canary' is a redis pool");
+  refused("    pool: canary\n",
+          "canary:\n  listen: 127.0.0.1:0\n  protocol: tcp\n  servers:\n   - /tmp/c1.sock:1 c1\n",
+          "shadow pool 'canary' is a tcp pool");
+  refused("    pool: canary\n    fraction: 0\n", canary,
+          "t.yml:7: pool 'p': shadow fraction must be a number above 0 up to 1, got '0'");
+  refused("    pool: canary\n    fraction: 1.5\n", canary, "t.yml:7: pool 'p': shadow fraction");
+  refused("    pool: canary\n    fraction: half\n", canary, "got 'half'");
+  refused("    pool: canary\n    fraction: [0.5, 0.25]\n", canary, "t.yml:7: pool 'p': shadow "
+          "fraction range [from, to] needs from below to");
+  refused("    pool: canary\n    fraction: [0.5]\n", canary, "two numbers");
+  refused("    pool: canary\n    sample: -0.1\n", canary, "t.yml:7: pool 'p': shadow sample");
+  refused("    pool: canary\n    fraction: 0.5\n    sample: 0.1\n", canary,
+          "t.yml:8: pool 'p': shadow takes 'fraction' (of keys) or 'sample' (of requests), not "
+          "both");
+  refused("    pool: canary\n    commands: gets\n", canary,
+          "t.yml:7: pool 'p': unknown shadow commands 'gets' (all, reads, writes)");
+  refused("    pool: canary\n    fracton: 0.5\n", canary,
+          "t.yml:7: pool 'p': unknown shadow key 'fracton' (did you mean 'fraction'?)");
+  refused("    fraction: 0.5\n", canary, "pool 'p': shadow needs 'pool'");
+  EXPECT_NE(error_of("p:\n  listen: 127.0.0.1:0\n  servers:\n   - /tmp/a.sock:1 a\n  shadow: "
+                     "canary\n" + canary)
+                .find("t.yml:5: pool 'p': 'shadow' must be a map"),
+            std::string::npos);
+  // Only a memcache pool's requests are copied.
+  EXPECT_NE(error_of("p:\n  listen: 127.0.0.1:0\n  redis: true\n  servers:\n   - /tmp/a.sock:1 "
+                     "a\n  shadow:\n    pool: canary\n" + canary)
+                .find("t.yml:6: pool 'p': 'shadow' applies to memcache pools only (this one is "
+                      "redis)"),
             std::string::npos);
 }
 
