@@ -128,6 +128,12 @@ constexpr PoolSeries kPoolSeries[] = {
      CHASH_POOL_COUNTER(warmup_removed)},
     {"chash_proxy_warmup_errors_total", "Warm-up steps that failed.", "counter",
      CHASH_POOL_COUNTER(warmup_errors)},
+    {"chash_proxy_shadow_sent_total",
+     "Shadow route: copies of the pool's requests sent to its shadow pool (replies discarded).",
+     "counter", CHASH_POOL_COUNTER(shadow_sent)},
+    {"chash_proxy_shadow_dropped_total",
+     "Shadow route: copies dropped (shadow backend down, unreachable, or too many unanswered).",
+     "counter", CHASH_POOL_COUNTER(shadow_dropped)},
 };
 #undef CHASH_POOL_COUNTER
 
@@ -433,6 +439,12 @@ std::string pool_json(const Pool& pool) {
   }
   o += "]";
   if (samples_keys(pool)) o += ",\"hot_keys\":" + hot_keys_json(pool);
+  if (const auto& sh = pool.config.shadow) {
+    o += ",\"shadow\":{\"pool\":\"" + json_escape(sh->pool) + "\",\"commands\":\"" +
+         shadow_commands_name(sh->commands) + "\",\"sent\":" +
+         std::to_string(pool.shared->shadow_sent.load()) +
+         ",\"dropped\":" + std::to_string(pool.shared->shadow_dropped.load()) + "}";
+  }
   return o + "}";
 }
 

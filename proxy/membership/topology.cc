@@ -419,6 +419,14 @@ std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const 
     }
     t->pools.push_back(std::move(pool));
   }
+  // `shadow:` names a pool by name; workers find it by slot, known once every pool has one. The
+  // pools were made here (not const): setting the slot before publishing is safe.
+  for (const auto& p : t->pools) {
+    if (!p->config.shadow) continue;
+    for (const auto& q : t->pools) {
+      if (q->config.name == p->config.shadow->pool) const_cast<Pool&>(*p).shadow_slot = q->slot;
+    }
+  }
   return t;
 }
 

@@ -112,6 +112,10 @@ struct BackendState {
   // Fleet health (membership/fleet/): requests for its keys this proxy refused because it alone
   // cannot reach it while the fleet says it is up.
   std::atomic<std::uint64_t> fleet_unreachable{0};
+  // Shadow copies (a pool's `shadow:` naming this backend's pool) sent to it and not yet answered
+  // or failed, across workers: past kShadowMaxOutstanding more copies are dropped, so a stalled
+  // shadow server holds a bounded queue (proto/memcache/session_shadow.cc).
+  std::atomic<std::int64_t> shadow_outstanding{0};
 
  private:
   mutable std::mutex address_mu_;  // address_, last_error_
@@ -155,6 +159,9 @@ struct PoolShared {
   // Warm-up on resize: misses read through from a previous owner, values found and copied to
   // the new owner, previous copies removed (writes, deletes, copies), steps that failed.
   std::atomic<std::uint64_t> warmup_reads{0}, warmup_copies{0}, warmup_removed{0}, warmup_errors{0};
+  // Shadow route (`shadow:`): copies of this pool's requests sent to the shadow pool, and those
+  // dropped (shadow backend down, unreachable, or kShadowMaxOutstanding copies unanswered).
+  std::atomic<std::uint64_t> shadow_sent{0}, shadow_dropped{0};
   // Set when a rebalance of the pool has moved every key: the next topology ends the window.
   std::atomic<bool> end_warmup{false};
   // Hot keys (proxy/hotkeys/hot_keys.h): the workers' sketches, the last window's top list, the
@@ -204,6 +211,8 @@ struct PreviousRouting {
 // A routing that ran for a whole window: the fleet's (membership/fleet/) end when etcd says.
 inline constexpr std::int64_t kNoWindowEnd = INT64_MAX;
 inline constexpr std::size_t kMaxPreviousRoutings = 4;  // changes in a row still read through
+// Shadow copies a shadow backend may have unanswered (BackendState::shadow_outstanding).
+inline constexpr std::int64_t kShadowMaxOutstanding = 1000;
 
 struct Pool {
   // `servers` (the members) and `nodes` are the config's for a plain pool, plus the replicas
@@ -246,6 +255,9 @@ struct Pool {
     PreviousRouting routing;
   };
   std::vector<Home> homes;
+  // `shadow:` the slot (Pool::slot) of the pool its copies go to; kNoShadow: not shadowed.
+  static constexpr std::size_t kNoShadow = ~std::size_t{0};
+  std::size_t shadow_slot = kNoShadow;
 
   // Warm-up: the members that owned `key` under the previous routings still in their window
   // (`now_ms`, steady clock), newest first, distinct, none of them `owner` (the key's owner now);

@@ -175,8 +175,8 @@ TEST(StatusTest, PrometheusTextIsWellFormed) {
   // requests, five counters), per-backend series; then the process_* series, each shown only
   // when /proc gives it (all of them on Linux but process_max_fds under an unlimited
   // RLIMIT_NOFILE).
-  EXPECT_GE(families, 11 + 21 + 1 + 7 + 15 + 5);
-  EXPECT_LE(families, 11 + 21 + 1 + 7 + 15 + 6);
+  EXPECT_GE(families, 11 + 23 + 1 + 7 + 15 + 5);
+  EXPECT_LE(families, 11 + 23 + 1 + 7 + 15 + 6);
   EXPECT_EQ(count(o, "# TYPE "), static_cast<std::size_t>(families));
 }
 

@@ -358,6 +358,12 @@ void Client::forward(NodeId node, const Ref<Msg>& m, std::uint32_t part,
     }
   }
   b->send(bytes, m, part);
+  // Shadow route: a copy once per request, after the request itself (a replicated pool's other
+  // homes and next tries are the same request: not copied again). Retrievals: retrieve().
+  if (pool_->shadow_slot != Pool::kNoShadow && keys.size() == 1 &&
+      (m->reads.empty() ? part == 0 : m->reads[part].at == 0)) [[unlikely]] {
+    shadow(keys[0], bytes, *m);
+  }
 }
 
 std::int64_t Client::capped_exptime(std::int64_t exptime) const {
@@ -645,6 +651,7 @@ void Client::retrieve() {
     }
     forward(part_node[p], m, p, {lines[p]});
   }
+  if (pool_->shadow_slot != Pool::kNoShadow) [[unlikely]] shadow_retrieval(*m, prefix);
 }
 
 }  // namespace chash::proxy::memcache

@@ -72,6 +72,18 @@ struct ReplicaWrite {
   std::uint8_t total = 0;  // the key's homes, up or not (what write_policy counts)
 };
 
+// A shadow copy's hold on its backend's count of copies outstanding (session_shadow.cc):
+// released when the copy's Msg goes, answered, failed or dropped with its connection.
+struct ShadowHold {
+  std::shared_ptr<BackendState> state;  // null: not a shadow copy
+  ShadowHold() = default;
+  ShadowHold(const ShadowHold&) = delete;
+  ShadowHold& operator=(const ShadowHold&) = delete;
+  ~ShadowHold() {
+    if (state != nullptr) state->shadow_outstanding.fetch_sub(1, std::memory_order_relaxed);
+  }
+};
+
 struct Msg final : Reply {
   bool silent = false;     // noreply: whatever the backend says is dropped
   bool retrieval = false;  // VALUE blocks + END
@@ -107,6 +119,7 @@ struct Msg final : Reply {
   // read); a write sent to several homes (null: not one).
   std::vector<ReplicaRead> reads;
   std::unique_ptr<ReplicaWrite> write;
+  ShadowHold shadow;  // a shadow copy (`then` discards its reply): its backend's count
   struct Value {
     net::ChunkRef chunk;         // the backend's read chunk holding the block; null: in Part::own
     const char* data = nullptr;  // the whole VALUE block (chunk), or null (own: at `off`)
@@ -257,6 +270,14 @@ class Client final : public ClientSession {
   // An exptime capped at failover_ttl (seconds; an absolute time kept when it is sooner).
   std::int64_t capped_exptime(std::int64_t exptime) const;
   bool route(std::string_view key, const Ref<Msg>& m, NodeId& node);
+  // Shadow route (`shadow:`, proto/memcache/session_shadow.cc): when the pool's shadow takes
+  // `key` and the kind of request `like` is, the same `bytes` go to the key's owner in the
+  // shadow pool as a request of the proxy's own, its reply discarded; dropped (and counted) when
+  // that backend is down, cannot be reached or has kShadowMaxOutstanding copies unanswered.
+  void shadow(std::string_view key, std::initializer_list<std::string_view> bytes,
+              const Msg& like);
+  // The current get/gets/gat/gats's keys, each shadowed as a request of its own.
+  void shadow_retrieval(const Msg& like, const std::string& prefix);
 
   memcache::RequestLimits limits_;
   memcache::RequestParser parser_;
