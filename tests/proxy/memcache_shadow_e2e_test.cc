@@ -138,6 +138,14 @@ TEST_F(MemcacheShadowE2E, EveryWriteReachesTheShadowPool) {
   // Every copy's reply was read as one: no shadow connection saw a reply it could not match.
   EXPECT_EQ(canary_errors(), 0u);
   EXPECT_EQ(dropped(), 0u);
+  // Counted in /metrics and shown on /status.
+  EXPECT_NE(proxy->prometheus().find("chash_proxy_shadow_sent_total{pool=\"main\"} 38\n"),
+            std::string::npos);
+  EXPECT_NE(proxy->prometheus().find("chash_proxy_shadow_dropped_total{pool=\"main\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(proxy->status_json().find(
+                R"("shadow":{"pool":"canary","commands":"all","sent":38,"dropped":0})"),
+            std::string::npos);
   // And the pool still answers in order on the same connections.
   EXPECT_EQ(c.call("get k0 k1 only\r\n"), value("k0", "v0") + value("only", "main") + "END\r\n");
 }
