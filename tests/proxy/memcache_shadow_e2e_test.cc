@@ -185,6 +185,20 @@ TEST_F(MemcacheShadowE2E, AKeyFractionShadowsExactlyTheKeysInIt) {
   EXPECT_EQ(cmd_get(2) + cmd_get(3), 2u * kKeys);  // only this test's direct gets
 }
 
+// sample 0.5: requests at random, whatever the key — one key's writes are copied about half
+// the time (binomial: 400 requests, 200 ± 10 expected; the bounds are 8 standard deviations).
+TEST_F(MemcacheShadowE2E, ASampleShadowsRequestsAtRandom) {
+  proxy.start(dir, config("    pool: canary\n    sample: 0.5\n"));
+  McClient c(dial_tcp(proxy->port(std::size_t{0})));
+  constexpr int kRequests = 400;
+  for (int i = 0; i < kRequests; ++i) ASSERT_EQ(c.call(set("same", "v")), "STORED\r\n");
+  ASSERT_TRUE(eventually([&] { return shadows_answered(); }));
+  EXPECT_GT(sent(), 120u);
+  EXPECT_LT(sent(), 280u);
+  EXPECT_EQ(dropped(), 0u);
+  EXPECT_EQ(on(canary_of("same"), "get same\r\n"), value("same", "v") + "END\r\n");
+}
+
 // A shadow server that stops answering (SIGSTOP) does not slow the pool: its copies pile up to
 // kShadowMaxOutstanding and the rest are dropped and counted; once it resumes, copies flow again.
 TEST_F(MemcacheShadowE2E, AStoppedShadowServerNeverSlowsThePool) {
