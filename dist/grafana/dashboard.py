@@ -390,6 +390,12 @@ def build():
     d.timeseries("Hot reads to replicas/s", "Reads of hot keys sent to a replica of their owner "
                  "(hot_reads: replicas).", "reqps",
                  [(rate("chash_proxy_hot_replica_reads_total", P, "pool"), "{{pool}}")], w=12)
+    d.timeseries("Shadow copies/s", "Requests copied to each memcache pool's shadow pool "
+                 "(shadow:, replies discarded), and copies dropped because the shadow server "
+                 "was down, unreachable or had 1000 copies unanswered.", "reqps",
+                 [(rate("chash_proxy_shadow_sent_total", P, "pool"), "{{pool}} sent"),
+                  (rate("chash_proxy_shadow_dropped_total", P, "pool"), "{{pool}} dropped")],
+                 w=12)
 
     return {
         "title": "chash-proxy",
