@@ -187,11 +187,15 @@ void ClientSession::read() {
         if (!tls_->handshake_done())
           worker_.metrics().tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
       }
-      // EOF (or reset): answer what was asked, then close.
+      // EOF (or reset): answer what was asked, then close. Replies already made may still be
+      // unsent (out_ is flushed at the end of the event batch): a client that half-closed after
+      // its requests (`nc -N`, shutdown(SHUT_WR)) gets them, and write() closes once they are
+      // out. Closing on an empty pending_ alone lost them whenever the EOF was read in the same
+      // batch as the requests (seen as an empty answer to MEMCACHED.md's printf line).
       (n == 0 ? saw_eof_ : saw_error_) = true;
       read_closed_ = true;
-      if (pending_.empty() || input_paused_) {  // a paused (blocked) client is answered no more
-        close();
+      if ((pending_.empty() && out_.empty()) || input_paused_) {  // a paused (blocked) client
+        close();                                                  // is answered no more
         return;
       }
       break;

@@ -485,6 +485,82 @@ TEST_F(LifecycleTest, AValuePoppedForABlockedClientThatLeftIsPutBack) {
   EXPECT_EQ(proxy.terminate(SIGTERM), 0);
 }
 
+// A client that writes its requests and half-closes (`printf ... | nc -N`, shutdown(SHUT_WR))
+// gets every reply before the proxy closes. Regression (ProxyDocExamples' printf line answered
+// with nothing, 1 run in ~20 under load): when the requests and the FIN were read in one event
+// batch and every reply was already made (local ones here), the proxy saw nothing pending and
+// closed with the replies still unsent. Made certain by stopping the proxy (every thread) while
+// exactly one read chunk (64 KiB) of requests and the FIN arrive: the worker reads the chunk,
+// answers it, and reads the EOF before it writes. Both protocols: the close is the core's.
+TEST_F(LifecycleTest, AHalfClosedClientGetsEveryReplyBeforeTheClose) {
+  const std::uint16_t redis_port = testing::free_port(), mc_port = testing::free_port();
+  testing::ChildProcess memcached;
+  const std::string mc_sock = (dir_ / "m1.sock").string();
+  std::vector<std::string> mc_args = {"memcached", "-s", mc_sock, "-U", "0"};
+  if (::geteuid() == 0) mc_args.insert(mc_args.end(), {"-u", "root"});
+  ASSERT_TRUE(testing::have_program("memcached")) << "run scripts/bootstrap.sh";
+  ASSERT_TRUE(memcached.start(mc_args, [&] { return testing::dial_unix(mc_sock) >= 0; }));
+  const fs::path config = dir_ / "halfclose.yml";
+  std::ofstream(config) << pool("alpha", "127.0.0.1:" + std::to_string(redis_port),
+                                {sock(1) + ":1 a"})
+                        << "beta:\n  listen: 127.0.0.1:" << mc_port << "\n  servers:\n    - "
+                        << mc_sock << ":1 m1\n"
+                        << "chash_proxy:\n  workers: 1\n";
+  testing::ChildProcess proxy;
+  ASSERT_TRUE(proxy.start({CHASH_PROXY_PATH, "-c", config.string(), "--no-stats", "-v", "4"},
+                          [mc_port] {
+                            const int fd = testing::dial_tcp(mc_port);
+                            if (fd >= 0) ::close(fd);
+                            return fd >= 0;
+                          }));
+  // Redis: PINGs and one ECHO sized to make the requests exactly 64 KiB; memcached: mn.
+  constexpr std::size_t kChunk = 64 * 1024;
+  const std::string ping = "*1\r\n$4\r\nPING\r\n";
+  std::string redis_requests, redis_replies;
+  for (int i = 0; i < 4000; ++i) {
+    redis_requests += ping;
+    redis_replies += "+PONG\r\n";
+  }
+  const std::size_t echo_len = kChunk - redis_requests.size() - 23;  // 23: ECHO's framing
+  const std::string echoed(echo_len, 'e');
+  redis_requests += "*2\r\n$4\r\nECHO\r\n$" + std::to_string(echo_len) + "\r\n" + echoed + "\r\n";
+  redis_replies += "$" + std::to_string(echo_len) + "\r\n" + echoed + "\r\n";
+  ASSERT_EQ(redis_requests.size(), kChunk);
+  std::string mc_requests, mc_replies;
+  for (std::size_t i = 0; i < kChunk / 4; ++i) {
+    mc_requests += "mn\r\n";
+    mc_replies += "MN\r\n";
+  }
+  struct Case {
+    std::uint16_t port;
+    std::string first, first_reply, requests, replies;
+  };
+  const Case cases[] = {{redis_port, ping, "+PONG\r\n", redis_requests, redis_replies},
+                        {mc_port, "mn\r\n", "MN\r\n", mc_requests, mc_replies}};
+  for (const Case& c : cases) {
+    for (int round = 0; round < 3; ++round) {
+      const int fd = testing::dial_tcp(c.port);
+      ASSERT_GE(fd, 0);
+      // One round trip first: the connection is the worker's before the proxy stops.
+      ASSERT_TRUE(testing::send_all(fd, c.first));
+      ASSERT_EQ(testing::recv_until(fd, [&](const std::string& in) {
+                  return in.size() >= c.first_reply.size();
+                }),
+                c.first_reply);
+      ASSERT_TRUE(testing::stop_process(proxy.pid()));
+      ASSERT_TRUE(testing::send_all(fd, c.requests));
+      ::shutdown(fd, SHUT_WR);
+      std::this_thread::sleep_for(20ms);  // the bytes and the FIN are in the proxy's socket
+      ::kill(proxy.pid(), SIGCONT);
+      const std::string got = testing::recv_until(fd, [](const std::string&) { return false; });
+      ::close(fd);
+      EXPECT_EQ(got.size(), c.replies.size()) << "port " << c.port << " round " << round;
+      EXPECT_TRUE(got == c.replies) << "port " << c.port << " round " << round;
+    }
+  }
+  EXPECT_EQ(proxy.terminate(SIGTERM), 0);
+}
+
 // The old process's health goes with the sockets (control/handover_state.h): a backend it had
 // ejected is out in the new one from the first request — none of them fails on it again — and
 // the key written elsewhere meanwhile is still noted, to be deleted there before it returns.
