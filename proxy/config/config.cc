@@ -309,6 +309,7 @@ ProxyConfig parse_config(std::string_view yaml, const std::string& source) {
   if (cfg.pools.empty()) fail_at(source, 1, "no pools");
   check_own_listeners(cfg);
   check_shadows(cfg);
+  check_prefix_routes(cfg);
   return cfg;
 }
 

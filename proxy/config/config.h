@@ -159,6 +159,16 @@ struct ShadowConfig {
 inline constexpr std::uint64_t kShadowSeed = 0x73686164;  // "shad"
 double shadow_key_point(std::string_view key) noexcept;
 
+// A memcache pool's `prefix_routes:` (docs/MEMCACHED.md "Prefix routes"; mcrouter's
+// PrefixSelectorRoute): a key starting with `prefix` goes to pool `pool` of the config, routed
+// there by its router as if sent to its own listener; the longest matching prefix wins, and a key
+// no prefix matches stays in the pool itself.
+struct PrefixRoute {
+  std::string prefix;
+  std::string pool;
+  int line = 0;
+};
+
 // PROXY protocol header sent to tcp backends first, so they see the client's address.
 enum class ProxyProtocol : std::uint8_t { kNone, kV1, kV2 };
 
@@ -283,6 +293,9 @@ struct PoolConfig {
   hotkeys::Reads hot_reads = hotkeys::Reads::kOwner;
   // memcache pools: a copy of some requests to another pool (none: not shadowed).
   std::optional<ShadowConfig> shadow;
+  // memcache pools: keys by prefix to other memcache pools (empty: every key is the pool's own).
+  std::vector<PrefixRoute> prefix_routes;
+  int prefix_routes_line = 0;
   std::vector<ServerConfig> servers;
   // The proxy's own listeners (every pool's listen, admin, stats) as the config has them: a
   // member on one of them would be this proxy itself (own_listener()).
@@ -371,6 +384,10 @@ std::string listener_clash(const ProxyConfig& config);
 // Each pool's `shadow:` names another memcache pool of `config`; throws Error(kParse) at the
 // line of the first that does not (config/shadow_parser.cc).
 void check_shadows(const ProxyConfig& config);
+// Each pool's `prefix_routes:` name other memcache pools of `config` that route no prefixes
+// themselves; throws Error(kParse) at the line of the first that does not
+// (config/prefix_routes_parser.cc).
+void check_prefix_routes(const ProxyConfig& config);
 
 // Parses YAML text; `source` names it in errors. Also builds each pool's router once, so a
 // config that parses also routes (unknown hash, duplicate server, ...).

@@ -38,7 +38,7 @@ inline constexpr std::string_view kPoolKeys[] = {
     "failover_invalidate", "failover_track_keys", "failover_overflow", "allow_flushall",
     "allow_config_set", "max_blocked_clients", "client_output_limit",
     "max_own_connections", "membership", "hot_keys", "hot_cache", "hot_reads",
-    "replicas", "write_policy", "failover", "shadow"};
+    "replicas", "write_policy", "failover", "shadow", "prefix_routes"};
 
 inline constexpr std::string_view kGlobalKeys[] = {
     "workers", "admin", "admin_auth", "admin_tls", "stats", "stats_interval", "drain_timeout",
@@ -107,6 +107,14 @@ hotkeys::Reads parse_hot_reads(const Ctx& ctx, const YAML::Node& v, const std::s
 // A pool's `shadow:` map {pool, fraction | sample, commands} (config/shadow_parser.cc); the
 // pool it names is checked once every pool is known (check_shadows).
 ShadowConfig parse_shadow(const Ctx& ctx, const YAML::Node& v, const std::string& where);
+// A pool's `prefix_routes:` map {"<prefix>": <pool>, ...} (config/prefix_routes_parser.cc); the
+// pools named are checked once every pool is known (check_prefix_routes).
+std::vector<PrefixRoute> parse_prefix_routes(const Ctx& ctx, const YAML::Node& v,
+                                             const std::string& where);
+// The memcache pool `name` of `config` that pool `from`'s `what` names at `line`: another pool,
+// of the memcache protocol; throws Error(kParse) at `line` otherwise (shadow, prefix_routes).
+const PoolConfig& named_memcache_pool(const ProxyConfig& config, const PoolConfig& from,
+                                      const std::string& name, int line, const std::string& what);
 
 // One pool section (`name: body`), checked as a whole; `so_far` holds the pools before it
 // (listen addresses must differ).

@@ -36,6 +36,11 @@ class PoolParser {
           p_.shadow->line = line;
           continue;
         }
+        if (k == "prefix_routes") {  // config/prefix_routes_parser.cc
+          p_.prefix_routes = parse_prefix_routes(ctx_, kv.second, where_);
+          p_.prefix_routes_line = line;
+          continue;
+        }
         if (!(listen_key(k, kv.second) || protocol_key(k, kv.second, line) ||
               routing_key(k, kv.second, line) || auth_key(k, kv.second) ||
               health_key(k, kv.second) || tcp_key(k, kv.second, line) ||

@@ -128,32 +128,12 @@ void check_shadows(const ProxyConfig& config) {
   for (const PoolConfig& p : config.pools) {
     if (!p.shadow) continue;
     const ShadowConfig& s = *p.shadow;
-    const std::string where = "pool '" + p.name + "'";
     if (p.protocol != PoolProtocol::kMemcache) {
       fail_at(config.source, s.line,
-              where + ": 'shadow' applies to memcache pools only (this one is " +
+              "pool '" + p.name + "': 'shadow' applies to memcache pools only (this one is " +
                   protocol_name(p.protocol) + ")");
     }
-    if (s.pool == p.name) {
-      fail_at(config.source, s.pool_line,
-              where + ": shadow pool is the pool itself; name another memcache pool");
-    }
-    const PoolConfig* target = nullptr;
-    std::vector<std::string_view> names;
-    for (const PoolConfig& q : config.pools) {
-      names.push_back(q.name);
-      if (q.name == s.pool) target = &q;
-    }
-    if (target == nullptr) {
-      fail_at(config.source, s.pool_line,
-              where + ": shadow pool '" + s.pool + "' is not a pool of this config" +
-                  config_detail::suggest(s.pool, names));
-    }
-    if (target->protocol != PoolProtocol::kMemcache) {
-      fail_at(config.source, s.pool_line,
-              where + ": shadow pool '" + s.pool + "' is a " + protocol_name(target->protocol) +
-                  " pool; copies of memcache requests go to a memcache pool");
-    }
+    config_detail::named_memcache_pool(config, p, s.pool, s.pool_line, "shadow pool");
   }
 }
 

@@ -427,6 +427,18 @@ std::shared_ptr<const Topology> build_topology(const ProxyConfig& config, const 
       if (q->config.name == p->config.shadow->pool) const_cast<Pool&>(*p).shadow_slot = q->slot;
     }
   }
+  // `prefix_routes:` likewise, longest prefix first (Pool::prefix_route takes the first match).
+  for (const auto& p : t->pools) {
+    auto& slots = const_cast<Pool&>(*p).prefix_slots;
+    for (const PrefixRoute& r : p->config.prefix_routes) {
+      for (const auto& q : t->pools) {
+        if (q->config.name == r.pool) slots.emplace_back(r.prefix, q->slot);
+      }
+    }
+    std::stable_sort(slots.begin(), slots.end(), [](const auto& a, const auto& b) {
+      return a.first.size() > b.first.size();
+    });
+  }
   return t;
 }
 

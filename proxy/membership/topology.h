@@ -258,6 +258,17 @@ struct Pool {
   // `shadow:` the slot (Pool::slot) of the pool its copies go to; kNoShadow: not shadowed.
   static constexpr std::size_t kNoShadow = ~std::size_t{0};
   std::size_t shadow_slot = kNoShadow;
+  // `prefix_routes:` each prefix with the slot of the pool its keys go to, longest prefix first
+  // (the first that matches is the longest). Empty: every key is this pool's.
+  std::vector<std::pair<std::string, std::size_t>> prefix_slots;
+  // The slot of the pool that `key` goes to: a prefix route's, or this pool's own (`slot`). A
+  // scan of the prefixes: a pool has a handful (mcrouter's PrefixSelectorRoute configs do too).
+  std::size_t prefix_route(std::string_view key) const noexcept {
+    for (const auto& [prefix, to] : prefix_slots) {
+      if (key.starts_with(prefix)) return to;
+    }
+    return slot;
+  }
 
   // Warm-up: the members that owned `key` under the previous routings still in their window
   // (`now_ms`, steady clock), newest first, distinct, none of them `owner` (the key's owner now);

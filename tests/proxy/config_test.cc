@@ -599,5 +599,56 @@ TEST(ConfigTest, ShadowIsCheckedWhereItCannotWork) {
             std::string::npos);
 }
 
+// Prefix routes (`prefix_routes:`): a map of key prefix to another memcache pool that routes no
+// prefixes itself, kept in the config's order; refused at its line where it cannot work.
+TEST(ConfigTest, PrefixRoutesAreCheckedWhereTheyCannotWork) {
+  const std::string users = "users:\n  listen: 127.0.0.1:0\n  servers:\n   - /tmp/u.sock:1 u\n";
+  const std::string vip = "vip:\n  listen: 127.0.0.1:0\n  servers:\n   - /tmp/v.sock:1 v\n";
+  const auto pool = [](const std::string& routes) {
+    return "p:\n  listen: 127.0.0.1:0\n  servers:\n   - /tmp/a.sock:1 a\n  prefix_routes:\n" +
+           routes;
+  };
+  ProxyConfig c = parse_config(pool("    \"u:\": users\n    u:vip:: vip\n") + users + vip, "t.yml");
+  ASSERT_EQ(c.pools[0].prefix_routes.size(), 2u);
+  EXPECT_EQ(c.pools[0].prefix_routes[0].prefix, "u:");
+  EXPECT_EQ(c.pools[0].prefix_routes[0].pool, "users");
+  EXPECT_EQ(c.pools[0].prefix_routes[0].line, 6);
+  EXPECT_EQ(c.pools[0].prefix_routes[1].prefix, "u:vip:");
+  EXPECT_EQ(c.pools[0].prefix_routes[1].pool, "vip");
+  EXPECT_TRUE(c.pools[1].prefix_routes.empty());
+
+  const auto refused = [&](const std::string& routes, const std::string& rest,
+                           const std::string& want) {
+    const std::string e = error_of(pool(routes) + rest);
+    EXPECT_NE(e.find(want), std::string::npos) << "got: " << e;
+  };
+  refused("    \"u:\": nosuch\n", users,
+          "t.yml:6: pool 'p': prefix_routes pool 'nosuch' is not a pool of this config");
+  refused("    \"u:\": usres\n", users, "(did you mean 'users'?)");
+  refused("    \"u:\": p\n", users, "t.yml:6: pool 'p': prefix_routes pool is the pool itself");
+  refused("    \"u:\": users\n",
+          "users:\n  listen: 127.0.0.1:0\n  redis: true\n  servers:\n   - /tmp/u.sock:1 u\n",
+          "t.yml:6: pool 'p': prefix_routes pool 'users' is a redis pool");
+  refused("    \"u:\": users\n",
+          "users:\n  listen: 127.0.0.1:0\n  servers:\n   - /tmp/u.sock:1 u\n  prefix_routes:\n"
+          "    \"x\": vip\n" + vip,
+          "t.yml:6: pool 'p': prefix_routes pool 'users' has prefix_routes of its own");
+  refused("    \"u:\": users\n    \"u:\": vip\n", users + vip, "t.yml:7: pool 'p': prefix_routes");
+  refused("    \"u :\": users\n", users,
+          "t.yml:6: pool 'p': prefix_routes prefix 'u :' has a space or control character");
+  refused("    \"\": users\n", users, "t.yml:6: pool 'p': a prefix_routes prefix must be a non-empty");
+  refused("    \"u:\": \"\"\n", users, "prefix_routes prefix 'u:' needs a pool name");
+  EXPECT_NE(error_of("p:\n  listen: 127.0.0.1:0\n  servers:\n   - /tmp/a.sock:1 a\n  "
+                     "prefix_routes: users\n" + users)
+                .find("t.yml:5: pool 'p': 'prefix_routes' must be a map of key prefix to memcache "
+                      "pool"),
+            std::string::npos);
+  EXPECT_NE(error_of("p:\n  listen: 127.0.0.1:0\n  redis: true\n  servers:\n   - /tmp/a.sock:1 "
+                     "a\n  prefix_routes:\n    \"u:\": users\n" + users)
+                .find("t.yml:6: pool 'p': 'prefix_routes' applies to memcache pools only (this one "
+                      "is redis)"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace chash::proxy

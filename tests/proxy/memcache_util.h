@@ -3,8 +3,12 @@
 // unix sockets (shared by the memcache and warm-up end-to-end tests).
 #pragma once
 
+#include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <memory>
 
 #include <string>
 #include <string_view>
@@ -208,6 +212,51 @@ class MemcachedServer {
 
  private:
   UnixSocketServer server_;
+};
+
+// A test of memcache pools over `n` real memcached processes (m1..mn, unix sockets in a test
+// directory) and an in-process proxy; servers stopped with SIGSTOP (listed in `stopped`) are
+// resumed before they are killed.
+class MemcacheServersTest : public ::testing::Test {
+ protected:
+  void start_servers(const std::string& dir_prefix, int n) {
+    ASSERT_TRUE(have_program("memcached")) << "memcached not installed (scripts/bootstrap.sh)";
+    ::signal(SIGPIPE, SIG_IGN);
+    dir = make_test_dir(dir_prefix);
+    for (int i = 1; i <= n; ++i) {
+      servers.push_back(std::make_unique<MemcachedServer>(dir, "m" + std::to_string(i)));
+      ASSERT_TRUE(servers.back()->start()) << "memcached m" << i << " did not start";
+    }
+  }
+  void TearDown() override {
+    for (const pid_t pid : stopped) ::kill(pid, SIGCONT);
+    proxy.stop();
+    servers.clear();
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  // "    - <socket>:1 m<i>\n" for servers first..last (1-based): a pool's `servers:` lines.
+  std::string server_lines(int first, int last) const {
+    std::string y;
+    for (int i = first; i <= last; ++i) {
+      y += "    - " + servers[static_cast<std::size_t>(i - 1)]->socket() + ":1 m" +
+           std::to_string(i) + "\n";
+    }
+    return y;
+  }
+  // A request sent to server i (0-based) directly.
+  std::string on(std::size_t i, const std::string& request) {
+    return servers[i]->client().call(request);
+  }
+  const Pool& pool(std::size_t i = 0) { return *proxy->topology()->pools[i]; }
+  McClient client(std::size_t pool_index = 0) {
+    return McClient(dial_tcp(proxy->port(pool_index)));
+  }
+
+  fs::path dir;
+  std::vector<std::unique_ptr<MemcachedServer>> servers;
+  std::vector<pid_t> stopped;
+  ProxyRunner proxy;
 };
 
 }  // namespace chash::proxy::testing

@@ -104,6 +104,11 @@ void Msg::quiet_end(std::uint32_t part) {
   }
 }
 
+Client* Msg::owner() const noexcept {
+  if (client != nullptr) return static_cast<Client*>(client);
+  return parent ? parent->owner() : nullptr;
+}
+
 void Msg::fail_part(std::uint32_t part, std::string_view error) {
   Part& p = parts[part];
   p.line.copy(error);
@@ -280,16 +285,164 @@ void Client::process() {
   }
   if (wire_ == Wire::kBinary) {
     parse_requests(
-        bin_parser_, [&] { return std::string(bin_parser_.error()); }, [&] { dispatch_binary(); });
+        bin_parser_, [&] { return std::string(bin_parser_.error()); },
+        [&] { dispatch_binary_routed(); });
     return;
   }
   parse_requests(
-      parser_, [&] { return std::string(parser_.error()); }, [&] { dispatch(); });
+      parser_, [&] { return std::string(parser_.error()); }, [&] { dispatch_routed(); });
+}
+
+// ---- Prefix routes ------------------------------------------------------------------------------
+// mcrouter's PrefixSelectorRoute: a pool's `prefix_routes:` send a key to another memcache pool
+// of the config by its prefix (Pool::prefix_route, the longest that matches). The request is
+// dispatched as that pool's listener would dispatch it, with the session's pool switched to it
+// meanwhile, so its router, health, absence logs, warm-up, replicas, failover, hot keys and
+// shadow all apply as there. Replies keep the client's order whichever pool answers.
+
+Client::PoolSwitch::PoolSwitch(Client& c, std::size_t slot) : c_(c), saved_index_(c.pool_index_) {
+  if (slot == c.pool_index_) return;
+  const std::shared_ptr<const Pool>& to = c.worker_.pool(slot);
+  // Gone (a reload removed it) or no longer memcache: the request cannot go there.
+  if (to == nullptr || to->config.protocol != PoolProtocol::kMemcache) {
+    ok_ = false;
+    return;
+  }
+  saved_ = c.pool_;
+  c.pool_ = to;
+  c.pool_index_ = slot;
+  switched_ = true;
+}
+
+Client::PoolSwitch::~PoolSwitch() {
+  if (!switched_) return;
+  c_.pool_ = std::move(saved_);
+  c_.pool_index_ = saved_index_;
+}
+
+void Client::dispatch_in(std::size_t slot, void (Client::*handler)()) {
+  const PoolSwitch to(*this, slot);
+  if (!to.ok()) {
+    count_request();
+    reply_local(server_error("prefix route: its pool is gone (reloaded away)"), true);
+    return;
+  }
+  (this->*handler)();
+}
+
+void Client::dispatch_routed() {
+  if (pool_->prefix_slots.empty()) {  // the common case: every key is the pool's own
+    dispatch();
+    return;
+  }
+  const std::string_view in(in_);
+  std::string_view key;
+  switch (parser_.command()) {
+    case memcache::Command::kGet:
+    case memcache::Command::kGets:
+    case memcache::Command::kGat:
+    case memcache::Command::kGats: {
+      keys_.clear();
+      key_slots_.clear();
+      bool one = true;
+      for (std::size_t i = parser_.first_key(); i < parser_.key_end(); ++i) {
+        keys_.push_back(parser_.token(in, i));
+        key_slots_.push_back(pool_->prefix_route(keys_.back()));
+        one = one && key_slots_.back() == key_slots_.front();
+      }
+      if (keys_.empty()) break;  // "gat <exptime>": answered END
+      if (!one) {
+        count_request();
+        retrieve_routed(keys_, key_slots_);
+        return;
+      }
+      dispatch_in(key_slots_.front(), &Client::dispatch);
+      return;
+    }
+    case memcache::Command::kSet:
+    case memcache::Command::kAdd:
+    case memcache::Command::kReplace:
+    case memcache::Command::kAppend:
+    case memcache::Command::kPrepend:
+    case memcache::Command::kCas:
+    case memcache::Command::kDelete:
+    case memcache::Command::kIncr:
+    case memcache::Command::kDecr:
+    case memcache::Command::kTouch:
+      key = parser_.token(in, 1);
+      break;
+    case memcache::Command::kMetaGet:
+    case memcache::Command::kMetaSet:
+    case memcache::Command::kMetaDelete:
+    case memcache::Command::kMetaArithmetic:
+    case memcache::Command::kMetaDebug:
+      key = parser_.meta_key(in);  // a `b` key decoded: the key memcached stores
+      break;
+    case memcache::Command::kNone:
+      if (parser_.unlink()) key = parser_.meta_key(in);  // deleted where it lives
+      break;
+    default:
+      break;
+  }
+  if (key.empty()) {
+    dispatch();
+    return;
+  }
+  dispatch_in(pool_->prefix_route(key), &Client::dispatch);
+}
+
+void Client::dispatch_binary_routed() {
+  const std::string_view key = bin_parser_.key(std::string_view(in_));
+  if (pool_->prefix_slots.empty() || key.empty()) {
+    dispatch_binary();
+    return;
+  }
+  dispatch_in(pool_->prefix_route(key), &Client::dispatch_binary);
+}
+
+void Client::retrieve_routed(std::span<const std::string_view> keys,
+                             std::span<const std::size_t> slots) {
+  // One part per key, each answered by that key's own retrieval in its pool (a Msg of the
+  // proxy's whose `then` fills the part): the blocks merge in the client's key order under one
+  // END, and a failed key's error answers the whole request, as in one pool.
+  const auto n = static_cast<std::uint32_t>(keys.size());
+  auto whole = new_msg(n);
+  whole->retrieval = true;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    whole->key_map.emplace_back(i, memcache::Span{whole->keys.size(), keys[i].size()});
+    whole->keys += keys[i];
+  }
+  for (std::uint32_t i = 0; i < n; ++i) {
+    auto one = make_ref<Msg>();
+    one->parent = whole;
+    one->then = [whole, i](Msg& d) {
+      if (!d.hot_key.empty()) {
+        if (Client* c = d.owner()) c->hot_fill(d);
+      }
+      std::string block;
+      for (const Msg::Part& p : d.parts) {
+        if (p.error) {
+          whole->fail_part(i, p.line.view());
+          return;
+        }
+        for (const Msg::Value& v : p.values) block += v.block(p.own);
+      }
+      whole->answer_part(i, block);
+    };
+    const PoolSwitch to(*this, slots[i]);
+    if (!to.ok()) {
+      whole->fail_part(i, server_error("prefix route: its pool is gone (reloaded away)"));
+      continue;
+    }
+    one->slot = pool_index_;
+    retrieve(keys.subspan(i, 1), one);
+  }
 }
 
 Ref<Msg> Client::new_msg(std::uint32_t parts) {
   auto m = make_ref<Msg>();
   m->silent = parser_.noreply();
+  m->slot = pool_index_;
   m->parts.resize(parts);
   m->outstanding = parts;
   push(m);
@@ -564,14 +717,20 @@ void Client::retrieve() {
     reply_local("END\r\n");
     return;
   }
+  keys_.clear();
+  for (std::size_t i = first; i < end; ++i) keys_.push_back(parser_.token(in, i));
+  retrieve(keys_, {});
+}
+
+void Client::retrieve(std::span<const std::string_view> keys, Ref<Msg> into) {
+  Ref<Msg> m = into ? std::move(into) : new_msg(0);
+  m->retrieval = true;
   // A failover pool asks each key's owners in turn (one part per key), except while warming:
   // then a moved key's previous owner is read through (warm()) and a part failing answers.
   if (replicated() || (failing_over() && !pool_->warming())) {
-    retrieve_replicated();
+    retrieve_replicated(keys, m);
     return;
   }
-  auto m = new_msg(0);
-  m->retrieval = true;
   const std::string prefix = retrieval_prefix();
   // Group the keys by backend, keeping their order within each part; a backend's keys are cut
   // into lines of at most kMaxBackendLine bytes (one part each).
@@ -584,12 +743,11 @@ void Client::retrieve() {
   // the worker's copy (2, its VALUE block in part_copy, "" for a miss).
   std::vector<char> warm_part;
   std::vector<std::string> part_copy;
-  const bool copies = hot_retrieval(m);
+  const bool copies = hot_retrieval(m, keys);
   const bool warming = pool_->warming();
   NodeId olds[kMaxPreviousRoutings];
   key_parts_.clear();
-  for (std::size_t i = first; i < end; ++i) {
-    const std::string_view key = parser_.token(in, i);
+  for (const std::string_view key : keys) {
     hot_note(key);
     if (copies) {
       if (std::optional<std::string> copy = hot_copy(key)) {
@@ -629,15 +787,12 @@ void Client::retrieve() {
   count_fragments(nparts);
   if (nparts > 1) {
     // Merged in the client's key order (a single part comes back in that order already).
-    for (std::size_t i = first; i < end; ++i) {
-      const std::string_view key = parser_.token(in, i);
-      m->key_map.emplace_back(key_parts_[i - first], memcache::Span{m->keys.size(), key.size()});
-      m->keys += key;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      m->key_map.emplace_back(key_parts_[i], memcache::Span{m->keys.size(), keys[i].size()});
+      m->keys += keys[i];
     }
   }
-  if (copies && nparts == 1 && end - first == 1 && warm_part[0] == 0) {
-    hot_mark(m, parser_.token(in, first));
-  }
+  if (copies && nparts == 1 && keys.size() == 1 && warm_part[0] == 0) hot_mark(m, keys[0]);
   for (std::uint32_t p = 0; p < nparts; ++p) {
     if (warm_part[p] == 2) {
       m->answer_part(p, part_copy[p]);
@@ -651,7 +806,7 @@ void Client::retrieve() {
     }
     forward(part_node[p], m, p, {lines[p]});
   }
-  if (pool_->shadow_slot != Pool::kNoShadow) [[unlikely]] shadow_retrieval(*m, prefix);
+  if (pool_->shadow_slot != Pool::kNoShadow) [[unlikely]] shadow_retrieval(*m, prefix, keys);
 }
 
 }  // namespace chash::proxy::memcache

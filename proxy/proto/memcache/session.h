@@ -84,6 +84,8 @@ struct ShadowHold {
   }
 };
 
+class Client;
+
 struct Msg final : Reply {
   bool silent = false;     // noreply: whatever the backend says is dropped
   bool retrieval = false;  // VALUE blocks + END
@@ -120,6 +122,13 @@ struct Msg final : Reply {
   std::vector<ReplicaRead> reads;
   std::unique_ptr<ReplicaWrite> write;
   ShadowHold shadow;  // a shadow copy (`then` discards its reply): its backend's count
+  // The pool (its slot) the request went to: the listener's, or a prefix route's
+  // (`prefix_routes:`): a replicated read goes on, and a hot key's copy is filled, there.
+  std::size_t slot = 0;
+  // One key of a get whose keys went to several pools (Client::retrieve_routed): the whole
+  // request, whose client `then` answers; this Msg has none of its own.
+  Ref<Msg> parent;
+  Client* owner() const noexcept;
   struct Value {
     net::ChunkRef chunk;         // the backend's read chunk holding the block; null: in Part::own
     const char* data = nullptr;  // the whole VALUE block (chunk), or null (own: at `off`)
@@ -204,18 +213,45 @@ class Client final : public ClientSession {
   void hot_mark(const Ref<Msg>& m, std::string_view key);
   // A get/gets/gat/gats `m` is starting: a gat/gats's keys are invalidated (a new exptime);
   // whether copies may answer it (a `get` while some key is hot).
-  bool hot_retrieval(const Ref<Msg>& m);
+  bool hot_retrieval(const Ref<Msg>& m, std::span<const std::string_view> keys);
   // The current mg (of hot `key`, sent as part 0 of `m`) answered from the copy when its flags
   // need nothing else (true); the current binary get likewise (a copy that has the CAS).
   bool hot_meta_get(const Ref<Msg>& m, std::string_view key);
   bool hot_binary_get(const Ref<Msg>& m, std::string_view key);
   void process() override;
+  // Prefix routes (`prefix_routes:`, session.cc): the request's key picks the pool, which is the
+  // session's (pool_, pool_index_) while it is dispatched (PoolSwitch); a get whose keys go to
+  // several pools is split by pool (retrieve_routed).
+  class PoolSwitch {
+   public:
+    // To `slot`'s pool unless it is the session's already, or gone (switched() false).
+    PoolSwitch(Client& c, std::size_t slot);
+    ~PoolSwitch();
+    PoolSwitch(const PoolSwitch&) = delete;
+    PoolSwitch& operator=(const PoolSwitch&) = delete;
+    bool ok() const noexcept { return ok_; }
+
+   private:
+    Client& c_;
+    std::shared_ptr<const Pool> saved_;
+    std::size_t saved_index_;
+    bool switched_ = false, ok_ = true;
+  };
+  void dispatch_routed();
+  void dispatch_binary_routed();
+  // The current request's key, to the pool `slot` (answers an error when that pool is gone).
+  void dispatch_in(std::size_t slot, void (Client::*handler)());
+  void retrieve_routed(std::span<const std::string_view> keys,
+                       std::span<const std::size_t> slots);
   void dispatch();
   // The binary protocol (proto/memcache/session_binary.cc): one packet of bin_parser_.
   void dispatch_binary();
   // Queues a response of the proxy's own to the current binary packet.
   void binary_local(std::uint16_t status, std::string_view body, bool close_after = false);
   void retrieve();
+  // The current get/gets/gat/gats for `keys` (all of it, or one pool's share of a routed one),
+  // answered by `into` (a Msg of retrieve_routed's) or by a new request of the client's.
+  void retrieve(std::span<const std::string_view> keys, Ref<Msg> into);
   // A set or ms the parser refused as too large: `key` is deleted at its backend (its homes),
   // as memcached unlinks it, and the refusal answered once that is done.
   void unlink_refused(std::string_view key);
@@ -243,7 +279,7 @@ class Client final : public ClientSession {
   void replicate(const Ref<Msg>& m, std::string_view key,
                  std::initializer_list<std::string_view> bytes, ReplicaOp op);
   // A get/gets/gat/gats on a replicated pool: one part per key (each with its own homes).
-  void retrieve_replicated();
+  void retrieve_replicated(std::span<const std::string_view> keys, const Ref<Msg>& m);
   // Part `part` of `m` (a ReplicaRead) to its next home that is up; false when none is left.
   bool read_next(Msg& m, std::uint32_t part);
   // The key's homes (at most `replicas`), in the router's order; how many.
@@ -277,7 +313,8 @@ class Client final : public ClientSession {
   void shadow(std::string_view key, std::initializer_list<std::string_view> bytes,
               const Msg& like);
   // The current get/gets/gat/gats's keys, each shadowed as a request of its own.
-  void shadow_retrieval(const Msg& like, const std::string& prefix);
+  void shadow_retrieval(const Msg& like, const std::string& prefix,
+                        std::span<const std::string_view> keys);
 
   memcache::RequestLimits limits_;
   memcache::RequestParser parser_;
@@ -287,6 +324,8 @@ class Client final : public ClientSession {
   Wire wire_ = Wire::kUnknown;
   binary::RequestParser bin_parser_;
   std::vector<std::uint32_t> key_parts_;  // scratch for retrievals: each key's part
+  std::vector<std::string_view> keys_;    // scratch: the current retrieval's keys
+  std::vector<std::size_t> key_slots_;    // scratch: and the pool each goes to (prefix routes)
 };
 
 }  // namespace chash::proxy::memcache

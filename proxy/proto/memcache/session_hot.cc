@@ -117,17 +117,14 @@ void Client::hot_wrote(std::string_view key, const Ref<Msg>& m) {
   }
 }
 
-bool Client::hot_retrieval(const Ref<Msg>& m) {
+bool Client::hot_retrieval(const Ref<Msg>& m, std::span<const std::string_view> keys) {
   const Command cmd = parser_.command();
   if ((cmd == Command::kGat || cmd == Command::kGats) && pool_->config.hot_cache.enabled) {
     // gat/gats set a new exptime: one in the past (or -1) ends the item now, which a copy would
     // outlive by up to its ttl; touch and the binary gat/touch and mg T invalidate for the same
     // reason (a TTL that keeps the item changes nothing a copy answers, but the proxy cannot
     // tell the two apart without the server's clock).
-    const std::string_view in(in_);
-    for (std::size_t i = parser_.first_key(); i < parser_.key_end(); ++i) {
-      hot_wrote(parser_.token(in, i), m);
-    }
+    for (const std::string_view key : keys) hot_wrote(key, m);
   }
   return cmd == Command::kGet && hot_caching();
 }
@@ -271,6 +268,8 @@ bool Client::hot_binary_get(const Ref<Msg>& m, std::string_view key) {
 
 void Client::hot_fill(const Msg& m) {
   if (m.parts.size() != 1 || m.parts[0].error) return;
+  const PoolSwitch to(*this, m.slot);  // the pool it was read in (a prefix route's)
+  if (!to.ok()) return;
   const Msg::Part& p = m.parts[0];
   std::string copy;  // "" for a miss
   if (m.meta) {

@@ -69,7 +69,7 @@ bool Msg::read_on(std::uint32_t part) {
   } else if (r.failover && !p.line.view().starts_with("SERVER_ERROR")) {
     return false;  // CLIENT_ERROR, ERROR: the next owner would say the same
   }
-  if (client != nullptr && static_cast<Client*>(client)->read_next(*this, part)) return true;
+  if (Client* c = owner(); c != nullptr && c->read_next(*this, part)) return true;
   if (p.error && r.saw_miss && r.best) {
     // Every home failed or missed: a miss, as one server that has not got the key answers.
     p.error = false;
@@ -212,6 +212,8 @@ void Client::fail_over(const Ref<Msg>& m, std::string_view key, NodeId node,
 }
 
 bool Client::read_next(Msg& m, std::uint32_t part) {
+  const PoolSwitch to(*this, m.slot);  // the pool it was read in (a prefix route's)
+  if (!to.ok()) return false;
   ReplicaRead& r = m.reads[part];
   if (r.write && r.at < r.count && r.homes[r.at] < pool_->states.size()) {
     // The owner that failed the write may have taken it, or still hold the value before it:
@@ -234,18 +236,14 @@ bool Client::read_next(Msg& m, std::uint32_t part) {
   return false;
 }
 
-void Client::retrieve_replicated() {
-  const std::string_view in(in_);
-  const std::size_t first = parser_.first_key(), end = parser_.key_end();
-  auto m = new_msg(0);
-  m->retrieval = true;
+void Client::retrieve_replicated(std::span<const std::string_view> keys, const Ref<Msg>& m) {
   const std::string prefix = retrieval_prefix();
-  const auto n = static_cast<std::uint32_t>(end - first);
-  const bool copies = hot_retrieval(m);
+  const auto n = static_cast<std::uint32_t>(keys.size());
+  const bool copies = hot_retrieval(m, keys);
   std::vector<std::optional<std::string>> copy(n);
   m->reads.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {
-    const std::string_view key = parser_.token(in, first + i);
+    const std::string_view key = keys[i];
     hot_note(key);
     if (copies && (copy[i] = hot_copy(key))) continue;
     if (failing_over()) {
@@ -279,12 +277,11 @@ void Client::retrieve_replicated() {
   count_fragments(n);
   if (n > 1) {
     for (std::uint32_t i = 0; i < n; ++i) {
-      const std::string_view key = parser_.token(in, first + i);
-      m->key_map.emplace_back(i, memcache::Span{m->keys.size(), key.size()});
-      m->keys += key;
+      m->key_map.emplace_back(i, memcache::Span{m->keys.size(), keys[i].size()});
+      m->keys += keys[i];
     }
   } else if (copies && !copy[0]) {
-    hot_mark(m, parser_.token(in, first));
+    hot_mark(m, keys[0]);
   }
   for (std::uint32_t i = 0; i < n; ++i) {
     if (copy[i]) {
@@ -292,8 +289,8 @@ void Client::retrieve_replicated() {
       continue;
     }
     const ReplicaRead& r = m->reads[i];
-    const std::string_view keys[] = {r.key};
-    forward(r.homes[0], m, i, {r.request}, keys);
+    const std::string_view its[] = {r.key};
+    forward(r.homes[0], m, i, {r.request}, its);
   }
 }
 

@@ -88,11 +88,10 @@ void Client::shadow(std::string_view key, std::initializer_list<std::string_view
   counts.shadow_sent.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Client::shadow_retrieval(const Msg& like, const std::string& prefix) {
-  const std::string_view in(in_);
+void Client::shadow_retrieval(const Msg& like, const std::string& prefix,
+                              std::span<const std::string_view> keys) {
   std::string line;
-  for (std::size_t i = parser_.first_key(); i < parser_.key_end(); ++i) {
-    const std::string_view key = parser_.token(in, i);
+  for (const std::string_view key : keys) {
     line.assign(prefix);
     line += ' ';
     line += key;
