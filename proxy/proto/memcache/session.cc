@@ -725,9 +725,9 @@ void Client::retrieve() {
 void Client::retrieve(std::span<const std::string_view> keys, Ref<Msg> into) {
   Ref<Msg> m = into ? std::move(into) : new_msg(0);
   m->retrieval = true;
-  // A failover pool asks each key's owners in turn (one part per key), except while warming:
-  // then a moved key's previous owner is read through (warm()) and a part failing answers.
-  if (replicated() || (failing_over() && !pool_->warming())) {
+  // A failover pool asks each key's owners in turn (one part per key); while warming, a key
+  // that moved is read through from its previous owner instead (warm(), in retrieve_replicated).
+  if (replicated() || failing_over()) {
     retrieve_replicated(keys, m);
     return;
   }

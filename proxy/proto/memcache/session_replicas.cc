@@ -242,6 +242,10 @@ void Client::retrieve_replicated(std::span<const std::string_view> keys, const R
   const bool copies = hot_retrieval(m, keys);
   std::vector<std::optional<std::string>> copy(n);
   m->reads.resize(n);
+  // A failover pool's key that moved in a reload still warming: read through from its previous
+  // owner (warm()), as a single-owner pool reads it; the others fail over.
+  const bool warming = failing_over() && pool_->warming();
+  std::vector<NodeId> warm_node(warming ? n : 0, kNoNode);  // the key's owner, for warm()
   for (std::uint32_t i = 0; i < n; ++i) {
     const std::string_view key = keys[i];
     hot_note(key);
@@ -255,6 +259,7 @@ void Client::retrieve_replicated(std::span<const std::string_view> keys, const R
       if (!route(key, m, node)) return;
       m->reads.swap(reads);
       failover_homes(m->reads[i], key, node);
+      if (warming) warm_node[i] = node;
     }
     ReplicaRead& r = m->reads[i];
     if (!failing_over()) {
@@ -289,6 +294,10 @@ void Client::retrieve_replicated(std::span<const std::string_view> keys, const R
       continue;
     }
     const ReplicaRead& r = m->reads[i];
+    if (warming && warm_node[i] != kNoNode &&
+        warm(parser_.command(), r.key, warm_node[i], m, i, r.request)) {
+      continue;
+    }
     const std::string_view its[] = {r.key};
     forward(r.homes[0], m, i, {r.request}, its);
   }
