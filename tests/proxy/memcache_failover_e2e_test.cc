@@ -50,14 +50,6 @@ class MemcacheFailoverE2E : public MemcacheServersTest {
     ADD_FAILURE() << "no key owned by m" << s + 1;
     return prefix;
   }
-  void stop(std::size_t s) {
-    ASSERT_TRUE(stop_process(servers[s]->pid()));
-    stopped.push_back(servers[s]->pid());
-  }
-  void resume(std::size_t s) {
-    ::kill(servers[s]->pid(), SIGCONT);
-    std::erase(stopped, servers[s]->pid());
-  }
   // `call` answered within the pool timeout and a margin (it waited for one owner at most).
   template <class F>
   auto timed(F call) {

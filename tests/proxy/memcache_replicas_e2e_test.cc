@@ -16,45 +16,23 @@
 namespace chash::proxy::testing {
 namespace {
 
-class MemcacheReplicasE2E : public ::testing::Test {
+class MemcacheReplicasE2E : public MemcacheServersTest {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(have_program("memcached"));
-    dir = make_test_dir("mcr");
-    for (int i = 1; i <= 3; ++i) {
-      servers.push_back(std::make_unique<MemcachedServer>(dir, "m" + std::to_string(i)));
-      ASSERT_TRUE(servers.back()->start());
-    }
-  }
-  void TearDown() override {
-    for (const pid_t pid : stopped) ::kill(pid, SIGCONT);
-    proxy.stop();
-    servers.clear();
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
+  void SetUp() override { start_servers("mcr", 3); }
   // One pool per (name, write_policy) over m1..m3, each with `replicas` homes.
   std::string pool_yaml(const std::string& name, int replicas, const std::string& policy) {
     std::string y = name + ":\n  listen: 127.0.0.1:0\n  protocol: memcache\n  timeout: 400\n" +
                     "  auto_eject_hosts: true\n  server_failure_limit: 1\n" +
                     "  server_retry_timeout: 200\n  replicas: " + std::to_string(replicas) + "\n";
     if (!policy.empty()) y += "  write_policy: " + policy + "\n";
-    y += "  servers:\n";
-    for (int i = 1; i <= 3; ++i) {
-      y += "    - " + servers[static_cast<std::size_t>(i - 1)]->socket() + ":1 m" +
-           std::to_string(i) + "\n";
-    }
+    y += "  servers:\n" + server_lines(1, 3);
     return y;
   }
-  const Pool& pool(std::size_t i = 0) { return *proxy->topology()->pools[i]; }
   // The key's homes (0-based server indexes), in the router's order.
   std::vector<std::size_t> homes(const std::string& key, std::size_t n, std::size_t p = 0) {
     std::array<NodeId, 8> out{};
     const std::size_t got = pool(p).router.route_n(key, std::span<NodeId>(out.data(), n));
     return {out.begin(), out.begin() + static_cast<std::ptrdiff_t>(got)};
-  }
-  std::string on(std::size_t i, const std::string& request) {
-    return servers[i]->client().call(request);
   }
   bool down(std::size_t server, std::size_t p = 0) {
     return pool(p).states[server]->down.load();
@@ -69,10 +47,6 @@ class MemcacheReplicasE2E : public ::testing::Test {
       return down(server, p);
     });
   }
-  fs::path dir;
-  std::vector<std::unique_ptr<MemcachedServer>> servers;
-  std::vector<pid_t> stopped;
-  ProxyRunner proxy;
 };
 
 TEST_F(MemcacheReplicasE2E, WritesReachEveryHomeAndOnlyThem) {
@@ -153,13 +127,11 @@ TEST_F(MemcacheReplicasE2E, AHomeKilledOrStoppedLosesNoWriteServesNoStale) {
   read_all("after m1 came back empty");
   // Stopped: it keeps v2 while the keys are rewritten to v3 elsewhere; resumed, it is swept first.
   const std::size_t m2 = 1;
-  ASSERT_TRUE(stop_process(servers[m2]->pid()));
-  stopped.push_back(servers[m2]->pid());
+  stop(m2);
   EXPECT_EQ(write_all("v3"), kKeys);
   EXPECT_TRUE(down(m2));
   read_all("with m2 stopped");
-  ::kill(servers[m2]->pid(), SIGCONT);
-  stopped.clear();
+  resume(m2);
   ASSERT_TRUE(eventually([&] { return !down(m2); }));
   read_all("after m2 resumed");
   // Nothing older than v3 is left at m2 to be served: each key is v3 there or gone.

@@ -20,24 +20,10 @@ namespace {
 
 namespace op = memcache::binary::op;
 
-class MemcacheShadowE2E : public ::testing::Test {
+class MemcacheShadowE2E : public MemcacheServersTest {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(have_program("memcached"));
-    dir = make_test_dir("mcs");
-    // m1, m2: the pool's own servers; c1, c2: the shadow pool's.
-    for (const char* n : {"m1", "m2", "c1", "c2"}) {
-      servers.push_back(std::make_unique<MemcachedServer>(dir, n));
-      ASSERT_TRUE(servers.back()->start());
-    }
-  }
-  void TearDown() override {
-    for (const pid_t pid : stopped) ::kill(pid, SIGCONT);
-    proxy.stop();
-    servers.clear();
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
+  // m1, m2: the pool's own servers; c1, c2: the shadow pool's.
+  void SetUp() override { start_servers("mcs", {"m1", "m2", "c1", "c2"}); }
   // Pool "main" over m1, m2 with `shadow` (the map's lines), and pool "canary" over c1, c2.
   std::string config(const std::string& shadow) {
     return "main:\n  listen: 127.0.0.1:0\n  servers:\n    - " + servers[0]->socket() +
@@ -45,12 +31,8 @@ class MemcacheShadowE2E : public ::testing::Test {
            "canary:\n  listen: 127.0.0.1:0\n  servers:\n    - " + servers[2]->socket() +
            ":1 c1\n    - " + servers[3]->socket() + ":1 c2\n";
   }
-  const Pool& pool(std::size_t i) { return *proxy->topology()->pools[i]; }
   // The shadow server (index into servers) that owns `key` in the canary pool.
   std::size_t canary_of(const std::string& key) { return 2 + pool(1).router.route(key); }
-  std::string on(std::size_t i, const std::string& request) {
-    return servers[i]->client().call(request);
-  }
   std::uint64_t sent() { return pool(0).shared->shadow_sent.load(); }
   std::uint64_t dropped() { return pool(0).shared->shadow_dropped.load(); }
   // Every copy sent has been answered by the shadow servers (each connection's replies are in
@@ -77,10 +59,6 @@ class MemcacheShadowE2E : public ::testing::Test {
     const std::size_t at = all.find("STAT cmd_get ");
     return at == std::string::npos ? ~0ull : std::stoull(all.substr(at + 13));
   }
-  fs::path dir;
-  std::vector<std::unique_ptr<MemcachedServer>> servers;
-  std::vector<pid_t> stopped;
-  ProxyRunner proxy;
 };
 
 // fraction 1 (every key): text, meta (quiet too) and binary writes reach the key's owner in the
@@ -209,8 +187,7 @@ TEST_F(MemcacheShadowE2E, AStoppedShadowServerNeverSlowsThePool) {
   McClient c(dial_tcp(proxy->port(std::size_t{0})));
   ASSERT_EQ(c.call(set("warm", "x")), "STORED\r\n");  // the shadow connection is open
   ASSERT_TRUE(eventually([&] { return shadows_answered() && sent() == 1; }));
-  ASSERT_TRUE(stop_process(servers[2]->pid()));
-  stopped.push_back(servers[2]->pid());
+  stop(2);
   constexpr int kRequests = 3000;
   const std::string big(2000, 'z');  // the copies fill the socket too, not only the count
   auto slowest = std::chrono::nanoseconds(0);
@@ -229,8 +206,7 @@ TEST_F(MemcacheShadowE2E, AStoppedShadowServerNeverSlowsThePool) {
   EXPECT_EQ(dropped(), static_cast<std::uint64_t>(kRequests - kShadowMaxOutstanding));
   EXPECT_EQ(c.call("get s0\r\n"), value("s0", big) + "END\r\n");
   // Resumed: the queued copies are answered (the first ones stored), and new ones flow again.
-  ::kill(servers[2]->pid(), SIGCONT);
-  stopped.clear();
+  resume(2);
   ASSERT_TRUE(eventually([&] { return shadows_answered(); }));
   EXPECT_EQ(on(2, "get s0\r\n"), value("s0", big) + "END\r\n");
   EXPECT_EQ(on(2, "get s" + std::to_string(kRequests - 1) + "\r\n"), "END\r\n");  // dropped

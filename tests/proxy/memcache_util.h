@@ -220,12 +220,17 @@ class MemcachedServer {
 class MemcacheServersTest : public ::testing::Test {
  protected:
   void start_servers(const std::string& dir_prefix, int n) {
+    std::vector<std::string> names;
+    for (int i = 1; i <= n; ++i) names.push_back("m" + std::to_string(i));
+    start_servers(dir_prefix, names);
+  }
+  void start_servers(const std::string& dir_prefix, const std::vector<std::string>& names) {
     ASSERT_TRUE(have_program("memcached")) << "memcached not installed (scripts/bootstrap.sh)";
     ::signal(SIGPIPE, SIG_IGN);
     dir = make_test_dir(dir_prefix);
-    for (int i = 1; i <= n; ++i) {
-      servers.push_back(std::make_unique<MemcachedServer>(dir, "m" + std::to_string(i)));
-      ASSERT_TRUE(servers.back()->start()) << "memcached m" << i << " did not start";
+    for (const std::string& name : names) {
+      servers.push_back(std::make_unique<MemcachedServer>(dir, name));
+      ASSERT_TRUE(servers.back()->start()) << "memcached " << name << " did not start";
     }
   }
   void TearDown() override {
@@ -243,6 +248,15 @@ class MemcacheServersTest : public ::testing::Test {
            std::to_string(i) + "\n";
     }
     return y;
+  }
+  // Server i (0-based) stopped with SIGSTOP (every thread: its requests time out), and resumed.
+  void stop(std::size_t i) {
+    ASSERT_TRUE(stop_process(servers[i]->pid()));
+    stopped.push_back(servers[i]->pid());
+  }
+  void resume(std::size_t i) {
+    ::kill(servers[i]->pid(), SIGCONT);
+    std::erase(stopped, servers[i]->pid());
   }
   // A request sent to server i (0-based) directly.
   std::string on(std::size_t i, const std::string& request) {
