@@ -97,6 +97,16 @@ TEST_F(MemcachePrefixRoutesE2E, KeysGoToThePoolTheirLongestPrefixNames) {
     if (k.find("nosuch") == std::string::npos) want += value(k, "v-" + k);
   }
   EXPECT_EQ(c.call(request + "\r\n"), want + "END\r\n");
+  // 2,000 keys (every key ten times over): each pool's share is cut into several lines per
+  // server, and merged back into one reply in the client's order.
+  std::string big = "get", big_want;
+  for (int round = 0; round < 10; ++round) {
+    for (const std::string& k : keys) {
+      big += " " + k;
+      big_want += value(k, "v-" + k);
+    }
+  }
+  EXPECT_TRUE(c.call(big + "\r\n") == big_want + "END\r\n");
   // One pool's keys only (the request is that pool's as a whole).
   EXPECT_EQ(c.call("get u:1 u:2\r\n"),
             value("u:1", "v-u:1") + value("u:2", "v-u:2") + "END\r\n");

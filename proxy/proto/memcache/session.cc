@@ -144,6 +144,47 @@ void Msg::answer_part(std::uint32_t part, std::string_view bytes) {
   if (--outstanding == 0) finish();
 }
 
+void Msg::answer_part_from(std::uint32_t part, const Msg& from) {
+  for (const Part& p : from.parts) {
+    if (p.error) {
+      fail_part(part, p.line.view());
+      return;
+    }
+  }
+  Part& to = parts[part];
+  to.values.clear();
+  to.own.clear();
+  to.held = 0;
+  to.error = false;
+  auto take = [&to](const Part& p, const Value& v) {
+    const std::string_view block = v.block(p.own);
+    Value c;
+    c.off = to.own.size();
+    c.len = block.size();
+    c.key_off = v.key_off;
+    c.key_len = v.key_len;
+    to.own.append(block);
+    to.values.push_back(c);
+  };
+  if (from.parts.size() == 1) {
+    for (const Value& v : from.parts[0].values) take(from.parts[0], v);
+  } else {
+    // As emit() merges them: a key its part did not return is a miss.
+    std::vector<std::size_t> cursor(from.parts.size(), 0);
+    for (const auto& [at, key] : from.key_map) {
+      const Part& p = from.parts[at];
+      std::size_t& c = cursor[at];
+      if (c >= p.values.size()) continue;
+      const Value& v = p.values[c];
+      if (v.block(p.own).substr(v.key_off, v.key_len) == key.in(from.keys)) {
+        take(p, v);
+        ++c;
+      }
+    }
+  }
+  if (--outstanding == 0) finish();
+}
+
 void Msg::finish() {
   if (write != nullptr) answer_write();
   if (hot_pool != nullptr) {  // a write is answered: see hot_written
@@ -402,40 +443,45 @@ void Client::dispatch_binary_routed() {
 
 void Client::retrieve_routed(std::span<const std::string_view> keys,
                              std::span<const std::size_t> slots) {
-  // One part per key, each answered by that key's own retrieval in its pool (a Msg of the
-  // proxy's whose `then` fills the part): the blocks merge in the client's key order under one
-  // END, and a failed key's error answers the whole request, as in one pool.
-  const auto n = static_cast<std::uint32_t>(keys.size());
-  auto whole = new_msg(n);
+  // One part per pool, answered by that pool's own retrieval of its keys (a Msg of the proxy's
+  // whose `then` fills the part: Msg::answer_part_from); the blocks merge in the client's key
+  // order under one END, and a key that failed answers the whole request, as in one pool. Per
+  // key only what a one-pool get keeps (its place in key_map), whatever the number of keys.
+  std::vector<std::size_t> group_slot;  // a handful: the pools named, in first-key order
+  std::vector<std::uint32_t> key_group(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto g = std::find(group_slot.begin(), group_slot.end(), slots[i]);
+    key_group[i] = static_cast<std::uint32_t>(g - group_slot.begin());
+    if (g == group_slot.end()) group_slot.push_back(slots[i]);
+  }
+  const auto groups = static_cast<std::uint32_t>(group_slot.size());
+  auto whole = new_msg(groups);
   whole->retrieval = true;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    whole->key_map.emplace_back(i, memcache::Span{whole->keys.size(), keys[i].size()});
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    whole->key_map.emplace_back(key_group[i], memcache::Span{whole->keys.size(), keys[i].size()});
     whole->keys += keys[i];
   }
-  for (std::uint32_t i = 0; i < n; ++i) {
-    auto one = make_ref<Msg>();
-    one->parent = whole;
-    one->then = [whole, i](Msg& d) {
+  std::vector<std::string_view> its;
+  for (std::uint32_t g = 0; g < groups; ++g) {
+    its.clear();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (key_group[i] == g) its.push_back(keys[i]);
+    }
+    auto share = make_ref<Msg>();
+    share->parent = whole;
+    share->then = [whole, g](Msg& d) {
       if (!d.hot_key.empty()) {
         if (Client* c = d.owner()) c->hot_fill(d);
       }
-      std::string block;
-      for (const Msg::Part& p : d.parts) {
-        if (p.error) {
-          whole->fail_part(i, p.line.view());
-          return;
-        }
-        for (const Msg::Value& v : p.values) block += v.block(p.own);
-      }
-      whole->answer_part(i, block);
+      whole->answer_part_from(g, d);
     };
-    const PoolSwitch to(*this, slots[i]);
+    const PoolSwitch to(*this, group_slot[g]);
     if (!to.ok()) {
-      whole->fail_part(i, server_error("prefix route: its pool is gone (reloaded away)"));
+      whole->fail_part(g, server_error("prefix route: its pool is gone (reloaded away)"));
       continue;
     }
-    one->slot = pool_index_;
-    retrieve(keys.subspan(i, 1), one);
+    share->slot = pool_index_;
+    retrieve(its, share);
   }
 }
 

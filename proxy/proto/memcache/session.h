@@ -125,8 +125,8 @@ struct Msg final : Reply {
   // The pool (its slot) the request went to: the listener's, or a prefix route's
   // (`prefix_routes:`): a replicated read goes on, and a hot key's copy is filled, there.
   std::size_t slot = 0;
-  // One key of a get whose keys went to several pools (Client::retrieve_routed): the whole
-  // request, whose client `then` answers; this Msg has none of its own.
+  // One pool's share of a get whose keys went to several pools (Client::retrieve_routed): the
+  // whole request, whose client `then` answers; this Msg has none of its own.
   Ref<Msg> parent;
   Client* owner() const noexcept;
   struct Value {
@@ -164,6 +164,9 @@ struct Msg final : Reply {
   // Completes part `part` with bytes the proxy has (copied): a retrieval part's VALUE block for
   // its one key ("" for a miss), else the reply line.
   void answer_part(std::uint32_t part, std::string_view bytes);
+  // Completes retrieval part `part` with the blocks of `from`, a finished retrieval of that
+  // part's keys (copied, in its client's key order), or with its first error.
+  void answer_part_from(std::uint32_t part, const Msg& from);
   // The reply gathered from the parts: blocks in the client's key order, then END.
   void emit(net::OutQueue& out) override;
   void settle() override;
