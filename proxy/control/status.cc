@@ -445,6 +445,15 @@ std::string pool_json(const Pool& pool) {
          std::to_string(pool.shared->shadow_sent.load()) +
          ",\"dropped\":" + std::to_string(pool.shared->shadow_dropped.load()) + "}";
   }
+  if (!pool.config.prefix_routes.empty()) {
+    o += ",\"prefix_routes\":[";
+    for (std::size_t i = 0; i < pool.config.prefix_routes.size(); ++i) {
+      const PrefixRoute& r = pool.config.prefix_routes[i];
+      o += std::string(i ? "," : "") + "{\"prefix\":\"" + json_escape(r.prefix) +
+           "\",\"pool\":\"" + json_escape(r.pool) + "\"}";
+    }
+    o += "]";
+  }
   return o + "}";
 }
 

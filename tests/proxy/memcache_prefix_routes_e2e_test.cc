@@ -59,6 +59,10 @@ TEST_F(MemcachePrefixRoutesE2E, KeysGoToThePoolTheirLongestPrefixNames) {
   start();
   ASSERT_EQ(pool(0).prefix_slots.size(), 2u);
   EXPECT_EQ(pool(0).prefix_slots[0].first, "u:vip:") << "longest first";
+  EXPECT_NE(proxy->status_json().find(
+                R"("prefix_routes":[{"prefix":"u:","pool":"users"},{"prefix":"u:vip:","pool":"vip"}])"),
+            std::string::npos)
+      << proxy->status_json();
   auto c = client(0);
   std::vector<std::string> keys;
   for (int i = 0; i < 40; ++i) {
