@@ -143,6 +143,38 @@ TEST_F(MemcacheReplicasE2E, AHomeKilledOrStoppedLosesNoWriteServesNoStale) {
   EXPECT_GE(pool().states[m2]->absence.swept(), static_cast<std::uint64_t>(kKeys));
 }
 
+// A home's noted key is deleted there before its next request; when that delete fails too (the
+// home still hangs), the key stays noted, so the value the home kept is never served once it
+// answers again (regression: a failed delete dropped the note, and the resumed home's old value
+// was read back).
+TEST_F(MemcacheReplicasE2E, ADeleteThatFailsAtAHomeLeavesTheKeyNoted) {
+  // Nobody ejected within the test: every request reaches the stopped home and times out there.
+  proxy.start(dir, "p:\n  listen: 127.0.0.1:0\n  timeout: 300\n  auto_eject_hosts: true\n"
+                   "  server_failure_limit: 1000\n  replicas: 2\n  write_policy: one\n"
+                   "  servers:\n" + server_lines(1, 3));
+  McClient c(dial_tcp(proxy->port(std::size_t{0})));
+  std::string k;
+  for (int i = 0; k.empty(); ++i) {
+    if (homes("k" + std::to_string(i), 2)[0] == 0) k = "k" + std::to_string(i);
+  }
+  const std::size_t second = homes(k, 2)[1];
+  ASSERT_EQ(c.call(set(k, "v1")), "STORED\r\n");
+  stop(0);
+  EXPECT_EQ(c.call(set(k, "v2")), "STORED\r\n");  // the second home took it: noted at m1
+  const AbsenceLog& noted = pool().states[0]->absence;
+  ASSERT_TRUE(noted.contains(k));
+  // Read while m1 still hangs: the delete sent there first times out, as does the read, which
+  // goes on to the second home.
+  EXPECT_EQ(c.call("get " + k + "\r\n"), value(k, "v2") + "END\r\n");
+  EXPECT_TRUE(noted.contains(k)) << "the delete failed: the key must stay noted";
+  resume(0);
+  // m1 answers again holding the value it had (what reached it while stopped is put back).
+  ASSERT_TRUE(eventually([&] { return on(0, set(k, "v1")) == "STORED\r\n"; }));
+  EXPECT_EQ(c.call("get " + k + "\r\n"), value(k, "v2") + "END\r\n");
+  EXPECT_EQ(on(0, "mg " + k + " v\r\n"), "EN\r\n");
+  EXPECT_EQ(on(second, "mg " + k + " v\r\n"), "VA 2\r\nv2\r\n");
+}
+
 // write_policy counts a home that is down as one that did not take the write.
 TEST_F(MemcacheReplicasE2E, WritePolicyCountsTheHomesThatTookIt) {
   proxy.start(dir, pool_yaml("all", 3, "all") + pool_yaml("maj", 3, "majority") +

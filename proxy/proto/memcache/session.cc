@@ -534,8 +534,8 @@ void Client::forward(NodeId node, const Ref<Msg>& m, std::uint32_t part,
       auto s = make_ref<Msg>();
       s->parts.resize(1);
       s->outstanding = 1;
-      if (failing_over()) {
-        // The owner may still be failing (stopped, timing out): a delete it did not answer
+      if (failing_over() || replicated()) {
+        // The home may still be failing (stopped, timing out): a delete it did not answer
         // leaves the key noted, or the value it missed would be served once it answers again.
         s->then = [pool = pool_, node, key = std::string(k)](Msg& d) {
           if (!d.parts.empty() && d.parts[0].error && node < pool->states.size()) {
