@@ -215,6 +215,30 @@ TEST_F(FailbackE2E, AServerThatFailsAgainBeforeItsLastNotedKeyIsUsedReturnsAgain
   EXPECT_TRUE(eventually([&] { return absence.phase() == AbsenceLog::Phase::kNormal; }));
 }
 
+// A returned server's noted key is deleted there before the next request for it (kFlipped); when
+// that delete fails — the server hangs again — the key stays noted, so the value the server kept
+// is swept at its next return, not served (regression: the failed DEL dropped the note, and the
+// value was read back once the server answered again).
+TEST_F(FailbackE2E, ADeleteOfANotedKeyThatFailsLeavesItNoted) {
+  start_redis("");
+  const std::string k = keys_of(1, 1)[0];
+  {
+    RespClient direct(RespClient::dial_unix(redis[1]->socket()));
+    ASSERT_EQ(direct.call({"SET", k, "stale"}), "+OK\r\n");
+  }
+  AbsenceLog& absence = pool().states[1]->absence;
+  absence.note(k, 1000);
+  absence.set_phase(AbsenceLog::Phase::kFlipped);
+  RespClient c(RespClient::dial_tcp(port()));
+  pause(redis[1]->pid());
+  // The DEL sent first and the GET both time out; n2 is ejected.
+  EXPECT_EQ(c.call({"GET", k}).rfind("-", 0), 0u);
+  EXPECT_TRUE(absence.contains(k)) << "its DEL failed: the key must stay noted";
+  resume(redis[1]->pid());
+  ASSERT_TRUE(eventually([&] { return !down(1); }));
+  EXPECT_EQ(c.call({"GET", k}), "$-1\r\n");  // swept at the return, not served
+}
+
 TEST_F(FailbackE2E, WithoutInvalidationTheReturningServerIsStale) {
   start_redis("  failover_invalidate: false\n");
   const auto [stale, miss, fresh] = fail_and_return(20);

@@ -575,6 +575,44 @@ TEST_F(MemcacheE2E, WithoutAutoEjectADownBackendFailsFastAndMultiGetFailsWhole) 
   EXPECT_EQ(c.call("get " + k2 + "\r\n"), value(k2, "ok") + "END\r\n");
 }
 
+// A server back from an absence (kFlipped) may hold values older than writes made elsewhere
+// meanwhile: each noted key is deleted there before a get reads it, alone or in a multi-get
+// (regression: a get's keys were not checked, and the stale value was read).
+TEST_F(MemcacheE2E, AReturnedServersNotedKeysAreDeletedBeforeAGetReadsThem) {
+  start_proxy(yaml("  auto_eject_hosts: true\n"));
+  const std::string k = key_on(0), j = key_on(0, "j"), other = key_on(1, "o");
+  for (const std::string& key : {k, j}) {
+    ASSERT_EQ(servers_[0]->client().call(set(key, "stale")), "STORED\r\n");
+  }
+  auto c = client();
+  ASSERT_EQ(c.call(set(other, "fresh")), "STORED\r\n");
+  AbsenceLog& absence = pool()->states[0]->absence;
+  absence.note(k, 1000);
+  absence.note(j, 1000);
+  absence.set_phase(AbsenceLog::Phase::kFlipped);
+  EXPECT_EQ(c.call("get " + k + "\r\n"), "END\r\n");
+  EXPECT_EQ(c.call("gets " + other + " " + j + "\r\n").find("stale"), std::string::npos);
+  EXPECT_EQ(servers_[0]->client().call("mg " + j + " v\r\n"), "EN\r\n");
+  EXPECT_FALSE(absence.contains(k));
+  EXPECT_FALSE(absence.contains(j));
+}
+
+// A returned server's noted key (kFlipped) is deleted there before the next request for it; when
+// that delete fails — the server hangs again — the key stays noted (regression: dropped, so the
+// server's old value was served once it answered again).
+TEST_F(MemcacheE2E, ADeleteOfANotedKeyThatFailsLeavesItNoted) {
+  start_proxy(yaml("  timeout: 300\n  auto_eject_hosts: true\n  server_failure_limit: 1000\n"));
+  const std::string k = key_on(0);
+  AbsenceLog& absence = pool()->states[0]->absence;
+  absence.note(k, 1000);
+  absence.set_phase(AbsenceLog::Phase::kFlipped);
+  ASSERT_TRUE(testing::stop_process(servers_[0]->pid()));
+  auto c = client();
+  EXPECT_EQ(c.call("get " + k + "\r\n"), "SERVER_ERROR backend m1: timed out after 300 ms\r\n");
+  ::kill(servers_[0]->pid(), SIGCONT);
+  EXPECT_TRUE(absence.contains(k)) << "its delete failed: the key must stay noted";
+}
+
 TEST_F(MemcacheE2E, SilentBackendTimesOutWithinTheTimeout) {
   // A "backend" that accepts connections and never answers.
   const std::string hole = (dir_ / "hole.sock").string();

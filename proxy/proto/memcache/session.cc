@@ -534,17 +534,13 @@ void Client::forward(NodeId node, const Ref<Msg>& m, std::uint32_t part,
       auto s = make_ref<Msg>();
       s->parts.resize(1);
       s->outstanding = 1;
-      if (failing_over() || replicated()) {
-        // The home may still be failing (stopped, timing out): a delete it did not answer
-        // leaves the key noted, or the value it missed would be served once it answers again.
-        s->then = [pool = pool_, node, key = std::string(k)](Msg& d) {
-          if (!d.parts.empty() && d.parts[0].error && node < pool->states.size()) {
-            pool->states[node]->absence.note(key, pool->config.failover_track_keys);
-          }
-        };
-      } else {
-        s->then = [](Msg&) {};
-      }
+      // The server may still be failing (stopped, timing out): a delete it did not answer
+      // leaves the key noted, or the value it missed would be served once it answers again.
+      s->then = [pool = pool_, node, key = std::string(k)](Msg& d) {
+        if (!d.parts.empty() && d.parts[0].error && node < pool->states.size()) {
+          pool->states[node]->absence.note(key, pool->config.failover_track_keys);
+        }
+      };
       if (memcache::text_key_ok(k)) {
         b->send({"delete " + std::string(k) + "\r\n"}, s, 0);
       } else {  // a meta request's binary key (b flag): only md can name it
@@ -839,6 +835,7 @@ void Client::retrieve(std::span<const std::string_view> keys, Ref<Msg> into) {
     }
   }
   if (copies && nparts == 1 && keys.size() == 1 && warm_part[0] == 0) hot_mark(m, keys[0]);
+  std::vector<std::string_view> its;  // a part's keys, for a server with keys noted
   for (std::uint32_t p = 0; p < nparts; ++p) {
     if (warm_part[p] == 2) {
       m->answer_part(p, part_copy[p]);
@@ -850,7 +847,17 @@ void Client::retrieve(std::span<const std::string_view> keys, Ref<Msg> into) {
           lines[p].substr(prefix.size() + 1, lines[p].size() - prefix.size() - 3);
       if (warm(parser_.command(), key, part_node[p], m, p, lines[p])) continue;
     }
-    forward(part_node[p], m, p, {lines[p]});
+    // A server back from an absence (or a failover pool's owner that missed writes) has its
+    // noted keys deleted before it answers for them (forward()): the part's keys, gathered only
+    // when that server has any noted.
+    its.clear();
+    const AbsenceLog& absence = pool_->states[part_node[p]]->absence;
+    if (absence.phase() == AbsenceLog::Phase::kFlipped || absence.any_noted()) {
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (key_parts_[i] == p) its.push_back(keys[i]);
+      }
+    }
+    forward(part_node[p], m, p, {lines[p]}, its);
   }
   if (pool_->shadow_slot != Pool::kNoShadow) [[unlikely]] shadow_retrieval(*m, prefix, keys);
 }

@@ -70,12 +70,20 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
   // The owner is a server back from an absence that may still hold a stale copy of the key
   // (AbsenceLog::kFlipped, the key noted): the op deletes it there before anything else.
   bool purge_first = false;
+  // Where the key was noted (and the log's bound): a purge the owner did not answer notes it
+  // again, or its stale copy would be served once it answers.
+  std::shared_ptr<BackendState> purge_state;
+  std::size_t purge_track = 0;
 
   // Runs `go`, after the owner's stale copy is deleted when purge_first (the step waits for the
   // delete's answer: the op's own requests may go out on other connections).
   void begin(std::function<void()> go) {
     if (!purge_first) return go();
-    send(step(1, false, [go = std::move(go)](Msg&) { go(); }), 0, owner, "md " + key + "\r\n");
+    auto purged = [go = std::move(go), state = purge_state, k = key, track = purge_track](Msg& d) {
+      if (state != nullptr && !d.parts.empty() && d.parts[0].error) state->absence.note(k, track);
+      go();
+    };
+    send(step(1, false, std::move(purged)), 0, owner, "md " + key + "\r\n");
   }
 
   void send(const Ref<Msg>& s, std::uint32_t part, const std::string& name, std::string bytes) {
@@ -268,6 +276,10 @@ bool Client::warm(Command cmd, std::string_view key, NodeId node, const Ref<Msg>
   // As the forwarding path does for a returned server's noted keys (session.cc).
   AbsenceLog& absence = pool_->states[node]->absence;
   op->purge_first = absence.phase() == AbsenceLog::Phase::kFlipped && absence.take(key);
+  if (op->purge_first) {
+    op->purge_state = pool_->states[node];
+    op->purge_track = pool_->config.failover_track_keys;
+  }
   switch (cmd) {
     case Command::kGet:
     case Command::kGets:

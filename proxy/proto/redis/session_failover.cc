@@ -30,7 +30,17 @@ void Client::invalidate_first(BackendConn* b, NodeId node, std::string_view key)
   if (absence.phase() != AbsenceLog::Phase::kFlipped || !absence.take(key)) return;
   std::string del;
   append_command(del, {"DEL", key});
-  send_unanswered(b, del);
+  // A DEL the server did not answer (it hangs again, its connection failed) leaves the key
+  // noted: its old value is swept at the next return rather than served.
+  auto s = make_ref<Msg>();
+  s->parts.resize(1);
+  s->outstanding = 1;
+  s->then = [pool = pool_, node, k = std::string(key)](Msg& d) {
+    if (!d.parts.empty() && d.parts[0].type == '-' && node < pool->states.size()) {
+      pool->states[node]->absence.note(k, pool->config.failover_track_keys);
+    }
+  };
+  b->send({del}, s, 0);
 }
 
 void Client::cap_ttl(BackendConn* b, std::string_view key) {

@@ -90,12 +90,22 @@ struct WarmOp : std::enable_shared_from_this<WarmOp> {
   // The owner is a server back from an absence that may still hold a stale copy of the key
   // (AbsenceLog::kFlipped, the key noted): the op deletes it there before anything else.
   bool purge_first = false;
+  // Where the key was noted (and the log's bound): a purge the owner did not answer notes it
+  // again, or its stale copy would be served once it answers.
+  std::shared_ptr<BackendState> purge_state;
+  std::size_t purge_track = 0;
 
   // Runs `go`, after the owner's stale copy is deleted when purge_first (the step waits for the
   // delete's answer: the op's own requests may go out on other connections).
   void begin(std::function<void()> go) {
     if (!purge_first) return go();
-    send(step(1, [go = std::move(go)](Msg&) { go(); }), 0, owner, command({"DEL", key}));
+    auto purged = [go = std::move(go), state = purge_state, k = key, track = purge_track](Msg& d) {
+      if (state != nullptr && !d.parts.empty() && d.parts[0].type == '-') {
+        state->absence.note(k, track);
+      }
+      go();
+    };
+    send(step(1, std::move(purged)), 0, owner, command({"DEL", key}));
   }
 
   // Sends `bytes` as part `part` of step `s` to member `name` of the pool as the worker routes
@@ -325,6 +335,10 @@ std::shared_ptr<WarmOp> Client::warm_op(std::string_view key, NodeId owner,
   // As invalidate_first does for requests forwarded as they are (session_failover.cc).
   AbsenceLog& absence = pool_->states[owner]->absence;
   op->purge_first = absence.phase() == AbsenceLog::Phase::kFlipped && absence.take(key);
+  if (op->purge_first) {
+    op->purge_state = pool_->states[owner];
+    op->purge_track = pool_->config.failover_track_keys;
+  }
   return op;
 }
 
