@@ -836,6 +836,12 @@ void Client::same_node(const redis::Command& cmd, std::size_t argc) {
     m->outstanding = 1;
     if (warm_keys_then_forward(cmd, argc, node, m)) return;
   }
+  if (target != kNoNode && pool_->states[target]->absence.phase() == AbsenceLog::Phase::kFlipped) {
+    // Safe return: the keys the server missed are deleted there first.
+    std::vector<std::uint32_t> positions;
+    for (std::size_t i = first; i <= last; i += step) positions.push_back(static_cast<std::uint32_t>(i));
+    invalidate_args_first(target, positions);
+  }
   forward_one(target, m, slot);
 }
 

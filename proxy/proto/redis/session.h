@@ -369,6 +369,9 @@ class Client final : public ClientSession {
   bool note_fallback_write(std::string_view key, NodeId node);
   // `node` is back and its last sweep runs: a key it missed is deleted there first, on `b`.
   void invalidate_first(BackendConn* b, NodeId node, std::string_view key);
+  // The same for every argument of the current request at `positions` (a multi-key command,
+  // a script's keys) going to `node` as one request; nothing unless `node` is in its last sweep.
+  void invalidate_args_first(NodeId node, std::span<const std::uint32_t> positions);
   // A fallback write's TTL capped at failover_ttl (PEXPIRE key ms LT), on `b` after it.
   void cap_ttl(BackendConn* b, std::string_view key);
 

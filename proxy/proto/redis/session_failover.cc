@@ -43,6 +43,17 @@ void Client::invalidate_first(BackendConn* b, NodeId node, std::string_view key)
   b->send({del}, s, 0);
 }
 
+void Client::invalidate_args_first(NodeId node, std::span<const std::uint32_t> positions) {
+  if (node == kNoNode || node >= pool_->states.size() ||
+      pool_->states[node]->absence.phase() != AbsenceLog::Phase::kFlipped) {
+    return;  // the common case: one load
+  }
+  std::string error;
+  BackendConn* b = connection(node, error);
+  if (b == nullptr) return;  // the request itself fails on it
+  for (const std::uint32_t p : positions) invalidate_first(b, node, parser_.arg(in_, p));
+}
+
 void Client::cap_ttl(BackendConn* b, std::string_view key) {
   const std::uint32_t cap = pool_->config.failover_ttl_ms;
   if (cap == 0) return;

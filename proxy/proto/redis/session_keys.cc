@@ -210,6 +210,7 @@ void Client::spec_keys(const Command& cmd, std::size_t argc) {
     m->outstanding = 1;
     if (warm_positions_then_forward(node, m)) return;
   }
+  invalidate_args_first(target, key_pos_);  // safe return: keys the server missed, deleted first
   forward_one(target, m, slot);
 }
 

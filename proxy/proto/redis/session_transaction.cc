@@ -338,6 +338,9 @@ void Client::exec() {
       return;
     }
   }
+  // Safe return: the transaction's keys the server missed are deleted there first, before MULTI
+  // (a key the client WATCHes then aborts its EXEC: it retries, rather than read a stale value).
+  for (const auto& [k, write] : tx_keys_) invalidate_first(b, node, k);
   b->send({kMultiBytes}, m, 0);
   for (std::size_t i = 0; i < n; ++i)
     b->send({tx_.command(i)}, m, static_cast<std::uint32_t>(i + 1));
