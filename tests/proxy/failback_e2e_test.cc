@@ -240,8 +240,8 @@ TEST_F(FailbackE2E, ADeleteOfANotedKeyThatFailsLeavesItNoted) {
 }
 
 // A noted key (kFlipped) is deleted at the returned server before any request reads it there:
-// a multi-key command on one server, a script's keys, a transaction's (regression: these were
-// sent without the delete, and read the server's stale values).
+// a multi-key command on one server, a script's keys, a transaction's, a blocking command's
+// (regression: these were sent without the delete, and read the server's stale values).
 TEST_F(FailbackE2E, EveryRequestShapeDeletesANotedKeyFirst) {
   start_redis("");
   const std::vector<std::string> ks = keys_of(1, 4);
@@ -250,8 +250,10 @@ TEST_F(FailbackE2E, EveryRequestShapeDeletesANotedKeyFirst) {
   ASSERT_EQ(direct.call({"SADD", ks[1], "other"}), ":1\r\n");
   ASSERT_EQ(direct.call({"SET", ks[2], "stale"}), "+OK\r\n");
   ASSERT_EQ(direct.call({"SET", ks[3], "stale"}), "+OK\r\n");
+  const std::string list = keys_of(1, 5).back();
+  ASSERT_EQ(direct.call({"RPUSH", list, "stale"}), ":1\r\n");
   AbsenceLog& absence = pool().states[1]->absence;
-  for (const std::string& k : {ks[0], ks[2], ks[3]}) absence.note(k, 1000);
+  for (const std::string& k : {ks[0], ks[2], ks[3], list}) absence.note(k, 1000);
   absence.set_phase(AbsenceLog::Phase::kFlipped);
   RespClient c(RespClient::dial_tcp(port()));
   EXPECT_EQ(c.call({"SUNION", ks[0], ks[1]}), "*1\r\n$5\r\nother\r\n");
@@ -259,7 +261,8 @@ TEST_F(FailbackE2E, EveryRequestShapeDeletesANotedKeyFirst) {
   EXPECT_EQ(c.call({"MULTI"}), "+OK\r\n");
   EXPECT_EQ(c.call({"GET", ks[3]}), "+QUEUED\r\n");
   EXPECT_EQ(c.call({"EXEC"}), "*1\r\n$-1\r\n");
-  for (const std::string& k : {ks[0], ks[2], ks[3]}) {
+  EXPECT_EQ(c.call({"BLPOP", list, "0.1"}), "*-1\r\n");  // a blocking command: times out
+  for (const std::string& k : {ks[0], ks[2], ks[3], list}) {
     EXPECT_FALSE(absence.contains(k)) << k;
     EXPECT_EQ(direct.call({"EXISTS", k}), ":0\r\n") << k;
   }

@@ -401,6 +401,10 @@ void Client::blocking(const Command& cmd, std::size_t argc) {
     blocking_wait_ = wait;
     blocking_msg_ = m;
   }
+  // Safe return: the keys the server missed are deleted there first, on this connection.
+  if (pool_->states[node]->absence.phase() == AbsenceLog::Phase::kFlipped) {
+    for (const std::uint32_t p : key_pos_) invalidate_first(b, node, parser_.arg(in_, p));
+  }
   // The server's id for this connection, for CLIENT UNBLOCK (asked first, answered first).
   auto ask = make_ref<Msg>();
   ask->parts.resize(1);
