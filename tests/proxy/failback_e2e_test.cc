@@ -66,6 +66,16 @@ class FailbackE2E : public ::testing::Test {
     ::kill(p, SIGCONT);
     std::erase(stopped, p);
   }
+  // As if a write of `key` (one of n2's) had gone elsewhere just before n2 was let back in: n2
+  // holds "stale" for it, and the key is still noted (kFlipped).
+  bool stale_and_noted(const std::string& key) {
+    RespClient direct(RespClient::dial_unix(redis[1]->socket()));
+    if (direct.call({"SET", key, "stale"}) != "+OK\r\n") return false;
+    AbsenceLog& absence = pool().states[1]->absence;
+    absence.note(key, 1000);
+    absence.set_phase(AbsenceLog::Phase::kFlipped);
+    return true;
+  }
   // SIGSTOPs n2 and waits until a request for `key` (one of n2's) has got it ejected.
   bool pause_until_ejected(RespClient& c, const std::string& key) {
     pause(redis[1]->pid());
@@ -199,13 +209,8 @@ TEST_F(FailbackE2E, AServerThatFailsAgainBeforeItsLastNotedKeyIsUsedReturnsAgain
   }));
   // As if a write had gone elsewhere just before the flip and its key was never asked for since.
   const std::string k = keys_of(1, 41).back();
-  {
-    RespClient direct(RespClient::dial_unix(redis[1]->socket()));
-    ASSERT_EQ(direct.call({"SET", k, "stale"}), "+OK\r\n");
-  }
   AbsenceLog& absence = pool().states[1]->absence;
-  absence.note(k, 1000);
-  absence.set_phase(AbsenceLog::Phase::kFlipped);
+  ASSERT_TRUE(stale_and_noted(k));
   RespClient c(RespClient::dial_tcp(port()));
   ASSERT_TRUE(pause_until_ejected(c, keys_of(1, 1)[0]));
   resume(redis[1]->pid());
@@ -222,13 +227,8 @@ TEST_F(FailbackE2E, AServerThatFailsAgainBeforeItsLastNotedKeyIsUsedReturnsAgain
 TEST_F(FailbackE2E, ADeleteOfANotedKeyThatFailsLeavesItNoted) {
   start_redis("");
   const std::string k = keys_of(1, 1)[0];
-  {
-    RespClient direct(RespClient::dial_unix(redis[1]->socket()));
-    ASSERT_EQ(direct.call({"SET", k, "stale"}), "+OK\r\n");
-  }
   AbsenceLog& absence = pool().states[1]->absence;
-  absence.note(k, 1000);
-  absence.set_phase(AbsenceLog::Phase::kFlipped);
+  ASSERT_TRUE(stale_and_noted(k));
   RespClient c(RespClient::dial_tcp(port()));
   pause(redis[1]->pid());
   // The DEL sent first and the GET both time out; n2 is ejected.
