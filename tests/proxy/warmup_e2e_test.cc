@@ -172,6 +172,46 @@ TEST_F(WarmupE2E, APurgeThatFailsLeavesTheKeyNoted) {
   EXPECT_TRUE(absence.contains(k)) << "its purge failed: the key must stay noted (" << r << ")";
 }
 
+// A script or transaction with a key that moved (warmed first) and a key that did not, at an
+// owner back from an absence with the unmoved key noted (kFlipped): the unmoved key is deleted
+// there first too (regression: only the moved keys' copies were, and the script read 'stale').
+TEST_F(WarmupE2E, UnmovedKeysOfAWarmedRequestAreDeletedAtAReturnedOwner) {
+  proxy.start(dir, yaml({1, 2, 3}));
+  RespClient c(RespClient::dial_tcp(port()));
+  std::map<std::string, int> before;
+  for (int i = 0; i < 200; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    ASSERT_EQ(c.call({"SET", k, "v-" + k}), "+OK\r\n");
+    before[k] = owner(k);
+  }
+  reload(yaml({1, 2}));
+  std::vector<std::string> moved, stayed;  // both at n1 now: from n3, and from n1
+  for (const auto& [k, was] : before) {
+    if (owner(k) != 1) continue;
+    (was == 3 ? moved : stayed).push_back(k);
+  }
+  ASSERT_GE(moved.size(), 2u);
+  ASSERT_GE(stayed.size(), 2u);
+  const auto t = proxy->topology();
+  AbsenceLog& absence = t->pools[0]->states[0]->absence;
+  for (const std::string& k : {stayed[0], stayed[1]}) {
+    ASSERT_EQ(on(1, {"SET", k, "stale"}), "+OK\r\n");
+    absence.note(k, 1000);
+  }
+  absence.set_phase(AbsenceLog::Phase::kFlipped);
+  const std::string script = "return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2])}";
+  EXPECT_EQ(c.call({"EVAL", script, "2", moved[0], stayed[0]}),
+            "*2\r\n$" + std::to_string(2 + moved[0].size()) + "\r\nv-" + moved[0] +
+                "\r\n$-1\r\n");
+  EXPECT_EQ(c.call({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(c.call({"GET", moved[1]}), "+QUEUED\r\n");
+  EXPECT_EQ(c.call({"GET", stayed[1]}), "+QUEUED\r\n");
+  EXPECT_EQ(c.call({"EXEC"}), "*2\r\n$" + std::to_string(2 + moved[1].size()) + "\r\nv-" +
+                                  moved[1] + "\r\n$-1\r\n");
+  EXPECT_FALSE(absence.contains(stayed[0]));
+  EXPECT_FALSE(absence.contains(stayed[1]));
+}
+
 TEST_F(WarmupE2E, MultiKeyCommandsWarmEachMovedKey) {
   proxy.start(dir, yaml({1, 2}));
   RespClient c(RespClient::dial_tcp(port()));

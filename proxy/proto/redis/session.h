@@ -372,6 +372,7 @@ class Client final : public ClientSession {
   // The same for every argument of the current request at `positions` (a multi-key command,
   // a script's keys) going to `node` as one request; nothing unless `node` is in its last sweep.
   void invalidate_args_first(NodeId node, std::span<const std::uint32_t> positions);
+  void invalidate_keys_first(NodeId node, std::span<const std::string_view> keys);
   // A fallback write's TTL capped at failover_ttl (PEXPIRE key ms LT), on `b` after it.
   void cap_ttl(BackendConn* b, std::string_view key);
 

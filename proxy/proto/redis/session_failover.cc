@@ -48,10 +48,20 @@ void Client::invalidate_args_first(NodeId node, std::span<const std::uint32_t> p
       pool_->states[node]->absence.phase() != AbsenceLog::Phase::kFlipped) {
     return;  // the common case: one load
   }
+  std::vector<std::string_view> keys;
+  for (const std::uint32_t p : positions) keys.push_back(parser_.arg(in_, p));
+  invalidate_keys_first(node, keys);
+}
+
+void Client::invalidate_keys_first(NodeId node, std::span<const std::string_view> keys) {
+  if (keys.empty() || node == kNoNode || node >= pool_->states.size() ||
+      pool_->states[node]->absence.phase() != AbsenceLog::Phase::kFlipped) {
+    return;
+  }
   std::string error;
   BackendConn* b = connection(node, error);
   if (b == nullptr) return;  // the request itself fails on it
-  for (const std::uint32_t p : positions) invalidate_first(b, node, parser_.arg(in_, p));
+  for (const std::string_view k : keys) invalidate_first(b, node, k);
 }
 
 void Client::cap_ttl(BackendConn* b, std::string_view key) {

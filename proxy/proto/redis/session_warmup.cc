@@ -404,6 +404,7 @@ bool Client::warm_transaction_then_send(NodeId node, const Ref<Msg>& m,
                                         std::vector<std::string> requests) {
   if (!pool_->warming() || node == kNoNode) return false;
   std::vector<std::shared_ptr<WarmOp>> ops;
+  std::vector<std::string_view> stayed;  // not moved: a returned owner's noted ones, deleted
   NodeId olds[kMaxPreviousRoutings];
   for (std::size_t i = 0; i < tx_keys_.size(); ++i) {
     const std::string& key = tx_keys_[i].first;
@@ -411,9 +412,14 @@ bool Client::warm_transaction_then_send(NodeId node, const Ref<Msg>& m,
     for (std::size_t j = 0; j < i && !seen; ++j) seen = tx_keys_[j].first == key;
     if (seen) continue;
     const std::size_t n = moved(key, node, olds);
-    if (n > 0) ops.push_back(warm_op(key, node, std::span<const NodeId>(olds, n)));
+    if (n > 0) {
+      ops.push_back(warm_op(key, node, std::span<const NodeId>(olds, n)));
+    } else {
+      stayed.push_back(key);
+    }
   }
   if (ops.empty()) return false;
+  invalidate_keys_first(node, stayed);
   auto sent = std::make_shared<std::vector<std::string>>(std::move(requests));
   auto left = std::make_shared<std::size_t>(ops.size());
   const std::shared_ptr<WarmOp> lead = ops.front();  // the worker, the pool, the owner's name
@@ -440,13 +446,19 @@ bool Client::warm_transaction_then_send(NodeId node, const Ref<Msg>& m,
 bool Client::warm_positions_then_forward(NodeId node, const Ref<Msg>& m) {
   if (!pool_->warming() || node == kNoNode) return false;
   std::vector<std::shared_ptr<WarmOp>> ops;
+  std::vector<std::string_view> stayed;  // not moved: a returned owner's noted ones, deleted
   NodeId olds[kMaxPreviousRoutings];
   for (const std::uint32_t i : key_pos_) {
     const std::string_view key = parser_.arg(in_, i);
     const std::size_t n = moved(key, node, olds);
-    if (n > 0) ops.push_back(warm_op(key, node, std::span<const NodeId>(olds, n)));
+    if (n > 0) {
+      ops.push_back(warm_op(key, node, std::span<const NodeId>(olds, n)));
+    } else {
+      stayed.push_back(key);
+    }
   }
   if (ops.empty()) return false;
+  invalidate_keys_first(node, stayed);
   // The command waits for every moved key to be at its owner; then it is sent as it came.
   std::string scratch;
   auto op = ops.front();
