@@ -15,4 +15,18 @@ bool cpu_has_avx2() noexcept {
 #endif
 }
 
+bool cpu_has_avx512() noexcept {
+#if defined(__x86_64__)
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("bmi2");
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
 }  // namespace chash::internal

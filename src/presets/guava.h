@@ -6,18 +6,50 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string_view>
 
 #include "chash/node.h"
+#include "presets/common.h"
 
 namespace chash::presets {
 
 // Hashing.consistentHash(input, buckets), Guava 31.1; buckets in 1..2^31-1.
 std::uint32_t guava_consistent_hash(std::uint64_t input, std::uint32_t buckets) noexcept;
 
-// out[i] = guava_consistent_hash(inputs[i], buckets) for i < n, several inputs in lockstep
-// (AVX2 lanes with the unfinished keys packed between rounds where the CPU has AVX2, else 8
-// SSE2 lanes, then one at a time).
+// Which code computes many Guava answers at once (tests run each the CPU has; kBest is the
+// fastest there). A kernel the CPU lacks falls back to kScalar.
+enum class GuavaKernel { kScalar, kAvx2, kAvx512, kBest };
+
+// out[i] = guava_consistent_hash(inputs[i], buckets) for i < n, several inputs at once: AVX-512
+// lanes refilled as their keys end, AVX2 lanes with the unfinished keys packed between rounds,
+// or (kScalar) 8 SSE2 lanes in lockstep, then one at a time.
 void guava_consistent_hash_batch(const std::uint64_t* inputs, std::size_t n, std::uint32_t buckets,
-                                 NodeId* out) noexcept;
+                                 NodeId* out, GuavaKernel kernel = GuavaKernel::kBest) noexcept;
+
+// The key hash of the guava preset, Hashing.murmur3_128().hashString(key, UTF_8).padToLong(),
+// of a chunk of at most kBatchChunk keys: out[i] for keys[i]. `kernel` picks the code (tests run
+// each the CPU has; kBest is the fastest): short ASCII keys side by side in AVX-512 or AVX2
+// lanes, the others one at a time, or every key one at a time (kScalar).
+void guava_key_hashes(std::span<const std::string_view> keys, std::uint64_t* out,
+                      GuavaKernel kernel = GuavaKernel::kBest) noexcept;
+
+#if defined(__x86_64__)
+// jvm_avx512.cc (call only when internal::cpu_has_avx512()): h1 of MurmurHash3 x64_128 of the
+// keys (n <= kBatchChunk) shorter than 32 bytes into out[i]; of those the ones that are not all
+// ASCII listed in `check` (their hash stands if they are well-formed UTF-8), the longer keys in
+// `rest` (not hashed).
+struct GuavaLaneLists {
+  std::uint32_t check[kBatchChunk];
+  std::uint32_t rest[kBatchChunk];
+  std::size_t checks = 0;
+  std::size_t rests = 0;
+};
+void guava_lane_hashes_avx512(const std::string_view* keys, std::size_t n, std::uint64_t* out,
+                              GuavaLaneLists& lists) noexcept;
+// jvm_avx512.cc (call only when internal::cpu_has_avx512()): guava_consistent_hash_batch.
+void guava_consistent_hash_avx512(const std::uint64_t* inputs, std::size_t n,
+                                  std::uint32_t buckets, std::uint32_t* out) noexcept;
+#endif
 
 }  // namespace chash::presets

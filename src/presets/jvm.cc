@@ -363,10 +363,35 @@ void guava_batch_packed(const std::uint64_t* inputs, std::size_t n, std::uint32_
 }  // namespace
 #endif
 
-void guava_consistent_hash_batch(const std::uint64_t* inputs, std::size_t n, std::uint32_t buckets,
-                                 NodeId* out) noexcept {
+namespace {
+
+GuavaKernel usable(GuavaKernel kernel) noexcept {
 #if defined(__x86_64__)
-  if (internal::cpu_has_avx2()) return guava_batch_packed(inputs, n, buckets, out);
+  if (kernel == GuavaKernel::kBest) {
+    return internal::cpu_has_avx512() ? GuavaKernel::kAvx512
+           : internal::cpu_has_avx2() ? GuavaKernel::kAvx2
+                                      : GuavaKernel::kScalar;
+  }
+  if (kernel == GuavaKernel::kAvx512 && internal::cpu_has_avx512()) return kernel;
+  if (kernel == GuavaKernel::kAvx2 && internal::cpu_has_avx2()) return kernel;
+#endif
+  (void)kernel;
+  return GuavaKernel::kScalar;
+}
+
+}  // namespace
+
+void guava_consistent_hash_batch(const std::uint64_t* inputs, std::size_t n, std::uint32_t buckets,
+                                 NodeId* out, GuavaKernel kernel) noexcept {
+#if defined(__x86_64__)
+  switch (usable(kernel)) {
+    case GuavaKernel::kAvx512:
+      return guava_consistent_hash_avx512(inputs, n, buckets, out);
+    case GuavaKernel::kAvx2:
+      return guava_batch_packed(inputs, n, buckets, out);
+    default:
+      break;
+  }
 #endif
   std::size_t i = 0;
   for (; i + kGuavaLanes <= n; i += kGuavaLanes) guava_lanes(inputs + i, buckets, out + i);
@@ -383,57 +408,82 @@ void murmur3_short_h1_avx2(const std::uint64_t* k1, const std::uint64_t* k2,
 
 namespace {
 
-// guava_key_hash of a chunk of keys (at most kBatchChunk). Keys are mostly short ASCII strings,
-// and one key's murmur3 is a chain of dependent multiplies (~5 ns per key in a loop, perf: 40%
-// of the batch), so with AVX2 the ASCII keys under 16 bytes are hashed four at a time
-// (murmur3_short_h1_avx2); the others one at a time. Their words are loaded as in
-// murmur3_x64.h, and the ASCII test is made on the same words.
-void guava_key_hashes(std::span<const std::string_view> keys, std::uint64_t* out) noexcept {
+#if defined(__x86_64__)
+// guava_key_hashes (guava.h) with AVX2. Keys are mostly short ASCII strings, and one key's
+// murmur3 is a chain of dependent multiplies (~5 ns per key in a loop, perf: 40% of the batch),
+// so the ASCII keys under 16 bytes are hashed four at a time (murmur3_short_h1_avx2); the others
+// one at a time. Their words are loaded as in murmur3_x64.h, and the ASCII test is made on the
+// same words.
+void guava_key_hashes_avx2(std::span<const std::string_view> keys, std::uint64_t* out) noexcept {
+  std::uint64_t k1[kBatchChunk + 3];
+  std::uint64_t k2[kBatchChunk + 3];
+  std::uint64_t len[kBatchChunk + 3];
+  std::uint64_t h[kBatchChunk + 3];
+  std::uint32_t at[kBatchChunk];
+  std::size_t m = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::string_view key = keys[i];
+    const auto* p = reinterpret_cast<const unsigned char*>(key.data());
+    const std::size_t n = key.size();
+    std::uint64_t lo = 0;
+    std::uint64_t hi = 0;
+    std::uint64_t seen = 0;  // every byte read, for the ASCII test
+    if (n >= 8 && n < 16) {
+      lo = hash::internal::murmur3_load64(p);
+      const std::uint64_t last = hash::internal::murmur3_load64(p + n - 8);
+      hi = n > 8 ? last >> (8 * (16 - n)) : 0;
+      seen = lo | last;
+    } else if (n < 8) {
+      lo = seen = hash::internal::murmur3_short(p, n);
+    } else {
+      seen = ~std::uint64_t{0};  // 16 bytes or more: the scalar hash
+    }
+    if ((seen & 0x8080808080808080ULL) != 0) {
+      out[i] = guava_key_hash(key);
+      continue;
+    }
+    k1[m] = lo;
+    k2[m] = hi;
+    len[m] = n;
+    at[m] = static_cast<std::uint32_t>(i);
+    ++m;
+  }
+  const std::size_t lanes = (m + 3) & ~std::size_t{3};
+  for (std::size_t j = m; j < lanes; ++j) k1[j] = k2[j] = len[j] = 0;
+  murmur3_short_h1_avx2(k1, k2, len, h, lanes);
+  for (std::size_t j = 0; j < m; ++j) out[at[j]] = h[j];
+}
+#endif
+
+}  // namespace
+
+void guava_key_hashes(std::span<const std::string_view> keys, std::uint64_t* out,
+                      GuavaKernel kernel) noexcept {
   assert(keys.size() <= kBatchChunk);
 #if defined(__x86_64__)
-  if (internal::cpu_has_avx2()) {
-    std::uint64_t k1[kBatchChunk + 3];
-    std::uint64_t k2[kBatchChunk + 3];
-    std::uint64_t len[kBatchChunk + 3];
-    std::uint64_t h[kBatchChunk + 3];
-    std::uint32_t at[kBatchChunk];
-    std::size_t m = 0;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      const std::string_view key = keys[i];
-      const auto* p = reinterpret_cast<const unsigned char*>(key.data());
-      const std::size_t n = key.size();
-      std::uint64_t lo = 0;
-      std::uint64_t hi = 0;
-      std::uint64_t seen = 0;  // every byte read, for the ASCII test
-      if (n >= 8 && n < 16) {
-        lo = hash::internal::murmur3_load64(p);
-        const std::uint64_t last = hash::internal::murmur3_load64(p + n - 8);
-        hi = n > 8 ? last >> (8 * (16 - n)) : 0;
-        seen = lo | last;
-      } else if (n < 8) {
-        lo = seen = hash::internal::murmur3_short(p, n);
-      } else {
-        seen = ~std::uint64_t{0};  // 16 bytes or more: the scalar hash
+  switch (usable(kernel)) {
+    case GuavaKernel::kAvx512: {
+      GuavaLaneLists lists;
+      guava_lane_hashes_avx512(keys.data(), keys.size(), out, lists);
+      for (std::size_t j = 0; j < lists.checks; ++j) {
+        const std::string_view key = keys[lists.check[j]];
+        if (!utf8_well_formed(key)) out[lists.check[j]] = guava_key_hash(key);
       }
-      if ((seen & 0x8080808080808080ULL) != 0) {
-        out[i] = guava_key_hash(key);
-        continue;
+      for (std::size_t j = 0; j < lists.rests; ++j) {
+        out[lists.rest[j]] = guava_key_hash(keys[lists.rest[j]]);
       }
-      k1[m] = lo;
-      k2[m] = hi;
-      len[m] = n;
-      at[m] = static_cast<std::uint32_t>(i);
-      ++m;
+      return;
     }
-    const std::size_t lanes = (m + 3) & ~std::size_t{3};
-    for (std::size_t j = m; j < lanes; ++j) k1[j] = k2[j] = len[j] = 0;
-    murmur3_short_h1_avx2(k1, k2, len, h, lanes);
-    for (std::size_t j = 0; j < m; ++j) out[at[j]] = h[j];
-    return;
+    case GuavaKernel::kAvx2:
+      return guava_key_hashes_avx2(keys, out);
+    default:
+      break;
   }
 #endif
   for (std::size_t i = 0; i < keys.size(); ++i) out[i] = guava_key_hash(keys[i]);
 }
+
+namespace {
 
 // Guava numbers the nodes 0..n-1 in list order; it has no weights and no second choice. Next
 // choices (route_n) are chash's: consistentHash over rehashes of the key (attempt 1, 2, ...),

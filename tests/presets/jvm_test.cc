@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -182,6 +183,48 @@ TEST(GuavaPresetTest, BatchEqualsRouteOnKeysOfEveryShortLength) {
   }
 }
 
+// Each kernel (the ones this CPU lacks fall back to the scalar code, so they pass trivially
+// there; CI's machine has AVX-512).
+constexpr presets::GuavaKernel kGuavaKernels[] = {
+    presets::GuavaKernel::kScalar, presets::GuavaKernel::kAvx2, presets::GuavaKernel::kAvx512,
+    presets::GuavaKernel::kBest};
+
+// The key hashes of a chunk, by each kernel, equal guava_key_hash key by key: every length up to
+// 40 (the lanes take keys under 32 bytes, with a block from 16), ASCII, well-formed UTF-8 of two
+// to four bytes a character, and malformed bytes (which Java replaces before hashing), mixed in
+// chunks of every size up to a whole one.
+TEST(GuavaPresetTest, KeyHashKernelsEqualTheScalarHash) {
+  std::mt19937_64 rng(13);
+  const std::string pieces[] = {"a", "Z", "\x7F", "\xC3\xA9", "\xD0\xBA", "\xE2\x82\xAC",
+                                "\xF0\x9F\x98\x80", "\xFF", "\xC3", "\xED\xA0\x80", "\x80"};
+  std::vector<std::string> keys;
+  for (std::size_t len = 0; len <= 40; ++len) {
+    for (int variant = 0; variant < 12; ++variant) {
+      std::string k;
+      while (k.size() < len) {
+        // Mostly ASCII; variant 0 all ASCII, variants 1..11 with a piece of each kind.
+        k += variant == 0 || rng() % 4 != 0 ? std::string(1, static_cast<char>(rng() % 0x80))
+                                            : pieces[rng() % std::size(pieces)];
+      }
+      keys.push_back(k);
+    }
+  }
+  std::shuffle(keys.begin(), keys.end(), rng);
+  const std::vector<std::string_view> views(keys.begin(), keys.end());
+  for (const presets::GuavaKernel kernel : kGuavaKernels) {
+    for (std::size_t at = 0, n = 1; at < views.size(); at += n, n = n % presets::kBatchChunk + 1) {
+      const std::size_t count = std::min(n, views.size() - at);
+      std::vector<std::uint64_t> out(count);
+      presets::guava_key_hashes(std::span(views).subspan(at, count), out.data(), kernel);
+      for (std::size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(out[i], presets::guava_key_hash(views[at + i]))
+            << "kernel " << static_cast<int>(kernel) << ", key of " << views[at + i].size()
+            << " bytes";
+      }
+    }
+  }
+}
+
 TEST(GuavaPresetTest, ConsistentHashLanesEqualTheLoop) {
   constexpr std::uint64_t kMul = 2862933555777941757ULL;
   std::uint64_t inverse = kMul;  // kMul^-1 mod 2^64 by Newton's iteration (kMul is odd)
@@ -205,11 +248,14 @@ TEST(GuavaPresetTest, ConsistentHashLanesEqualTheLoop) {
                                 std::size_t{16}, std::size_t{17}, std::size_t{31}, std::size_t{32},
                                 std::size_t{33}, std::size_t{64}, std::size_t{200},
                                 std::size_t{300}, std::size_t{700}}) {
-      std::vector<NodeId> out(n);
-      presets::guava_consistent_hash_batch(inputs.data(), n, buckets, out.data());
-      for (std::size_t i = 0; i < n; ++i) {
-        ASSERT_EQ(out[i], presets::guava_consistent_hash(inputs[i], buckets))
-            << buckets << " buckets, input " << inputs[i] << ", batch of " << n;
+      for (const presets::GuavaKernel kernel : kGuavaKernels) {
+        std::vector<NodeId> out(n);
+        presets::guava_consistent_hash_batch(inputs.data(), n, buckets, out.data(), kernel);
+        for (std::size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(out[i], presets::guava_consistent_hash(inputs[i], buckets))
+              << buckets << " buckets, input " << inputs[i] << ", batch of " << n << ", kernel "
+              << static_cast<int>(kernel);
+        }
       }
     }
   }
