@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "chash/chash_c.h"
+#include "packed_test.h"
 #include "reference.h"
 
 #ifndef CHASH_COMPAT_DIR
@@ -865,6 +866,9 @@ static void test_concurrent_routes_agree(void) {
   chash_router_free(r);
 }
 
+/* The bindings' batch helpers: Java String keys packed as KeyPack.java packs them (packed_test.c). */
+static void test_bindings_packed_batches(void) { g_failures += packed_tests(); }
+
 /* ---- main ------------------------------------------------------------------------------------ */
 
 typedef struct test_case {
@@ -887,6 +891,7 @@ static const test_case kTests[] = {
     T(test_build_errors),
     T(test_lookup_and_change_errors),
     T(test_concurrent_routes_agree),
+    T(test_bindings_packed_batches),
 };
 
 int main(void) {
