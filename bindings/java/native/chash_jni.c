@@ -160,31 +160,45 @@ JNIEXPORT jint JNICALL Java_dev_chash_Router_nativeRoute(JNIEnv* env, jclass cls
   return id == CHASH_NO_NODE ? -1 : (jint)id;
 }
 
-/* The batch, a chunk of keys per call: packed end to end with offsets (KeyPack.java), either as
- * bytes (byte[]) or as Strings' UTF-16 units (char[]), routed straight into out[out_at ..]
- * (bindings/common/chash_packed.h). */
-static void route_packed_batch(JNIEnv* env, jlong h, jarray packed, int utf16, jintArray offsets,
-                               jint count, jintArray out, jint out_at) {
+/* The batch, a chunk of keys per call: packed end to end with offsets (KeyPack.java), as bytes
+ * (byte[] keys), as Strings' bytes with their coders (String keys, KeyPack.strings) or as their
+ * UTF-16 units (String keys where the JDK's String has no bytes to read, a char[]), routed
+ * straight into out[out_at ..] (bindings/common/chash_packed.h). */
+enum packed_form { kBytes, kStrings, kChars };
+
+static void route_packed_batch(JNIEnv* env, jlong h, jarray packed, enum packed_form form,
+                               jbyteArray coders, jintArray offsets, jint count, jintArray out,
+                               jint out_at) {
   if (count < 0 || out_at < 0 || (*env)->GetArrayLength(env, offsets) < count + 1 ||
-      (*env)->GetArrayLength(env, out) - out_at < count) {
+      (*env)->GetArrayLength(env, out) - out_at < count ||
+      (form == kStrings && (*env)->GetArrayLength(env, coders) < count)) {
     throw_named(env, "java/lang/IllegalArgumentException", "chash: batch arrays too short");
     return;
   }
   jsize packed_len = (*env)->GetArrayLength(env, packed);
   void* keys = (*env)->GetPrimitiveArrayCritical(env, packed, NULL);
-  jint* offs = keys ? (*env)->GetPrimitiveArrayCritical(env, offsets, NULL) : NULL;
+  jbyte* kinds = keys && form == kStrings ? (*env)->GetPrimitiveArrayCritical(env, coders, NULL)
+                                          : NULL;
+  jint* offs = keys && (form != kStrings || kinds)
+                   ? (*env)->GetPrimitiveArrayCritical(env, offsets, NULL)
+                   : NULL;
   jint* ids = offs ? (*env)->GetPrimitiveArrayCritical(env, out, NULL) : NULL;
   int rc = CHASH_OK;
   if (ids != NULL) {
     /* CHASH_NO_NODE is 0xFFFFFFFF: read as a Java int it is already -1. */
     uint32_t* into = (uint32_t*)ids + out_at;
-    rc = utf16 ? chash_route_packed_utf16(ROUTER(h), (const uint16_t*)keys, (size_t)packed_len,
-                                          (const int32_t*)offs, (size_t)count, into)
-               : chash_route_packed(ROUTER(h), (const char*)keys, (size_t)packed_len,
-                                    (const int32_t*)offs, (size_t)count, into);
+    if (form == kBytes) {
+      rc = chash_route_packed(ROUTER(h), (const char*)keys, (size_t)packed_len,
+                              (const int32_t*)offs, (size_t)count, into);
+    } else {
+      rc = chash_route_packed_java(
+          ROUTER(h), (const char*)keys, (size_t)packed_len * (form == kChars ? 2 : 1),
+          (const uint8_t*)kinds, (const int32_t*)offs, (size_t)count, into);
+    }
   }
   if (ids != NULL) (*env)->ReleasePrimitiveArrayCritical(env, out, ids, 0);
   if (offs != NULL) (*env)->ReleasePrimitiveArrayCritical(env, offsets, offs, JNI_ABORT);
+  if (kinds != NULL) (*env)->ReleasePrimitiveArrayCritical(env, coders, kinds, JNI_ABORT);
   if (keys != NULL) (*env)->ReleasePrimitiveArrayCritical(env, packed, keys, JNI_ABORT);
   if (rc == CHASH_ERR_NO_MEMORY) {
     throw_named(env, "java/lang/OutOfMemoryError", "chash: out of memory");
@@ -198,7 +212,14 @@ JNIEXPORT void JNICALL Java_dev_chash_Router_nativeRouteBatch(JNIEnv* env, jclas
                                                               jintArray offsets, jint count,
                                                               jintArray out, jint out_at) {
   (void)cls;
-  route_packed_batch(env, h, packed, 0, offsets, count, out, out_at);
+  route_packed_batch(env, h, packed, kBytes, NULL, offsets, count, out, out_at);
+}
+
+JNIEXPORT void JNICALL Java_dev_chash_Router_nativeRouteBatchStrings(
+    JNIEnv* env, jclass cls, jlong h, jbyteArray packed, jbyteArray coders, jintArray offsets,
+    jint count, jintArray out, jint out_at) {
+  (void)cls;
+  route_packed_batch(env, h, packed, kStrings, coders, offsets, count, out, out_at);
 }
 
 JNIEXPORT void JNICALL Java_dev_chash_Router_nativeRouteBatchUtf16(JNIEnv* env, jclass cls,
@@ -206,7 +227,7 @@ JNIEXPORT void JNICALL Java_dev_chash_Router_nativeRouteBatchUtf16(JNIEnv* env, 
                                                                    jintArray offsets, jint count,
                                                                    jintArray out, jint out_at) {
   (void)cls;
-  route_packed_batch(env, h, chars, 1, offsets, count, out, out_at);
+  route_packed_batch(env, h, chars, kChars, NULL, offsets, count, out, out_at);
 }
 
 JNIEXPORT jint JNICALL Java_dev_chash_Router_nativeRouteN(JNIEnv* env, jclass cls, jlong h,

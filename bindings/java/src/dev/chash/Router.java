@@ -124,6 +124,12 @@ public final class Router implements AutoCloseable {
    */
   public int[] routeAllIndexes(String[] keys) {
     Objects.requireNonNull(keys, "keys");
+    if (StringBytes.AVAILABLE) {
+      return routeChunks(keys.length, (pack, at, n, out) -> {
+        pack.strings(keys, at, n);
+        nativeRouteBatchStrings(live(), pack.bytes, pack.coders, pack.offsets, n, out, at);
+      });
+    }
     return routeChunks(keys.length, (pack, at, n, out) -> {
       pack.chars(keys, at, n);
       nativeRouteBatchUtf16(live(), pack.chars, pack.offsets, n, out, at);
@@ -400,6 +406,11 @@ public final class Router implements AutoCloseable {
   // Keys packed a chunk at a time (KeyPack); their owners go to out[outAt .. outAt + count).
   private static native void nativeRouteBatch(long handle, byte[] packed, int[] offsets, int count,
       int[] out, int outAt);
+
+  // String keys as the JDK holds them (KeyPack.strings), each routed as its
+  // String.getBytes(UTF_8) (encoded in C where it is not ASCII).
+  private static native void nativeRouteBatchStrings(long handle, byte[] packed, byte[] coders,
+      int[] offsets, int count, int[] out, int outAt);
 
   // Keys as UTF-16 units, each routed as its String.getBytes(UTF_8) (encoded in C).
   private static native void nativeRouteBatchUtf16(long handle, char[] chars, int[] offsets,

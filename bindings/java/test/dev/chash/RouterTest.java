@@ -86,15 +86,20 @@ class RouterTest {
     }
   }
 
-  // String batches go to C as UTF-16 and are encoded there (bindings/common/chash_packed.h): each
-  // key must route as String.getBytes(UTF_8) does, unpaired surrogates ('?') included, for keys
-  // that fill the stack buffer (2000 chars) and keys longer than all of it (6000 chars).
+  // String batches go to C as the JDK holds each String (Latin-1 bytes or UTF-16 units,
+  // StringBytes) or, without that, as chars, and are encoded there
+  // (bindings/common/chash_packed.h): each key must route as String.getBytes(UTF_8) does,
+  // unpaired surrogates ('?') included, Latin-1 and UTF-16 keys side by side (a UTF-16 key after
+  // an odd number of bytes is aligned), for keys that fill the 16 KiB stack buffer and keys longer
+  // than all of it, of each kind. CI runs this class with and without StringBytes.
   @Test
   void stringBatchRoutesEachKeyAsItsUtf8Bytes() {
     java.util.Random rnd = new java.util.Random(11);
     java.util.List<String> list = new java.util.ArrayList<>();
     String[] odd = {"\uD83D", "a\uD83D", "\uD83Db", "\uDE00", "x\uDE00\uD83D", "\uD83D\uD83D\uDE00",
-        "\uDE00\uD83D", "\u0000", "caf\u00e9", "\u00ff\u0100\u07ff\u0800\uffff", "", "\uD7FF\uE000"};
+        "\uDE00\uD83D", "\u0000", "caf\u00e9", "\u00ff\u0100\u07ff\u0800\uffff", "", "\uD7FF\uE000",
+        // eight ASCII chars, one that is not, eight more: the C encoder once cut these short
+        "abcdefgh\u00e9ijklmnopq", "12345678\u043a12345678", "12345678\u20ac\u20ac12345678"};
     list.addAll(java.util.Arrays.asList(odd));
     for (int i = 0; i < 400; i++) {
       char[] c = new char[rnd.nextInt(24)];
@@ -103,13 +108,19 @@ class RouterTest {
       }
       list.add(new String(c));
     }
-    for (int len : new int[] {2000, 2000, 2000, 5461, 5462, 6000}) {
-      StringBuilder b = new StringBuilder();
-      for (int j = 0; j < len; j++) {
-        b.append((char) ('a' + rnd.nextInt(26)));
+    // ASCII, Latin-1 (2 bytes in UTF-8 each non-ASCII char) and UTF-16 (3 bytes) long keys, at
+    // and past the sizes where their UTF-8 fills the buffer (3 * units + 64 spare bytes).
+    String[] alphabets = {"abcdefghij", "abcéÿà", "abк€"};
+    for (int len : new int[] {2000, 2000, 5440, 5441, 8160, 8161, 9000}) {
+      for (String alphabet : alphabets) {
+        StringBuilder b = new StringBuilder();
+        for (int j = 0; j < len; j++) {
+          b.append(alphabet.charAt(rnd.nextInt(alphabet.length())));
+        }
+        list.add(b.toString());
+        list.add("x" + b); // one more byte before the next key's
+        list.addAll(java.util.Arrays.asList(Keys.make(50)));
       }
-      list.add(b.toString());
-      list.addAll(java.util.Arrays.asList(Keys.make(50)));
     }
     String[] keys = list.toArray(new String[0]);
     try (Router r = Router.preset("ketama", "10.0.0.1:11211", "10.0.0.2:11211", "10.0.0.3:11211",
@@ -120,6 +131,13 @@ class RouterTest {
         assertEquals(r.routeIndex(keys[i]), batch[i], "key " + i);
       }
     }
+  }
+
+  // On JDK 17 a batch of String keys reads each String's own bytes (StringBytes); the property
+  // turns that off, and CI runs the String tests both ways.
+  @Test
+  void stringBatchesReadTheStringsBytesUnlessTurnedOff() {
+    assertEquals(!"false".equals(System.getProperty("chash.stringBytes")), StringBytes.AVAILABLE);
   }
 
   @Test
