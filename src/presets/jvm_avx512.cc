@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The guava preset's batch with AVX-512 (jvm.cc calls these only when the CPU has it, cpu.h):
 // keys under 32 bytes hashed eight at a time, and Hashing.consistentHash in eight-lane registers
-// whose lanes take the next key as soon as theirs has ended. Unlike jvm_avx2.cc this file is
+// whose lanes take the next keys when theirs have ended (checked every second step). Unlike jvm_avx2.cc this file is
 // compiled for baseline x86-64 and only its kernels carry the target attribute, so the
 // std::string_view accessors it inlines are never emitted as AVX-512 copies the linker could
 // hand to baseline callers.
@@ -150,11 +150,11 @@ CHASH_AVX512 void guava_lane_hashes_avx512(const std::string_view* keys, std::si
 
 // guava.h: Hashing.consistentHash of many inputs, eight lanes to a register and four registers in
 // flight (one step's chain — multiply, divide, compare — is ~60 cycles, the divider takes a new
-// register every 16). A lane whose loop has ended hands its answer out (compressed with the
-// others that ended) and takes the next input at once (expanded into the free lanes), so the
-// divider only runs steps some key needs: the number of steps varies from key to key (at 10
-// buckets 1 to 8, mean 2.9), and lanes in lockstep, or packed between rounds of a fixed number of
-// steps (guava_batch_packed, AVX2), ran about half as many steps again for keys already done.
+// register every 16). Every second step (kStepsPerRefill) the lanes whose loop has ended hand
+// their answers out (compressed together) and take the next inputs (expanded into the free
+// lanes), so a lane idles at most one step: the number of steps varies from key to key (at 10
+// buckets 1 to 8, mean 2.9), and lanes in lockstep, or packed between rounds of a fixed number
+// of steps (guava_batch_packed, AVX2), ran about half as many steps again for keys already done.
 CHASH_AVX512 void guava_consistent_hash_avx512(const std::uint64_t* inputs, std::size_t n,
                                                std::uint32_t buckets,
                                                std::uint32_t* out) noexcept {
