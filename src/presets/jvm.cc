@@ -467,7 +467,7 @@ void guava_key_hashes(std::span<const std::string_view> keys, std::uint64_t* out
       guava_lane_hashes_avx512(keys.data(), keys.size(), out, lists);
       for (std::size_t j = 0; j < lists.checks; ++j) {
         const std::string_view key = keys[lists.check[j]];
-        if (!utf8_well_formed(key)) out[lists.check[j]] = guava_key_hash(key);
+        if (!utf8_well_formed_short_avx512(key)) out[lists.check[j]] = guava_key_hash(key);
       }
       for (std::size_t j = 0; j < lists.rests; ++j) {
         out[lists.rest[j]] = guava_key_hash(keys[lists.rest[j]]);

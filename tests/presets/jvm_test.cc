@@ -12,6 +12,7 @@
 
 #include "chash/error.h"
 #include "chash/preset.h"
+#include "cpu.h"
 #include "guava.h"
 #include "java_text.h"
 
@@ -185,6 +186,51 @@ TEST(GuavaPresetTest, BatchEqualsRouteOnKeysOfEveryShortLength) {
 
 // Each kernel (the ones this CPU lacks fall back to the scalar code, so they pass trivially
 // there; CI's machine has AVX-512).
+#if defined(__x86_64__)
+// The AVX-512 check of keys under 32 bytes equals utf8_well_formed: every string of one and two
+// bytes and every three-byte string that starts with a lead byte, each after 0, 1, 14 ASCII
+// bytes and ending at the last of the 32 lanes (a sequence cut short there); random strings of
+// 1..31 bytes, mostly lead and continuation bytes; and well-formed text with one byte changed.
+TEST(GuavaPresetTest, ShortUtf8CheckWithAvx512EqualsTheLoop) {
+  if (!internal::cpu_has_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::string s;
+  for (std::uint32_t v = 0; v < (1u << 24); ++v) {
+    for (std::size_t len = 1; len <= 3; ++len) {
+      if (len < 3 && (v >> (8 * len)) != 0) continue;
+      if (len == 3 && (v & 0xFF) < 0xC0) continue;
+      for (const std::size_t before : {std::size_t{0}, std::size_t{1}, std::size_t{14}, 31 - len}) {
+        s.assign(before, 'a');
+        for (std::size_t i = 0; i < len; ++i) s.push_back(static_cast<char>(v >> (8 * i)));
+        ASSERT_EQ(presets::utf8_well_formed_short_avx512(s), presets::utf8_well_formed(s))
+            << v << "/" << len << " after " << before;
+      }
+    }
+  }
+  std::mt19937_64 rng(11);
+  for (int k = 0; k < 300000; ++k) {
+    s.resize(1 + rng() % 31);
+    for (char& c : s) {
+      const std::uint64_t r = rng();
+      c = static_cast<char>(r % 4 == 0 ? r >> 8 : 0x80 + (r >> 8) % 0x78);
+    }
+    ASSERT_EQ(presets::utf8_well_formed_short_avx512(s), presets::utf8_well_formed(s)) << k;
+  }
+  const std::string pieces[] = {"a", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\xD0\xBA",
+                                "\xEF\xBF\xBD", "\xF4\x8F\xBF\xBF", "\xED\x9F\xBF"};
+  for (int k = 0; k < 300000; ++k) {
+    s.clear();
+    while (s.size() < 31) {
+      const std::string& p = pieces[rng() % std::size(pieces)];
+      if (s.size() + p.size() > 31) break;
+      s += p;
+    }
+    s.resize(1 + rng() % s.size());  // perhaps through a character
+    if (rng() % 2 == 0) s[rng() % s.size()] = static_cast<char>(rng());
+    ASSERT_EQ(presets::utf8_well_formed_short_avx512(s), presets::utf8_well_formed(s)) << k;
+  }
+}
+#endif
+
 constexpr presets::GuavaKernel kGuavaKernels[] = {
     presets::GuavaKernel::kScalar, presets::GuavaKernel::kAvx2, presets::GuavaKernel::kAvx512,
     presets::GuavaKernel::kBest};
