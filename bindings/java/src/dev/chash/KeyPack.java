@@ -19,8 +19,14 @@ import java.util.Arrays;
  * without encoding the ASCII ones (the whole batch at 10 nodes: 23.5 -> 19 ns per key).
  */
 final class KeyPack {
-  /** Keys per chunk: ~25 KB of chars for keys of a dozen chars, within the L1 cache. */
-  static final int CHUNK = 1024;
+  /**
+   * Keys per chunk: ~55 KB of the bindings bench's String keys, in the L2 cache between Java's
+   * write and C's read. Measured on that bench's Guava String rows (10 / 100 / 1000 nodes, two
+   * runs each, least ns per key of the rounds): 1024 keys 18-19 / 19-20 / 22, 512 16-17 / 19 /
+   * 22-23, 2048 16-18 / 18-21 / 20-23, 4096 17 / 18-19 / 21; 1024, the earlier choice, was the
+   * slowest of them, for no reason found.
+   */
+  static final int CHUNK = 4096;
 
   byte[] bytes = new byte[0]; // raw keys of the chunk, or String keys' own bytes (StringBytes)
   final byte[] coders = new byte[CHUNK]; // String keys' coders, with their bytes

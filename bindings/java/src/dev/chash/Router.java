@@ -119,7 +119,7 @@ public final class Router implements AutoCloseable {
 
   /**
    * The owners' indexes of {@code keys} (-1 for a key that cannot be routed): one native call
-   * per 1024 keys (chash_route_batch, which hashes keys side by side), so this is the fast way
+   * per 4096 keys (chash_route_batch, which hashes keys side by side), so this is the fast way
    * to route many keys.
    */
   public int[] routeAllIndexes(String[] keys) {
