@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // The guava preset's batch with AVX-512 (jvm.cc calls these only when the CPU has it, cpu.h):
-// keys under 32 bytes hashed eight at a time, and Hashing.consistentHash in eight-lane registers
-// whose lanes take the next keys when theirs have ended (checked every second step). Unlike jvm_avx2.cc this file is
-// compiled for baseline x86-64 and only its kernels carry the target attribute, so the
-// std::string_view accessors it inlines are never emitted as AVX-512 copies the linker could
-// hand to baseline callers.
+// keys under 32 bytes hashed eight at a time, their UTF-8 checked by lookup tables, and
+// Hashing.consistentHash in eight-lane registers whose lanes take the next keys when theirs have
+// ended (checked every second step). Unlike jvm_avx2.cc this file is compiled for baseline x86-64
+// and only its kernels carry the target attribute, so the std::string_view accessors it inlines
+// are never emitted as AVX-512 copies the linker could hand to baseline callers.
 //
-// Measured against the AVX2 kernels, C side alone, 100k bindings-bench keys (10% Cyrillic), ns
-// per key at 10 / 100 / 1000 buckets: AVX2 11.1 / 13.2 / 14.9, AVX-512 9.9 / 12.0 / 14.1
-// (a C driver over bindings/common/chash_packed.h; the Java rows of docs/BENCHMARKS.md agree).
+// Measured against the AVX2 kernels, C side alone, 100k bindings-bench keys (10% Cyrillic) as a
+// Java String batch hands them over, ns per key at 10 / 100 / 1000 buckets: AVX2 11.1 / 13.2 /
+// 14.9, AVX-512 9.6 / 11.7 / 13.8 (a C driver over bindings/common/chash_packed.h; the Java rows
+// of docs/BENCHMARKS.md agree). A consistentHash step without the divider (vrcp14pd, a Newton
+// step and an exact FMA remainder) was correct but slower, 12.0 -> 13.5 at 10 buckets: 512-bit
+// floating point runs on one port here, and the divider's two cycles a lane cost less than the
+// instructions that replace it.
 #if defined(__x86_64__)
 #include <immintrin.h>
 
