@@ -30,8 +30,9 @@ void guava_consistent_hash_batch(const std::uint64_t* inputs, std::size_t n, std
 // The key hash of the guava preset, Hashing.murmur3_128().hashString(key, UTF_8).padToLong(),
 // of a chunk of at most kBatchChunk keys: out[i] for keys[i]. `kernel` picks the code (tests run
 // each the CPU has; kBest is the fastest): keys under 32 bytes eight at a time (AVX-512; the
-// non-ASCII ones then checked for well-formed UTF-8 one by one, with AVX-512 too), ASCII keys under 16 bytes four
-// at a time (AVX2), the others one at a time; or every key one at a time (kScalar).
+// non-ASCII ones then checked for well-formed UTF-8 one by one, with AVX-512 too), ASCII keys
+// under 16 bytes four at a time (AVX2), the others one at a time; or every key one at a time
+// (kScalar).
 void guava_key_hashes(std::span<const std::string_view> keys, std::uint64_t* out,
                       GuavaKernel kernel = GuavaKernel::kBest) noexcept;
 

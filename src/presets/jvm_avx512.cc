@@ -195,7 +195,8 @@ CHASH_AVX512 bool utf8_well_formed_short_avx512(std::string_view key) noexcept {
       kLarge | kSurrogate, kLarge, kLarge, kCarry | kOverlong3 | kOverlong2 | kOverlong4,
       kCarry | kOverlong2, kCarry, kCarry, kCarry | kTooLarge, kLarge, kLarge, kLarge, kLarge,
       kLarge, kLarge, kLarge, kLarge, kLarge | kSurrogate, kLarge, kLarge);
-  constexpr char kCont8 = kTooLong | kOverlong2 | kTwoConts | kOverlong3 | kTooLarge1000 | kOverlong4;
+  constexpr char kCont8 =
+      kTooLong | kOverlong2 | kTwoConts | kOverlong3 | kTooLarge1000 | kOverlong4;
   constexpr char kCont9 = kTooLong | kOverlong2 | kTwoConts | kOverlong3 | kTooLarge;
   constexpr char kContAB = kTooLong | kOverlong2 | kTwoConts | kSurrogate | kTooLarge;
   const __m256i by_high = _mm256_setr_epi8(

@@ -101,6 +101,13 @@ class RouterTest {
         // eight ASCII chars, one that is not, eight more: the C encoder once cut these short
         "abcdefgh\u00e9ijklmnopq", "12345678\u043a12345678", "12345678\u20ac\u20ac12345678"};
     list.addAll(java.util.Arrays.asList(odd));
+    // Every length up to 40, ASCII, Latin-1 and UTF-16, one after another so that each starts at
+    // every offset modulo 8 (the C side reads the short ones with vector loads).
+    for (int len = 0; len <= 40; len++) {
+      list.add("k".repeat(len));
+      list.add("\u00e9".repeat(len));
+      list.add("\u043a".repeat(len));
+    }
     for (int i = 0; i < 400; i++) {
       char[] c = new char[rnd.nextInt(24)];
       for (int j = 0; j < c.length; j++) {
