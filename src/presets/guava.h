@@ -36,6 +36,10 @@ void guava_consistent_hash_batch(const std::uint64_t* inputs, std::size_t n, std
 void guava_key_hashes(std::span<const std::string_view> keys, std::uint64_t* out,
                       GuavaKernel kernel = GuavaKernel::kBest) noexcept;
 
+// utf8_well_formed (java_text.h) of a key under 32 bytes, by `kernel`: with AVX-512 lookup tables
+// (kAvx512, kBest) where the CPU has them, else by the loop.
+bool utf8_well_formed_short(std::string_view key, GuavaKernel kernel) noexcept;
+
 #if defined(__x86_64__)
 // jvm_avx512.cc (call only when internal::cpu_has_avx512()): h1 of MurmurHash3 x64_128 of the
 // keys (n <= kBatchChunk) shorter than 32 bytes into out[i]; of those the ones that are not all

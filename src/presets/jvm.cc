@@ -381,6 +381,15 @@ GuavaKernel usable(GuavaKernel kernel) noexcept {
 
 }  // namespace
 
+bool utf8_well_formed_short(std::string_view key, GuavaKernel kernel) noexcept {
+  assert(key.size() < 32);
+#if defined(__x86_64__)
+  if (usable(kernel) == GuavaKernel::kAvx512) return utf8_well_formed_short_avx512(key);
+#endif
+  (void)kernel;
+  return utf8_well_formed(key);
+}
+
 void guava_consistent_hash_batch(const std::uint64_t* inputs, std::size_t n, std::uint32_t buckets,
                                  NodeId* out, GuavaKernel kernel) noexcept {
 #if defined(__x86_64__)
