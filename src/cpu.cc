@@ -29,4 +29,16 @@ bool cpu_has_avx512() noexcept {
 #endif
 }
 
+bool cpu_has_avx512_vbmi2() noexcept {
+#if defined(__x86_64__)
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return cpu_has_avx512() && __builtin_cpu_supports("avx512vbmi2");
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
 }  // namespace chash::internal

@@ -15,4 +15,8 @@ bool cpu_has_avx2() noexcept;
 // AVX-512 kernels use (presets/jvm_avx512.cc).
 bool cpu_has_avx512() noexcept;
 
+// cpu_has_avx512() and VBMI2 (byte compression), for the UTF-16 encoder
+// (presets/java_strings.cc).
+bool cpu_has_avx512_vbmi2() noexcept;
+
 }  // namespace chash::internal

@@ -57,7 +57,7 @@
  * number and changes only with an incompatible change; MINOR counts appended functions. The
  * build reads both numbers from here (CMakeLists.txt), so they are written only here. */
 #define CHASH_C_ABI_MAJOR 1
-#define CHASH_C_ABI_MINOR 0
+#define CHASH_C_ABI_MINOR 1
 
 /* Only the functions of this header leave libchash_c.so; the library is compiled with
  * -fvisibility=hidden and linked with a version script (src/c/chash_c.map) that keeps chash_*
@@ -169,6 +169,29 @@ CHASH_C_API const char* chash_route_name(const chash_router* router, const char*
 CHASH_C_API int chash_route_batch(const chash_router* router, const char* const* keys,
                                   const size_t* key_lengths, size_t count, uint32_t* out,
                                   chash_error** err);
+
+/* Java Strings' text as the JDK holds it (compact strings): Latin-1 bytes or UTF-16 units in the
+ * platform's byte order. */
+enum { CHASH_JAVA_LATIN1 = 0, CHASH_JAVA_UTF16 = 1 };
+
+/* Routes `count` Java Strings, each as its String.getBytes(UTF_8) (an unpaired surrogate becomes
+ * '?'): out[i] = chash_route of that encoding. Key i is data[from .. offsets[i + 1]) in coders[i]'s
+ * form (CHASH_JAVA_LATIN1 or CHASH_JAVA_UTF16), where from is offsets[i] rounded up to even for a
+ * UTF-16 key (UTF-16 keys start at an even offset, with a byte of padding before when needed);
+ * offsets has count + 1 entries, in bytes. With coders NULL every key is UTF-16 and the offsets
+ * count units (data holds data_len / 2 units, a char[] of String.getChars). data must be aligned
+ * to 2 bytes, as a Java array's elements are (else CHASH_ERR_INVALID_ARGUMENT). The Java binding
+ * packs a batch's Strings so (bindings/java/src/dev/chash/KeyPack.java), copying each String's
+ * bytes as they are instead of encoding them in Java; the ASCII keys, the common ones, are routed
+ * where they lie and the guava preset hashes the others without a second pass (C ABI 1.1).
+ * Offsets outside data_len, going backwards, a UTF-16 key of an odd byte length or an unknown
+ * coder: CHASH_ERR_INVALID_ARGUMENT naming the key, nothing read outside data, and only the
+ * keys before that key's chunk routed. Allocation-free except for a key whose UTF-8 exceeds
+ * 16 KiB on a router other than guava (CHASH_ERR_NO_MEMORY if that fails). */
+CHASH_C_API int chash_route_java_strings(const chash_router* router, const char* data,
+                                         size_t data_len, const uint8_t* coders,
+                                         const int32_t* offsets, size_t count, uint32_t* out,
+                                         chash_error** err);
 
 /* Replicas: up to `max` distinct nodes for the key in the placement's preference order (the
  * owner first, then the next distinct nodes clockwise on a ring, or the peer's own next choice);

@@ -26,6 +26,7 @@
 #include "chash/preset.h"
 #include "chash/router.h"
 #include "chash/version.h"
+#include "presets/java_strings.h"
 
 struct chash_router {
   chash::RoutingSpec spec;  // kept to rebuild the router on a membership change
@@ -269,6 +270,21 @@ int chash_route_batch(const chash_router* router, const char* const* keys,
       router->router.route_batch(std::span<const std::string_view>(views, n),
                                  std::span<chash::NodeId>(out + i, n));
     }
+    return CHASH_OK;
+  });
+}
+
+int chash_route_java_strings(const chash_router* router, const char* data, size_t data_len,
+                             const uint8_t* coders, const int32_t* offsets, size_t count,
+                             uint32_t* out, chash_error** err) {
+  return guarded(err, [&] {
+    if (router == nullptr) throw NullArgument("router");
+    if (count == 0) return CHASH_OK;
+    if (offsets == nullptr) throw NullArgument("offsets");
+    if (out == nullptr) throw NullArgument("out");
+    if (data == nullptr && data_len != 0) throw NullArgument("data");
+    chash::presets::route_java_strings(
+        router->router, chash::presets::JavaStrings{data, data_len, coders, offsets, count}, out);
     return CHASH_OK;
   });
 }

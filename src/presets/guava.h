@@ -11,6 +11,7 @@
 
 #include "chash/node.h"
 #include "presets/common.h"
+#include "presets/java_strings.h"
 
 namespace chash::presets {
 
@@ -36,6 +37,16 @@ void guava_consistent_hash_batch(const std::uint64_t* inputs, std::size_t n, std
 void guava_key_hashes(std::span<const std::string_view> keys, std::uint64_t* out,
                       GuavaKernel kernel = GuavaKernel::kBest) noexcept;
 
+// guava_key_hashes of Java Strings keys[from .. from + n) (java_strings.h; n <= kBatchChunk) as
+// their String.getBytes(UTF_8), hashed where they lie where they can be: with AVX-512 every
+// Latin-1 key goes to the lanes as it is and only those the kernel finds are not ASCII are
+// encoded; UTF-16 keys are encoded into a stack buffer and, well-formed by construction, never
+// checked. Throws Error (kInvalidArgument) for a bad entry (java_key).
+void guava_java_key_hashes(const JavaStrings& keys, std::size_t from, std::size_t n,
+                           std::uint64_t* out, GuavaKernel kernel = GuavaKernel::kBest);
+// guava_java_key_hashes and consistentHash, a batch of any size, when `preset` is the guava
+// preset (false, nothing done, for any other): route_java_strings' fast path.
+bool guava_route_java_strings(const Preset& preset, const JavaStrings& keys, NodeId* out);
 // utf8_well_formed (java_text.h) of a key under 32 bytes, by `kernel`: with AVX-512 lookup tables
 // (kAvx512, kBest) where the CPU has them, else by the loop.
 bool utf8_well_formed_short(std::string_view key, GuavaKernel kernel) noexcept;

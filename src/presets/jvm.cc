@@ -23,6 +23,7 @@
 #include "common.h"
 #include "cpu.h"
 #include "guava.h"
+#include "java_strings.h"
 #include "java_text.h"
 #include "registry.h"
 
@@ -492,6 +493,82 @@ void guava_key_hashes(std::span<const std::string_view> keys, std::uint64_t* out
   for (std::size_t i = 0; i < keys.size(); ++i) out[i] = guava_key_hash(keys[i]);
 }
 
+void guava_java_key_hashes(const JavaStrings& keys, std::size_t from, std::size_t n,
+                           std::uint64_t* out, GuavaKernel kernel) {
+  assert(n <= kBatchChunk);
+  // What each key's view holds: its Latin-1 text where it lies, its UTF-8 encoded into `buf`
+  // (well-formed by construction: hashed as it is, never checked), or nothing (a key too long for
+  // `buf`, hashed from its text piece by piece after the others).
+  enum Form : std::uint8_t { kLatin1Text, kUtf8, kLong };
+  constexpr std::size_t kShortUnits = 64;  // the UTF-16 keys encoded into buf
+  char buf[kBatchChunk * 3 * kShortUnits + kJavaUtf8Slack];
+  std::string_view views[kBatchChunk];
+  Form form[kBatchChunk];
+  const bool avx512 = usable(kernel) == GuavaKernel::kAvx512;
+  std::size_t used = 0;
+  std::size_t longs = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const JavaKey key = java_key(keys, from + i);
+    const std::string_view text(key.text, key.len);
+    if (key.coder == kJavaLatin1 && (avx512 || is_ascii(text))) {
+      // ASCII is its own UTF-8; the AVX-512 kernel lists the other Latin-1 keys (`check`,
+      // `rest`), which are encoded below, so no key is scanned twice.
+      views[i] = text;
+      form[i] = kLatin1Text;
+    } else if (key.coder == kJavaUtf16 && key.len / 2 <= kShortUnits) {
+      const auto* units =
+          reinterpret_cast<const std::uint16_t*>(static_cast<const void*>(key.text));
+      views[i] = std::string_view(buf + used, java_utf16_to_utf8(units, key.len / 2, buf + used));
+      used += views[i].size();
+      form[i] = kUtf8;
+    } else if (key.coder == kJavaLatin1 && 2 * key.len <= sizeof buf - used) {
+      const auto* bytes = reinterpret_cast<const std::uint8_t*>(key.text);
+      views[i] = std::string_view(buf + used, java_latin1_to_utf8(bytes, key.len, buf + used));
+      used += views[i].size();
+      form[i] = kUtf8;
+    } else {
+      views[i] = std::string_view();
+      form[i] = kLong;
+      ++longs;
+    }
+  }
+  auto murmur = [](std::string_view utf8) {
+    return hash::internal::murmur3_x64_128_inline(utf8, 0).h1;
+  };
+  auto streamed = [&](std::size_t i) {
+    Murmur3x64Stream m;
+    java_utf8_pieces(java_key(keys, from + i), [&](std::string_view piece) { m.update(piece); });
+    return m.finish();
+  };
+#if defined(__x86_64__)
+  if (avx512) {
+    GuavaLaneLists lists;
+    guava_lane_hashes_avx512(views, n, out, lists);
+    for (std::size_t j = 0; j < lists.checks; ++j) {  // under 32 bytes, not ASCII
+      const std::uint32_t i = lists.check[j];
+      if (form[i] != kLatin1Text) continue;  // UTF-8 from UTF-16: its hash stands
+      char utf8[2 * 32];
+      const auto* bytes = reinterpret_cast<const std::uint8_t*>(views[i].data());
+      out[i] = murmur(std::string_view(utf8, java_latin1_to_utf8(bytes, views[i].size(), utf8)));
+    }
+    for (std::size_t j = 0; j < lists.rests; ++j) {  // 32 bytes or more
+      const std::uint32_t i = lists.rest[j];
+      out[i] = form[i] == kUtf8 || is_ascii(views[i]) ? murmur(views[i]) : streamed(i);
+    }
+  } else {
+    guava_key_hashes(std::span<const std::string_view>(views, n), out, kernel);
+  }
+#else
+  guava_key_hashes(std::span<const std::string_view>(views, n), out, kernel);
+#endif
+  for (std::size_t i = 0; longs > 0 && i < n; ++i) {
+    if (form[i] == kLong) {
+      out[i] = streamed(i);
+      --longs;
+    }
+  }
+}
+
 namespace {
 
 // Guava numbers the nodes 0..n-1 in list order; it has no weights and no second choice. Next
@@ -516,6 +593,19 @@ class GuavaPreset final : public Preset {
         guava_key_hashes(keys.subspan(at + i, std::min(kBatchChunk, n - i)), h + i);
       }
       guava_consistent_hash_batch(h, n, n_, out.data() + at);
+    }
+  }
+
+  // route_batch for Java Strings (java_strings.h), hashed where they lie.
+  void route_java(const JavaStrings& keys, NodeId* out) const {
+    constexpr std::size_t kPlaced = 4 * kBatchChunk;
+    std::uint64_t h[kPlaced];
+    for (std::size_t at = 0; at < keys.count; at += kPlaced) {
+      const std::size_t n = std::min(kPlaced, keys.count - at);
+      for (std::size_t i = 0; i < n; i += kBatchChunk) {
+        guava_java_key_hashes(keys, at + i, std::min(kBatchChunk, n - i), h + i);
+      }
+      guava_consistent_hash_batch(h, n, n_, out + at);
     }
   }
 
@@ -558,6 +648,13 @@ std::unique_ptr<Preset> make_guava(std::span<const Node> nodes, const PresetOpti
 }
 
 }  // namespace
+
+bool guava_route_java_strings(const Preset& preset, const JavaStrings& keys, NodeId* out) {
+  const auto* guava = dynamic_cast<const GuavaPreset*>(&preset);
+  if (guava == nullptr) return false;
+  guava->route_java(keys, out);
+  return true;
+}
 
 std::unique_ptr<Preset> make_jvm(std::string_view name, std::span<const Node> nodes,
                                  const PresetOptions& options) {

@@ -8,11 +8,11 @@
 //
 // Measured against the AVX2 kernels, C side alone, 100k bindings-bench keys (10% Cyrillic) as a
 // Java String batch hands them over, ns per key at 10 / 100 / 1000 buckets: AVX2 11.1 / 13.2 /
-// 14.9, AVX-512 9.6 / 11.7 / 13.8 (a C driver over bindings/common/chash_packed.h; the Java rows
-// of docs/BENCHMARKS.md agree). A consistentHash step without the divider (vrcp14pd, a Newton
-// step and an exact FMA remainder) was correct but slower, 12.0 -> 13.5 at 10 buckets: 512-bit
-// floating point runs on one port here, and the divider's two cycles a lane cost less than the
-// instructions that replace it.
+// 14.9, AVX-512 9.6 / 11.7 / 13.8 (a C driver handing them over as the Java binding did; the Java
+// rows of docs/BENCHMARKS.md agree). A consistentHash step without the divider (vrcp14pd, a
+// Newton step and an exact FMA remainder) was correct but slower, 12.0 -> 13.5 at 10 buckets:
+// 512-bit floating point runs on one port here, and the divider's two cycles a lane cost less
+// than the instructions that replace it.
 #if defined(__x86_64__)
 #include <immintrin.h>
 

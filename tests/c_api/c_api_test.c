@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "chash/chash_c.h"
-#include "packed_test.h"
+#include "java_strings_test.h"
 #include "reference.h"
 
 #ifndef CHASH_COMPAT_DIR
@@ -866,8 +866,9 @@ static void test_concurrent_routes_agree(void) {
   chash_router_free(r);
 }
 
-/* The bindings' batch helpers: Java String keys packed as KeyPack.java packs them (packed_test.c). */
-static void test_bindings_packed_batches(void) { g_failures += packed_tests(); }
+/* chash_route_java_strings: Java String keys packed as KeyPack.java packs them
+ * (java_strings_test.c). */
+static void test_java_string_batches(void) { g_failures += java_strings_tests(); }
 
 /* ---- main ------------------------------------------------------------------------------------ */
 
@@ -891,7 +892,7 @@ static const test_case kTests[] = {
     T(test_build_errors),
     T(test_lookup_and_change_errors),
     T(test_concurrent_routes_agree),
-    T(test_bindings_packed_batches),
+    T(test_java_string_batches),
 };
 
 int main(void) {

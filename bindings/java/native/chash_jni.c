@@ -163,7 +163,8 @@ JNIEXPORT jint JNICALL Java_dev_chash_Router_nativeRoute(JNIEnv* env, jclass cls
 /* The batch, a chunk of keys per call: packed end to end with offsets (KeyPack.java), as bytes
  * (byte[] keys), as Strings' bytes with their coders (String keys, KeyPack.strings) or as their
  * UTF-16 units (String keys where the JDK's String has no bytes to read, a char[]), routed
- * straight into out[out_at ..] (bindings/common/chash_packed.h). */
+ * straight into out[out_at ..] (bytes: bindings/common/chash_packed.h; Strings:
+ * chash_route_java_strings). */
 enum packed_form { kBytes, kStrings, kChars };
 
 static void route_packed_batch(JNIEnv* env, jlong h, jarray packed, enum packed_form form,
@@ -184,6 +185,7 @@ static void route_packed_batch(JNIEnv* env, jlong h, jarray packed, enum packed_
                    : NULL;
   jint* ids = offs ? (*env)->GetPrimitiveArrayCritical(env, out, NULL) : NULL;
   int rc = CHASH_OK;
+  chash_error* err = NULL; /* the library's reason for refusing String keys */
   if (ids != NULL) {
     /* CHASH_NO_NODE is 0xFFFFFFFF: read as a Java int it is already -1. */
     uint32_t* into = (uint32_t*)ids + out_at;
@@ -191,9 +193,9 @@ static void route_packed_batch(JNIEnv* env, jlong h, jarray packed, enum packed_
       rc = chash_route_packed(ROUTER(h), (const char*)keys, (size_t)packed_len,
                               (const int32_t*)offs, (size_t)count, into);
     } else {
-      rc = chash_route_packed_java(
+      rc = chash_route_java_strings(
           ROUTER(h), (const char*)keys, (size_t)packed_len * (form == kChars ? 2 : 1),
-          (const uint8_t*)kinds, (const int32_t*)offs, (size_t)count, into);
+          (const uint8_t*)kinds, (const int32_t*)offs, (size_t)count, into, &err);
     }
   }
   if (ids != NULL) (*env)->ReleasePrimitiveArrayCritical(env, out, ids, 0);
@@ -203,8 +205,10 @@ static void route_packed_batch(JNIEnv* env, jlong h, jarray packed, enum packed_
   if (rc == CHASH_ERR_NO_MEMORY) {
     throw_named(env, "java/lang/OutOfMemoryError", "chash: out of memory");
   } else if (rc != CHASH_OK) {
-    throw_named(env, "java/lang/IllegalArgumentException", "chash: bad batch offsets");
+    throw_named(env, "java/lang/IllegalArgumentException",
+                err != NULL ? chash_error_message(err) : "chash: bad batch offsets");
   }
+  chash_error_free(err);
 }
 
 JNIEXPORT void JNICALL Java_dev_chash_Router_nativeRouteBatch(JNIEnv* env, jclass cls, jlong h,

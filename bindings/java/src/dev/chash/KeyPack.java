@@ -8,8 +8,9 @@ import java.util.Arrays;
  * (two arrays pinned once) instead of one array object per key.
  *
  * <p>String keys are packed as the JDK holds them (StringBytes: Latin-1 bytes or UTF-16 units,
- * copied as they are) and encoded to UTF-8 in C only where they are not ASCII
- * (bindings/common/chash_packed.h); where the JDK's Strings cannot be read so, as their UTF-16
+ * copied as they are) and encoded to UTF-8 by the library only where they are not ASCII
+ * (chash_route_java_strings, include/chash/chash_c.h); where the JDK's Strings cannot be read so,
+ * as their UTF-16
  * chars (String.getChars, one vectorised copy per key), encoded in C. Encoding here (getBytes,
  * or a charAt loop) works char by char. The keys go a chunk at a time through buffers reused
  * from chunk to chunk, which stay in the cache between Java's write and C's read, instead of one

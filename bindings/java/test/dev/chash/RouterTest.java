@@ -86,9 +86,9 @@ class RouterTest {
     }
   }
 
-  // String batches go to C as the JDK holds each String (Latin-1 bytes or UTF-16 units,
+  // String batches go to the library as the JDK holds each String (Latin-1 bytes or UTF-16 units,
   // StringBytes) or, without that, as chars, and are encoded there
-  // (bindings/common/chash_packed.h): each key must route as String.getBytes(UTF_8) does,
+  // (chash_route_java_strings): each key must route as String.getBytes(UTF_8) does,
   // unpaired surrogates ('?') included, Latin-1 and UTF-16 keys side by side (a UTF-16 key after
   // an odd number of bytes is aligned), for keys that fill the 16 KiB stack buffer and keys longer
   // than all of it, of each kind. CI runs this class with and without StringBytes.

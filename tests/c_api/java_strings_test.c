@@ -1,23 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The bindings' batch helpers (bindings/common/chash_packed.h), from C and under ASan+UBSan with
- * the rest of chash_c_tests: Java String keys packed as KeyPack.java packs them (Latin-1 bytes or
- * UTF-16 units, a UTF-16 key aligned to an even offset; or every key as chars) route as their
- * String.getBytes(UTF_8), encoded here by a plain reference encoder; bad offsets and coders are
- * refused without a read outside the buffer. */
+/* chash_route_java_strings (C ABI 1.1), from C and under ASan+UBSan with the rest of
+ * chash_c_tests: Java String keys packed as KeyPack.java packs them (Latin-1 bytes or UTF-16
+ * units, a UTF-16 key aligned to an even offset; or every key as chars) route as their
+ * String.getBytes(UTF_8), encoded here by a plain reference encoder, on the guava preset (its own
+ * path, the keys hashed in place) and on ketama (every other router's path); bad offsets and
+ * coders are refused, with a message naming the key, without a read outside the buffer. The
+ * library's encoder alone: tests/presets/java_strings_test.cc. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "chash_packed.h"
-#include "packed_test.h"
+#include "chash/chash_c.h"
+#include "java_strings_test.h"
 
 static int g_failed;
 
 #define EXPECT(cond)                                                           \
   do {                                                                         \
     if (!(cond)) {                                                             \
-      fprintf(stderr, "%s:%d: packed: %s\n", __FILE__, __LINE__, #cond);       \
+      fprintf(stderr, "%s:%d: java strings: %s\n", __FILE__, __LINE__, #cond);       \
       ++g_failed;                                                              \
     }                                                                          \
   } while (0)
@@ -110,18 +112,29 @@ static void test_java_strings_route_as_their_utf8(const chash_router* r) {
     cpos += lens[i];
     char_offsets[i + 1] = (int32_t)cpos;
   }
-  EXPECT(chash_route_packed_java(r, packed, pos, coders, offsets, kKeys, out) == CHASH_OK);
-  EXPECT(chash_route_packed_java(r, (const char*)chars, 2 * cpos, NULL, char_offsets, kKeys,
-                                 out_chars) == CHASH_OK);
+  EXPECT(chash_route_java_strings(r, packed, pos, coders, offsets, kKeys, out, NULL) == CHASH_OK);
+  EXPECT(chash_route_java_strings(r, (const char*)chars, 2 * cpos, NULL, char_offsets, kKeys,
+                                  out_chars, NULL) == CHASH_OK);
   for (size_t i = 0; i < kKeys; ++i) {
     const size_t n = reference_utf8(units[i], lens[i], utf8);
     const uint32_t want = chash_route(r, (const char*)utf8, n);
     EXPECT(out[i] == want);
     EXPECT(out_chars[i] == want);
-    /* chash_utf16_to_utf8 alone (with its spare bytes) gives the same bytes. */
-    static char got[3 * kMaxUnits + CHASH_UTF8_SLACK];
-    EXPECT(chash_utf16_to_utf8(units[i], lens[i], got) == n && memcmp(got, utf8, n) == 0);
   }
+}
+
+/* A refused batch: CHASH_ERR_INVALID_ARGUMENT and a message that names the key and says why. */
+static void expect_refused(const chash_router* r, const char* data, const uint8_t* coders,
+                           const int32_t* offsets, size_t count, const char* says) {
+  uint32_t out[4];
+  chash_error* err = NULL;
+  EXPECT(chash_route_java_strings(r, data, 8, coders, offsets, count, out, &err) ==
+         CHASH_ERR_INVALID_ARGUMENT);
+  EXPECT(err != NULL && strstr(chash_error_message(err), says) != NULL);
+  if (err != NULL && strstr(chash_error_message(err), says) == NULL) {
+    fprintf(stderr, "  message: %s (wanted: %s)\n", chash_error_message(err), says);
+  }
+  chash_error_free(err);
 }
 
 static void test_bad_batches_are_refused(const chash_router* r) {
@@ -131,28 +144,38 @@ static void test_bad_batches_are_refused(const chash_router* r) {
   const int32_t past_end[3] = {0, 4, 9};
   const int32_t backwards[3] = {0, 5, 3};
   const int32_t negative[3] = {-1, 2, 3};
-  EXPECT(chash_route_packed_java(r, data, 8, coders, past_end, 2, out) ==
-         CHASH_ERR_INVALID_ARGUMENT);
-  EXPECT(chash_route_packed_java(r, data, 8, coders, backwards, 2, out) ==
-         CHASH_ERR_INVALID_ARGUMENT);
-  EXPECT(chash_route_packed_java(r, data, 8, coders, negative, 2, out) ==
-         CHASH_ERR_INVALID_ARGUMENT);
+  expect_refused(r, data, coders, past_end, 2, "key 1 (offsets 4..9): past the end");
+  expect_refused(r, data, coders, backwards, 2, "key 1 (offsets 5..3): offsets must be");
+  expect_refused(r, data, coders, negative, 2, "key 0 (offsets -1..2)");
   const int32_t odd_utf16[3] = {0, 2, 5}; /* key 1: bytes 2..5, three bytes of UTF-16 */
   coders[1] = CHASH_JAVA_UTF16;
-  EXPECT(chash_route_packed_java(r, data, 8, coders, odd_utf16, 2, out) ==
-         CHASH_ERR_INVALID_ARGUMENT);
+  expect_refused(r, data, coders, odd_utf16, 2, "key 1 (offsets 2..5): UTF-16 text of an odd");
   coders[1] = 7; /* no such coder */
   const int32_t fine[3] = {0, 2, 4};
-  EXPECT(chash_route_packed_java(r, data, 8, coders, fine, 2, out) == CHASH_ERR_INVALID_ARGUMENT);
-  EXPECT(chash_route_packed_java(r, data, 8, coders, fine, 0, NULL) == CHASH_OK);
-  EXPECT(chash_route_packed_java(NULL, data, 8, coders, fine, 2, out) ==
+  expect_refused(r, data, coders, fine, 2, "key 1 (offsets 2..4): coder 7 is neither");
+  EXPECT(chash_route_java_strings(r, data, 8, coders, fine, 0, NULL, NULL) == CHASH_OK);
+  EXPECT(chash_route_java_strings(NULL, data, 8, coders, fine, 2, out, NULL) ==
+         CHASH_ERR_INVALID_ARGUMENT);
+  EXPECT(chash_route_java_strings(r, data, 8, coders, NULL, 2, out, NULL) ==
+         CHASH_ERR_INVALID_ARGUMENT);
+  EXPECT(chash_route_java_strings(r, NULL, 8, coders, fine, 2, out, NULL) ==
          CHASH_ERR_INVALID_ARGUMENT);
   const int32_t chars_past_end[2] = {0, 5}; /* 5 units of an 8-byte char buffer */
-  EXPECT(chash_route_packed_java(r, data, 8, NULL, chars_past_end, 1, out) ==
+  expect_refused(r, data, NULL, chars_past_end, 1, "key 0 (offsets 0..5): past the end");
+  /* UTF-16 units are read as uint16_t: data must be 2-byte aligned. */
+  static const uint16_t aligned[4] = {'a', 'b', 'c', 'd'};
+  chash_error* err = NULL;
+  EXPECT(chash_route_java_strings(r, (const char*)aligned + 1, 6, coders, fine, 2, out, &err) ==
          CHASH_ERR_INVALID_ARGUMENT);
+  EXPECT(err != NULL && strstr(chash_error_message(err), "aligned to 2 bytes") != NULL);
+  chash_error_free(err);
+  /* Keys before the bad one's chunk are routed; the good keys here route as chash_route. */
+  coders[1] = CHASH_JAVA_LATIN1;
+  EXPECT(chash_route_java_strings(r, data, 8, coders, fine, 2, out, NULL) == CHASH_OK);
+  EXPECT(out[0] == chash_route(r, "ab", 2) && out[1] == chash_route(r, "cd", 2));
 }
 
-int packed_tests(void) {
+int java_strings_tests(void) {
   const char* names[] = {"a", "b", "c", "d", "e", "f", "g"};
   chash_spec spec = {0};
   chash_nodes nodes = {0};
