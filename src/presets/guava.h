@@ -38,10 +38,11 @@ void guava_key_hashes(std::span<const std::string_view> keys, std::uint64_t* out
                       GuavaKernel kernel = GuavaKernel::kBest) noexcept;
 
 // guava_key_hashes of Java Strings keys[from .. from + n) (java_strings.h; n <= kBatchChunk) as
-// their String.getBytes(UTF_8), hashed where they lie where they can be: with AVX-512 every
-// Latin-1 key goes to the lanes as it is and only those the kernel finds are not ASCII are
-// encoded; UTF-16 keys are encoded into a stack buffer and, well-formed by construction, never
-// checked. Throws Error (kInvalidArgument) for a bad entry (java_key).
+// their String.getBytes(UTF_8). With AVX-512 VBMI2 (kAvx512, kBest) the keys go into the lanes
+// where they lie (guava_java_lane_hashes_avx512): no ASCII scan, no copy, no UTF-8 check of keys
+// encoded from UTF-16; elsewhere they become UTF-8 views (ASCII Latin-1 keys in place, the others
+// encoded into a stack buffer) for guava_key_hashes by `kernel`. Throws Error (kInvalidArgument)
+// for a bad entry (java_key).
 void guava_java_key_hashes(const JavaStrings& keys, std::size_t from, std::size_t n,
                            std::uint64_t* out, GuavaKernel kernel = GuavaKernel::kBest);
 // guava_java_key_hashes and consistentHash, a batch of any size, when `preset` is the guava
@@ -64,6 +65,20 @@ struct GuavaLaneLists {
 };
 void guava_lane_hashes_avx512(const std::string_view* keys, std::size_t n, std::uint64_t* out,
                               GuavaLaneLists& lists) noexcept;
+// jvm_avx512.cc (call only when internal::cpu_has_avx512_vbmi2()): guava_lane_hashes_avx512 of
+// Java Strings keys[from .. from + n) (n <= kBatchChunk) read where they lie: Latin-1 keys as
+// their bytes (the ones not all ASCII then in lanes.check, to be encoded), UTF-16 keys of up to
+// 16 units encoded to UTF-8 in their lanes (marked in `utf16`: in lanes.check their hash
+// stands, well-formed by construction), longer UTF-16 keys and those with a surrogate listed in
+// `slow` (not hashed). Throws as java_key for a bad entry.
+struct GuavaJavaLists {
+  GuavaLaneLists lanes;
+  std::uint32_t slow[kBatchChunk];
+  std::size_t slows = 0;
+  std::uint64_t utf16 = 0;  // bit i: key i is UTF-16
+};
+void guava_java_lane_hashes_avx512(const JavaStrings& keys, std::size_t from, std::size_t n,
+                                   std::uint64_t* out, GuavaJavaLists& lists);
 // jvm_avx512.cc (call only when internal::cpu_has_avx512()): utf8_well_formed (java_text.h) of a
 // key under 32 bytes.
 bool utf8_well_formed_short_avx512(std::string_view key) noexcept;

@@ -493,79 +493,97 @@ void guava_key_hashes(std::span<const std::string_view> keys, std::uint64_t* out
   for (std::size_t i = 0; i < keys.size(); ++i) out[i] = guava_key_hash(keys[i]);
 }
 
+namespace {
+
+// guava_key_hash of a Java String's UTF-8 (well-formed by construction: never checked): in place
+// when it is ASCII Latin-1, else encoded into a stack buffer or, when too long for that, hashed
+// piece by piece.
+std::uint64_t guava_java_key_hash(const JavaKey& key) {
+  const std::string_view text(key.text, key.len);
+  if (key.coder == kJavaLatin1 && is_ascii(text)) {
+    return hash::internal::murmur3_x64_128_inline(text, 0).h1;
+  }
+  constexpr std::size_t kBuffer = 3072;
+  if (key.len <= kBuffer / 3) {  // UTF-16: up to 3 bytes per 2; Latin-1: 2 per 1
+    char utf8[kBuffer + kJavaUtf8Slack];
+    const std::size_t m =
+        key.coder == kJavaUtf16
+            ? java_utf16_to_utf8(
+                  reinterpret_cast<const std::uint16_t*>(static_cast<const void*>(key.text)),
+                  key.len / 2, utf8)
+            : java_latin1_to_utf8(reinterpret_cast<const std::uint8_t*>(key.text), key.len, utf8);
+    return hash::internal::murmur3_x64_128_inline(std::string_view(utf8, m), 0).h1;
+  }
+  Murmur3x64Stream m;
+  java_utf8_pieces(key, [&](std::string_view piece) { m.update(piece); });
+  return m.finish();
+}
+
+}  // namespace
+
 void guava_java_key_hashes(const JavaStrings& keys, std::size_t from, std::size_t n,
                            std::uint64_t* out, GuavaKernel kernel) {
   assert(n <= kBatchChunk);
-  // What each key's view holds: its Latin-1 text where it lies, its UTF-8 encoded into `buf`
-  // (well-formed by construction: hashed as it is, never checked), or nothing (a key too long for
-  // `buf`, hashed from its text piece by piece after the others).
-  enum Form : std::uint8_t { kLatin1Text, kUtf8, kLong };
+#if defined(__x86_64__)
+  if (usable(kernel) == GuavaKernel::kAvx512 && internal::cpu_has_avx512_vbmi2()) {
+    // The keys go into the lanes where they lie (no copy, no view): only the non-ASCII Latin-1
+    // keys are encoded afterwards, and the long or surrogate-holding UTF-16 ones hashed alone.
+    // C side, 100k bindings-bench keys handed over as the Java binding does, ns per key at 10 /
+    // 100 / 1000 buckets, with plain UTF-8 byte keys of the same batch beside them in one run:
+    // the bindings' C header (encode, then chash_route_batch) 9.6 / 11.5 / 13.5, bytes 7.9 / 9.9
+    // / 11.9; here, keys as views 9.2 / 11.3 / 13.3; filled into the lanes 8.3 / 10.2 / 12.5,
+    // bytes 7.9 / 10.0 / 12.0.
+    GuavaJavaLists lists;
+    guava_java_lane_hashes_avx512(keys, from, n, out, lists);
+    for (std::size_t j = 0; j < lists.lanes.checks; ++j) {  // under 32 bytes, not ASCII
+      const std::uint32_t i = lists.lanes.check[j];
+      if ((lists.utf16 >> i & 1) != 0) continue;  // UTF-8 from UTF-16: its hash stands
+      const JavaKey key = java_key(keys, from + i);
+      char utf8[2 * 32];
+      const auto* bytes = reinterpret_cast<const std::uint8_t*>(key.text);
+      out[i] = hash::internal::murmur3_x64_128_inline(
+                   std::string_view(utf8, java_latin1_to_utf8(bytes, key.len, utf8)), 0)
+                   .h1;
+    }
+    for (std::size_t j = 0; j < lists.lanes.rests; ++j) {  // 32 bytes or more
+      out[lists.lanes.rest[j]] = guava_java_key_hash(java_key(keys, from + lists.lanes.rest[j]));
+    }
+    for (std::size_t j = 0; j < lists.slows; ++j) {
+      out[lists.slow[j]] = guava_java_key_hash(java_key(keys, from + lists.slow[j]));
+    }
+    return;
+  }
+#endif
+  // Elsewhere the keys become UTF-8 views for guava_key_hashes: ASCII Latin-1 ones where they
+  // lie, the others encoded into a stack buffer, those too long for it hashed alone.
   constexpr std::size_t kShortUnits = 64;  // the UTF-16 keys encoded into buf
   char buf[kBatchChunk * 3 * kShortUnits + kJavaUtf8Slack];
   std::string_view views[kBatchChunk];
-  Form form[kBatchChunk];
-  const bool avx512 = usable(kernel) == GuavaKernel::kAvx512;
+  std::uint32_t alone[kBatchChunk];
+  std::size_t alones = 0;
   std::size_t used = 0;
-  std::size_t longs = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const JavaKey key = java_key(keys, from + i);
     const std::string_view text(key.text, key.len);
-    if (key.coder == kJavaLatin1 && (avx512 || is_ascii(text))) {
-      // ASCII is its own UTF-8; the AVX-512 kernel lists the other Latin-1 keys (`check`,
-      // `rest`), which are encoded below, so no key is scanned twice.
+    if (key.coder == kJavaLatin1 && is_ascii(text)) {
       views[i] = text;
-      form[i] = kLatin1Text;
     } else if (key.coder == kJavaUtf16 && key.len / 2 <= kShortUnits) {
       const auto* units =
           reinterpret_cast<const std::uint16_t*>(static_cast<const void*>(key.text));
       views[i] = std::string_view(buf + used, java_utf16_to_utf8(units, key.len / 2, buf + used));
       used += views[i].size();
-      form[i] = kUtf8;
     } else if (key.coder == kJavaLatin1 && 2 * key.len <= sizeof buf - used) {
       const auto* bytes = reinterpret_cast<const std::uint8_t*>(key.text);
       views[i] = std::string_view(buf + used, java_latin1_to_utf8(bytes, key.len, buf + used));
       used += views[i].size();
-      form[i] = kUtf8;
     } else {
       views[i] = std::string_view();
-      form[i] = kLong;
-      ++longs;
+      alone[alones++] = static_cast<std::uint32_t>(i);
     }
   }
-  auto murmur = [](std::string_view utf8) {
-    return hash::internal::murmur3_x64_128_inline(utf8, 0).h1;
-  };
-  auto streamed = [&](std::size_t i) {
-    Murmur3x64Stream m;
-    java_utf8_pieces(java_key(keys, from + i), [&](std::string_view piece) { m.update(piece); });
-    return m.finish();
-  };
-#if defined(__x86_64__)
-  if (avx512) {
-    GuavaLaneLists lists;
-    guava_lane_hashes_avx512(views, n, out, lists);
-    for (std::size_t j = 0; j < lists.checks; ++j) {  // under 32 bytes, not ASCII
-      const std::uint32_t i = lists.check[j];
-      if (form[i] != kLatin1Text) continue;  // UTF-8 from UTF-16: its hash stands
-      char utf8[2 * 32];
-      const auto* bytes = reinterpret_cast<const std::uint8_t*>(views[i].data());
-      out[i] = murmur(std::string_view(utf8, java_latin1_to_utf8(bytes, views[i].size(), utf8)));
-    }
-    for (std::size_t j = 0; j < lists.rests; ++j) {  // 32 bytes or more
-      const std::uint32_t i = lists.rest[j];
-      out[i] = form[i] == kUtf8 || is_ascii(views[i]) ? murmur(views[i]) : streamed(i);
-    }
-  } else {
-    guava_key_hashes(std::span<const std::string_view>(views, n), out, kernel);
-  }
-#else
   guava_key_hashes(std::span<const std::string_view>(views, n), out, kernel);
-#endif
-  for (std::size_t i = 0; longs > 0 && i < n; ++i) {
-    if (form[i] == kLong) {
-      out[i] = streamed(i);
-      --longs;
-    }
+  for (std::size_t j = 0; j < alones; ++j) {
+    out[alone[j]] = guava_java_key_hash(java_key(keys, from + alone[j]));
   }
 }
 

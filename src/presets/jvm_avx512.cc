@@ -22,6 +22,8 @@
 
 #include "common.h"
 #include "guava.h"
+#include "java_strings.h"
+#include "utf16_avx512.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_epi32(), a self-initialised variable
 // that -Wmaybe-uninitialized reports in every caller (a known false positive of the header).
@@ -63,33 +65,15 @@ CHASH_AVX512 inline __m512i murmur3_finish(__m512i h1, __m512i h2, __m512i tail1
   return _mm512_add_epi64(fmix64(h1), fmix64(h2));
 }
 
-}  // namespace
-
-// guava.h: MurmurHash3 x64_128 (seed 0) h1 of the keys shorter than 32 bytes, eight at a time,
-// into out[i]: a key under 16 bytes has only a tail, one of 16..31 bytes one block and a tail;
-// each lane mixes the block and keeps it or not by its length. Keys that are not all ASCII are
-// hashed as their bytes too and listed in `check`: their hash is Guava's when the bytes are
-// well-formed UTF-8 (Java's decoder leaves them as they are), which the caller checks. Keys of
-// 32 bytes or more are listed in `rest`; their out[i] is left for the caller. Per key the gather
-// is one masked load (no byte past a key is read) and two stores, without a branch; the lists
-// are made eight keys at a time from masks (compress-stores), and the hashes stored whole. Keys
-// compacted into the lanes, with their lists written key by key (five stores a key) and the
-// hashes scattered back, cost ~1 ns more per key (C side, bindings bench keys, 10 buckets).
-CHASH_AVX512 void guava_lane_hashes_avx512(const std::string_view* keys, std::size_t n,
-                                           std::uint64_t* out, GuavaLaneLists& lists) noexcept {
+// Hashes rows[0 .. n) (each a key's first 32 bytes, zero past the key; len[i] its length) eight
+// at a time into out[i] and lists the keys for the caller (GuavaLaneLists). rows and len have
+// room for n rounded up to eight; the rows past n are zeroed here.
+[[gnu::always_inline]] CHASH_AVX512 inline void hash_rows(std::uint64_t (*rows)[4],
+                                                          std::uint64_t* len, std::size_t n,
+                                                          std::uint64_t* out,
+                                                          GuavaLaneLists& lists) noexcept {
   constexpr std::uint64_t c1 = 0x87c37b91114253d5ull;
   constexpr std::uint64_t c2 = 0x4cf5ad432745937full;
-  alignas(64) std::uint64_t rows[kBatchChunk + 7][4];  // a key's 32 bytes, zero past it
-  alignas(64) std::uint64_t len[kBatchChunk + 7];
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t size = keys[i].size();
-    // A key of 32 bytes or more loads what the mask's low bits say (bzhi reads eight bits of the
-    // length): only bytes of the key; its lane's hash is not used.
-    const auto mask = static_cast<__mmask32>(_bzhi_u32(~0u, static_cast<unsigned>(size)));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(rows[i]),
-                       _mm256_maskz_loadu_epi8(mask, keys[i].data()));
-    len[i] = size;
-  }
   for (std::size_t j = n; j < ((n + 7) & ~std::size_t{7}); ++j) {
     rows[j][0] = rows[j][1] = rows[j][2] = rows[j][3] = len[j] = 0;
   }
@@ -154,6 +138,74 @@ CHASH_AVX512 void guava_lane_hashes_avx512(const std::string_view* keys, std::si
   }
   lists.checks = checks;
   lists.rests = rests;
+}
+
+}  // namespace
+
+// guava.h: MurmurHash3 x64_128 (seed 0) h1 of the keys shorter than 32 bytes, eight at a time,
+// into out[i]: a key under 16 bytes has only a tail, one of 16..31 bytes one block and a tail;
+// each lane mixes the block and keeps it or not by its length. Keys that are not all ASCII are
+// hashed as their bytes too and listed in `check`: their hash is Guava's when the bytes are
+// well-formed UTF-8 (Java's decoder leaves them as they are), which the caller checks. Keys of
+// 32 bytes or more are listed in `rest`; their out[i] is left for the caller. Per key the gather
+// is one masked load (no byte past a key is read) and two stores, without a branch; the lists
+// are made eight keys at a time from masks (compress-stores), and the hashes stored whole. Keys
+// compacted into the lanes, with their lists written key by key (five stores a key) and the
+// hashes scattered back, cost ~1 ns more per key (C side, bindings bench keys, 10 buckets).
+CHASH_AVX512 void guava_lane_hashes_avx512(const std::string_view* keys, std::size_t n,
+                                           std::uint64_t* out, GuavaLaneLists& lists) noexcept {
+  alignas(64) std::uint64_t rows[kBatchChunk + 7][4];  // a key's 32 bytes, zero past it
+  alignas(64) std::uint64_t len[kBatchChunk + 7];
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t size = keys[i].size();
+    // A key of 32 bytes or more loads what the mask's low bits say (bzhi reads eight bits of the
+    // length): only bytes of the key; its lane's hash is not used.
+    const auto mask = static_cast<__mmask32>(_bzhi_u32(~0u, static_cast<unsigned>(size)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(rows[i]),
+                       _mm256_maskz_loadu_epi8(mask, keys[i].data()));
+    len[i] = size;
+  }
+  hash_rows(rows, len, n, out, lists);
+}
+
+
+// guava.h: the lanes of guava_lane_hashes_avx512, filled straight from Java Strings: a Latin-1
+// key's bytes by one masked load, a UTF-16 key of up to 16 units encoded into its row.
+CHASH_AVX512_VBMI2 void guava_java_lane_hashes_avx512(const JavaStrings& keys, std::size_t from,
+                                                      std::size_t n, std::uint64_t* out,
+                                                      GuavaJavaLists& lists) {
+  alignas(64) std::uint64_t rows[kBatchChunk + 7][4];
+  alignas(64) std::uint64_t len[kBatchChunk + 7];
+  std::uint64_t utf16 = 0;
+  std::size_t slows = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const JavaKey key = java_key(keys, from + i);
+    if (key.coder == kJavaLatin1) {  // bzhi as in guava_lane_hashes_avx512: no byte past the key
+      const auto mask = static_cast<__mmask32>(_bzhi_u32(~0u, static_cast<unsigned>(key.len)));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(rows[i]),
+                         _mm256_maskz_loadu_epi8(mask, key.text));
+      len[i] = key.len;
+      continue;
+    }
+    utf16 |= std::uint64_t{1} << i;
+    __m512i utf8;
+    const long bytes = key.len <= 32 ? utf16_to_utf8_x16(reinterpret_cast<const std::uint16_t*>(
+                                                             static_cast<const void*>(key.text)),
+                                                         key.len / 2, utf8)
+                                     : -1;
+    if (bytes >= 0) {  // the first 32 bytes, zero past them (a longer key's lane goes unused)
+      _mm256_store_si256(reinterpret_cast<__m256i*>(rows[i]), _mm512_castsi512_si256(utf8));
+    } else {  // longer, or a surrogate: the caller hashes it
+      _mm256_store_si256(reinterpret_cast<__m256i*>(rows[i]), _mm256_setzero_si256());
+      len[i] = 0;
+      lists.slow[slows++] = static_cast<std::uint32_t>(i);
+      continue;
+    }
+    len[i] = static_cast<std::uint64_t>(bytes);
+  }
+  hash_rows(rows, len, n, out, lists.lanes);
+  lists.utf16 = utf16;
+  lists.slows = slows;
 }
 
 // guava.h: utf8_well_formed (java_text.h) of a key under 32 bytes, with the lookup tables of
