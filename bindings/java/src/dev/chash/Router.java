@@ -119,8 +119,8 @@ public final class Router implements AutoCloseable {
 
   /**
    * The owners' indexes of {@code keys} (-1 for a key that cannot be routed): one native call
-   * per 4096 keys (chash_route_batch, which hashes keys side by side), so this is the fast way
-   * to route many keys.
+   * per 4096 keys (chash_route_java_strings, which hashes keys side by side), so this is the fast
+   * way to route many keys.
    */
   public int[] routeAllIndexes(String[] keys) {
     Objects.requireNonNull(keys, "keys");
