@@ -32,32 +32,6 @@ CHASH_AVX512_VBMI2 long utf16_block_avx512(const std::uint16_t* s, std::size_t n
 }
 #endif
 
-// One key of a chunk routed through route_batch: its UTF-8 where it lies (ASCII Latin-1) or
-// encoded into `buf` (used bytes so far in `used`); false when the encoding does not fit.
-bool utf8_view(const JavaKey& key, char* buf, std::size_t cap, std::size_t& used,
-               std::string_view& view) noexcept {
-  if (key.coder == kJavaLatin1) {
-    const std::string_view text(key.text, key.len);
-    if (is_ascii(text)) {
-      view = text;
-      return true;
-    }
-  }
-  const std::size_t need =
-      key.coder == kJavaUtf16 ? 3 * (key.len / 2) + kJavaUtf8Slack : 2 * key.len;
-  if (need > cap - used) return false;
-  const std::size_t n =
-      key.coder == kJavaUtf16
-          ? java_utf16_to_utf8(
-                reinterpret_cast<const std::uint16_t*>(static_cast<const void*>(key.text)),
-                key.len / 2, buf + used)
-          : java_latin1_to_utf8(reinterpret_cast<const std::uint8_t*>(key.text), key.len,
-                                buf + used);
-  view = std::string_view(buf + used, n);
-  used += n;
-  return true;
-}
-
 }  // namespace
 
 void refuse_java_key(const JavaStrings& keys, std::size_t i) {
@@ -151,6 +125,27 @@ std::size_t java_latin1_to_utf8(const std::uint8_t* s, std::size_t n, char* out)
   return o;
 }
 
+std::size_t java_to_utf8(const JavaKey& key, char* out) noexcept {
+  if (key.coder == kJavaUtf16) {
+    return java_utf16_to_utf8(
+        reinterpret_cast<const std::uint16_t*>(static_cast<const void*>(key.text)), key.len / 2,
+        out);
+  }
+  return java_latin1_to_utf8(reinterpret_cast<const std::uint8_t*>(key.text), key.len, out);
+}
+
+bool java_utf8_view(const JavaKey& key, char* buf, std::size_t cap, std::size_t& used,
+                    std::string_view& view) noexcept {
+  if (key.coder == kJavaLatin1 && is_ascii(std::string_view(key.text, key.len))) {
+    view = std::string_view(key.text, key.len);
+    return true;
+  }
+  if (java_utf8_bound(key) > cap - used) return false;
+  view = std::string_view(buf + used, java_to_utf8(key, buf + used));
+  used += view.size();
+  return true;
+}
+
 void route_java_strings(const Router& router, const JavaStrings& keys, NodeId* out) {
   if (keys.count == 0) return;
   if ((reinterpret_cast<std::uintptr_t>(keys.data) & 1) != 0) {  // UTF-16 is read as uint16_t
@@ -168,7 +163,7 @@ void route_java_strings(const Router& router, const JavaStrings& keys, NodeId* o
     const std::size_t base = i;
     std::size_t used = 0;
     for (; i < keys.count && i - base < kChunk; ++i) {
-      if (!utf8_view(java_key(keys, i), utf8, kBuffer, used, views[i - base])) break;
+      if (!java_utf8_view(java_key(keys, i), utf8, kBuffer, used, views[i - base])) break;
     }
     if (i > base) {
       router.route_batch(std::span<const std::string_view>(views, i - base),

@@ -87,6 +87,20 @@ std::size_t java_utf16_to_utf8(const std::uint16_t* s, std::size_t n, char* out,
 // hold 2 * n bytes; returns the bytes written.
 std::size_t java_latin1_to_utf8(const std::uint8_t* s, std::size_t n, char* out) noexcept;
 
+// The bytes java_to_utf8 may write for key: its UTF-8 and the encoder's spare bytes.
+inline std::size_t java_utf8_bound(const JavaKey& key) noexcept {
+  return key.coder == kJavaUtf16 ? 3 * (key.len / 2) + kJavaUtf8Slack : 2 * key.len;
+}
+
+// key's String.getBytes(UTF_8) into out, which holds java_utf8_bound(key) bytes: the bytes of
+// UTF-8 written.
+std::size_t java_to_utf8(const JavaKey& key, char* out) noexcept;
+
+// key as UTF-8 in `view`: where it lies when it is ASCII Latin-1 (its own UTF-8), else encoded
+// into buf[used .. cap), `used` moved past it; false, nothing written, when it does not fit.
+bool java_utf8_view(const JavaKey& key, char* buf, std::size_t cap, std::size_t& used,
+                    std::string_view& view) noexcept;
+
 // out[i] = router.route(String.getBytes(UTF_8) of key i) for i < keys.count: the guava preset
 // hashes the keys in place (guava_route_java_strings, jvm.cc); every other router gets them as
 // UTF-8 a chunk at a time (the ASCII Latin-1 keys where they lie, the rest encoded into a stack

@@ -499,20 +499,11 @@ namespace {
 // when it is ASCII Latin-1, else encoded into a stack buffer or, when too long for that, hashed
 // piece by piece.
 std::uint64_t guava_java_key_hash(const JavaKey& key) {
-  const std::string_view text(key.text, key.len);
-  if (key.coder == kJavaLatin1 && is_ascii(text)) {
-    return hash::internal::murmur3_x64_128_inline(text, 0).h1;
-  }
-  constexpr std::size_t kBuffer = 3072;
-  if (key.len <= kBuffer / 3) {  // UTF-16: up to 3 bytes per 2; Latin-1: 2 per 1
-    char utf8[kBuffer + kJavaUtf8Slack];
-    const std::size_t m =
-        key.coder == kJavaUtf16
-            ? java_utf16_to_utf8(
-                  reinterpret_cast<const std::uint16_t*>(static_cast<const void*>(key.text)),
-                  key.len / 2, utf8)
-            : java_latin1_to_utf8(reinterpret_cast<const std::uint8_t*>(key.text), key.len, utf8);
-    return hash::internal::murmur3_x64_128_inline(std::string_view(utf8, m), 0).h1;
+  char utf8[3072 + kJavaUtf8Slack];
+  std::size_t used = 0;
+  std::string_view view;
+  if (java_utf8_view(key, utf8, sizeof utf8, used, view)) {
+    return hash::internal::murmur3_x64_128_inline(view, 0).h1;
   }
   Murmur3x64Stream m;
   java_utf8_pieces(key, [&](std::string_view piece) { m.update(piece); });
@@ -538,11 +529,9 @@ void guava_java_key_hashes(const JavaStrings& keys, std::size_t from, std::size_
     for (std::size_t j = 0; j < lists.lanes.checks; ++j) {  // under 32 bytes, not ASCII
       const std::uint32_t i = lists.lanes.check[j];
       if ((lists.utf16 >> i & 1) != 0) continue;  // UTF-8 from UTF-16: its hash stands
-      const JavaKey key = java_key(keys, from + i);
-      char utf8[2 * 32];
-      const auto* bytes = reinterpret_cast<const std::uint8_t*>(key.text);
+      char utf8[2 * 32 + kJavaUtf8Slack];         // a Latin-1 key under 32 bytes
       out[i] = hash::internal::murmur3_x64_128_inline(
-                   std::string_view(utf8, java_latin1_to_utf8(bytes, key.len, utf8)), 0)
+                   std::string_view(utf8, java_to_utf8(java_key(keys, from + i), utf8)), 0)
                    .h1;
     }
     for (std::size_t j = 0; j < lists.lanes.rests; ++j) {  // 32 bytes or more
@@ -556,27 +545,13 @@ void guava_java_key_hashes(const JavaStrings& keys, std::size_t from, std::size_
 #endif
   // Elsewhere the keys become UTF-8 views for guava_key_hashes: ASCII Latin-1 ones where they
   // lie, the others encoded into a stack buffer, those too long for it hashed alone.
-  constexpr std::size_t kShortUnits = 64;  // the UTF-16 keys encoded into buf
-  char buf[kBatchChunk * 3 * kShortUnits + kJavaUtf8Slack];
+  char buf[kBatchChunk * 3 * 64 + kJavaUtf8Slack];  // 64 UTF-16 units a key
   std::string_view views[kBatchChunk];
   std::uint32_t alone[kBatchChunk];
   std::size_t alones = 0;
   std::size_t used = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const JavaKey key = java_key(keys, from + i);
-    const std::string_view text(key.text, key.len);
-    if (key.coder == kJavaLatin1 && is_ascii(text)) {
-      views[i] = text;
-    } else if (key.coder == kJavaUtf16 && key.len / 2 <= kShortUnits) {
-      const auto* units =
-          reinterpret_cast<const std::uint16_t*>(static_cast<const void*>(key.text));
-      views[i] = std::string_view(buf + used, java_utf16_to_utf8(units, key.len / 2, buf + used));
-      used += views[i].size();
-    } else if (key.coder == kJavaLatin1 && 2 * key.len <= sizeof buf - used) {
-      const auto* bytes = reinterpret_cast<const std::uint8_t*>(key.text);
-      views[i] = std::string_view(buf + used, java_latin1_to_utf8(bytes, key.len, buf + used));
-      used += views[i].size();
-    } else {
+    if (!java_utf8_view(java_key(keys, from + i), buf, sizeof buf, used, views[i])) {
       views[i] = std::string_view();
       alone[alones++] = static_cast<std::uint32_t>(i);
     }
