@@ -134,18 +134,6 @@ std::size_t java_to_utf8(const JavaKey& key, char* out) noexcept {
   return java_latin1_to_utf8(reinterpret_cast<const std::uint8_t*>(key.text), key.len, out);
 }
 
-bool java_utf8_view(const JavaKey& key, char* buf, std::size_t cap, std::size_t& used,
-                    std::string_view& view) noexcept {
-  if (key.coder == kJavaLatin1 && is_ascii(std::string_view(key.text, key.len))) {
-    view = std::string_view(key.text, key.len);
-    return true;
-  }
-  if (java_utf8_bound(key) > cap - used) return false;
-  view = std::string_view(buf + used, java_to_utf8(key, buf + used));
-  used += view.size();
-  return true;
-}
-
 void route_java_strings(const Router& router, const JavaStrings& keys, NodeId* out) {
   if (keys.count == 0) return;
   if ((reinterpret_cast<std::uintptr_t>(keys.data) & 1) != 0) {  // UTF-16 is read as uint16_t

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "chash/node.h"
+#include "presets/java_text.h"
 
 namespace chash {
 class Router;
@@ -98,8 +99,19 @@ std::size_t java_to_utf8(const JavaKey& key, char* out) noexcept;
 
 // key as UTF-8 in `view`: where it lies when it is ASCII Latin-1 (its own UTF-8), else encoded
 // into buf[used .. cap), `used` moved past it; false, nothing written, when it does not fit.
-bool java_utf8_view(const JavaKey& key, char* buf, std::size_t cap, std::size_t& used,
-                    std::string_view& view) noexcept;
+// Inline: it runs once per key of a batch, and an out-of-line call cost ~2 ns a key there
+// (spymemcached's String batch, C side, 10 nodes: 24.0 -> 26.3 ns).
+inline bool java_utf8_view(const JavaKey& key, char* buf, std::size_t cap, std::size_t& used,
+                           std::string_view& view) noexcept {
+  if (key.coder == kJavaLatin1 && is_ascii(std::string_view(key.text, key.len))) {
+    view = std::string_view(key.text, key.len);
+    return true;
+  }
+  if (java_utf8_bound(key) > cap - used) return false;
+  view = std::string_view(buf + used, java_to_utf8(key, buf + used));
+  used += view.size();
+  return true;
+}
 
 // out[i] = router.route(String.getBytes(UTF_8) of key i) for i < keys.count: the guava preset
 // hashes the keys in place (guava_route_java_strings, jvm.cc); every other router gets them as
