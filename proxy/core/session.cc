@@ -498,6 +498,7 @@ void BackendSession::count_script(const Pending& p, int delta) noexcept {
 BackendSession::Pending BackendSession::take_front() {
   Pending p = std::move(queue_.front());
   queue_.pop_front();
+  last_reply_ = worker_.loop().now();
   count_script(p, -1);
   state_->inflight.fetch_sub(1, std::memory_order_relaxed);  // bounded loads read it: at once
   const auto b = static_cast<std::int64_t>(p.bytes);
@@ -742,7 +743,7 @@ void BackendSession::check_timeout(net::Clock::time_point now) {
     fail("connect timed out", FailKind::kTimeout);
     return;
   }
-  if (!queue_.empty() && now - queue_.front().sent >= t) {
+  if (!queue_.empty() && now - front_since() >= t) {
     state_->last_os_error.store(ETIMEDOUT, std::memory_order_relaxed);
     fail("timed out after " + std::to_string(*pool_->config.timeout_ms) + " ms",
          FailKind::kTimeout);

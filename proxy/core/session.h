@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
@@ -266,7 +267,7 @@ class BackendSession : public BackendConn {
   bool busy_with_script(net::Clock::time_point now,
                         std::chrono::milliseconds after) const override {
     return !queue_.empty() && queue_.front().msg != nullptr && queue_.front().msg->script &&
-           now - queue_.front().sent >= after;
+           now - front_since() >= after;
   }
   const std::string& name() const noexcept { return state_->name; }
 
@@ -296,6 +297,14 @@ class BackendSession : public BackendConn {
                std::uint32_t tag);
   // Removes the oldest queued request (its reply arrived); keeps BackendState::inflight.
   Pending take_front();
+  // When the server's time on the oldest queued request began: when it was sent, or when the
+  // reply before it was complete, whichever is later. `timeout` bounds the server's time on
+  // each request, not the depth of the pipeline ahead of it: 2048 pipelined GETs of 100 KiB
+  // (a slow reader's, say) take the proxy longer than 500 ms to read on a loaded machine, and
+  // the request queued behind them must not have the backend judged on that.
+  net::Clock::time_point front_since() const noexcept {
+    return std::max(queue_.front().sent, last_reply_);
+  }
   // Every queued request gets failure_reply(why); the connection closes; counts a failure.
   void fail(const std::string& why, FailKind kind = FailKind::kError);
   // With no request queued, every byte past `parsed` is a reply nobody asked for: fails the
@@ -314,6 +323,7 @@ class BackendSession : public BackendConn {
   bool closed_ = false;
   net::RecvBuffer in_;  // replies are handed on as slices of its chunks (zero copy)
   std::deque<Pending> queue_;
+  net::Clock::time_point last_reply_{};  // when take_front last took a request (front_since)
 
  private:
   void read();

@@ -3,6 +3,7 @@
 // temporary directory, the proxy in-process on a free 127.0.0.1 port, and a small text-protocol
 // client. memcached must be installed (scripts/bootstrap.sh): these tests fail without it.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -631,6 +632,105 @@ TEST_F(MemcacheE2E, SilentBackendTimesOutWithinTheTimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms);
   EXPECT_GE(pool()->states[0]->timeouts.load(), 2u);
   ::close(lfd);
+}
+
+// A "backend" on a unix socket that answers each `get` line with END, `delay` after the previous
+// answer (one request at a time, as a server does), and only the first `answers` of them; the
+// rest it reads and never answers.
+class SlowBackend {
+ public:
+  SlowBackend(const fs::path& path, std::chrono::milliseconds delay, int answers)
+      : path_(path.string()), delay_(delay), answers_(answers) {
+    std::string error;
+    lfd_ = net::listen_on(parse_address(path_, "test"), 16, error);
+    EXPECT_GE(lfd_, 0) << error;
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~SlowBackend() {
+    stop_ = true;
+    thread_.join();
+    ::close(lfd_);
+  }
+  const std::string& path() const { return path_; }
+  // When the last answer was sent.
+  std::chrono::steady_clock::time_point last_answer() const {
+    return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(last_));
+  }
+
+ private:
+  void serve() {
+    int fd = -1;
+    while (!stop_ && fd < 0) {
+      pollfd p{lfd_, POLLIN, 0};
+      if (::poll(&p, 1, 20) == 1) fd = ::accept(lfd_, nullptr, nullptr);
+    }
+    std::string in;
+    int answered = 0;
+    while (!stop_ && fd >= 0) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 20) != 1) continue;
+      char buf[4096];
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      in.append(buf, static_cast<std::size_t>(n));
+      for (auto eol = in.find("\r\n"); eol != std::string::npos; eol = in.find("\r\n")) {
+        const bool get = in.starts_with("get ");
+        in.erase(0, eol + 2);
+        if (!get || answered == answers_) continue;
+        std::this_thread::sleep_for(delay_);
+        ++answered;
+        last_ = std::chrono::steady_clock::now().time_since_epoch().count();
+        if (::send(fd, "END\r\n", 5, MSG_NOSIGNAL) != 5) break;
+      }
+    }
+    if (fd >= 0) ::close(fd);
+  }
+
+  std::string path_;
+  std::chrono::milliseconds delay_;
+  int answers_;
+  int lfd_ = -1;
+  std::atomic<bool> stop_{false};
+  std::atomic<std::chrono::steady_clock::rep> last_{0};
+  std::thread thread_;
+};
+
+// `timeout` bounds the server's time on each request, from when it was sent or the reply before
+// it was complete: a pipeline of 8 requests the server answers 150 ms apart lasts 1.2 s, twice
+// the 600 ms timeout, and is answered in full, with no timeout counted (regression: each request
+// was timed from when it was queued, so the 5th timed out and the backend was ejected; a slow
+// reader's pipeline of large replies did the same to the requests behind it on a loaded machine).
+TEST_F(MemcacheE2E, APipelineLongerThanTheTimeoutIsNotATimeout) {
+  SlowBackend slow(dir_ / "slow.sock", 150ms, 1000);
+  start_proxy("alpha:\n  listen: 127.0.0.1:0\n  timeout: 600\n  auto_eject_hosts: true\n"
+              "  server_failure_limit: 1\n  servers:\n    - " + slow.path() + ":1 slow\n", 1);
+  auto c = client();
+  std::string gets;
+  for (int i = 0; i < 8; ++i) gets += "get k" + std::to_string(i) + "\r\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(c.send(gets));
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(c.read(true), "END\r\n") << i;
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 1100ms);
+  EXPECT_EQ(pool()->states[0]->timeouts.load(), 0u);
+  EXPECT_FALSE(pool()->states[0]->down.load());
+}
+
+// ...and a server that stops answering mid-pipeline is timed out `timeout` after its last
+// reply, not sooner: every request still queued gets the timeout's error. (The client gets its
+// read's four replies together: hold_output.)
+TEST_F(MemcacheE2E, AServerThatStopsMidPipelineTimesOutAfterItsLastReply) {
+  SlowBackend slow(dir_ / "slow.sock", 100ms, 2);
+  start_proxy("alpha:\n  listen: 127.0.0.1:0\n  timeout: 300\n  server_failure_limit: 5\n"
+              "  servers:\n    - " + slow.path() + ":1 slow\n", 1);
+  auto c = client();
+  ASSERT_TRUE(c.send("get a\r\nget b\r\nget c\r\nget d\r\n"));
+  EXPECT_EQ(c.read(true), "END\r\n");
+  EXPECT_EQ(c.read(true), "END\r\n");
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(c.read(true), "SERVER_ERROR backend slow: timed out after 300 ms\r\n") << i;
+  }
+  EXPECT_GE(std::chrono::steady_clock::now() - slow.last_answer(), 300ms);
+  EXPECT_EQ(pool()->states[0]->timeouts.load(), 1u);
 }
 
 TEST_F(MemcacheE2E, ReloadAddsAServer) {

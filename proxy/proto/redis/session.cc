@@ -276,7 +276,7 @@ void Backend::check_timeout(net::Clock::time_point now) {
   // second by default, so its nil reply may come a little after the wait.
   if (block_ms_ == 0 || !pool_->config.timeout_ms) return;
   const std::int64_t ms = block_ms_ + *pool_->config.timeout_ms + kBlockSlackMs;
-  if (now - queue_.front().sent >= std::chrono::milliseconds(ms)) {
+  if (now - front_since() >= std::chrono::milliseconds(ms)) {
     fail("timed out after " + std::to_string(ms) +
              " ms (a blocking command's wait, the pool's timeout and 1 s)",
          FailKind::kTimeout);
