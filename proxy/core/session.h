@@ -323,7 +323,6 @@ class BackendSession : public BackendConn {
   bool closed_ = false;
   net::RecvBuffer in_;  // replies are handed on as slices of its chunks (zero copy)
   std::deque<Pending> queue_;
-  net::Clock::time_point last_reply_{};  // when take_front last took a request (front_since)
 
  private:
   void read();
@@ -354,6 +353,7 @@ class BackendSession : public BackendConn {
   std::int32_t scripts_ = 0;             // of queue_, script calls (BackendState::scripts)
   void count_script(const Pending& p, int delta) noexcept;
   std::uint64_t enqueued_bytes_ = 0, sent_bytes_ = 0;
+  net::Clock::time_point last_reply_{};  // when take_front last took a request (front_since)
   std::size_t written_ = 0;  // queue_'s first written_ requests are wholly written
   bool connecting_ = true;
   bool draining_ = false;
